@@ -91,10 +91,10 @@ void StreamParser::process_expect_start(uint32_t token) {
     fail(gptoss_status_invalid_argument, "unexpected token {} between messages (expected <|start|> {})",
          token, start_id_);
   if (is_stop(token)) return;  // a stray stop token carries no text
-  // The model skipped "<|start|>role": read a header for the same role as before.
+  // The model skipped "<|start|>assistant" (model output is the assistant speaking).
   state_ = State::header;
   header_tokens_.clear();
-  next_role_ = messages_.empty() ? Role::assistant : messages_.back().role;
+  next_role_ = Role::assistant;
   process_header(token);
 }
 
