@@ -67,24 +67,44 @@ uint32_t Sampler::sample(std::span<const float> logits, std::span<const uint32_t
   if (p.temperature == 0.0f) {
     chosen = uint32_t(std::max_element(work_.begin(), work_.end()) - work_.begin());  // lowest id on ties
   } else {
-    // Candidates sorted by logit (descending, then id), truncated by top-k.
+    // Candidates sorted by logit (descending, then id), truncated by top-k. Only as much of
+    // the 201088-entry order as the truncation needs is sorted: a head of 1024 covers
+    // top-p in practice; the full sort is the fallback.
     order_.resize(V);
     std::iota(order_.begin(), order_.end(), 0u);
     auto by_logit = [&](uint32_t a, uint32_t b) {
       return work_[a] > work_[b] || (work_[a] == work_[b] && a < b);
     };
+    const bool truncates = p.top_p < 1.0f || p.min_p > 0.0f;
     size_t n = (p.top_k > 0 && p.top_k < V) ? p.top_k : V;
-    if (n < V) {
+    if (!truncates && n == V) {
+      // No truncation: the order does not matter.
+    } else if (n < V) {
       std::partial_sort(order_.begin(), order_.begin() + std::ptrdiff_t(n), order_.end(), by_logit);
     } else {
-      std::sort(order_.begin(), order_.end(), by_logit);
+      const size_t head = std::min<size_t>(V, 1024);
+      std::partial_sort(order_.begin(), order_.begin() + std::ptrdiff_t(head), order_.end(), by_logit);
+      double head_mass = 0.0, all_mass = 0.0;
+      const double top = work_[order_[0]];
+      for (size_t i = 0; i < V; ++i) {
+        const double e = std::exp((work_[order_[i]] - top) / p.temperature);
+        all_mass += e;
+        if (i < head) head_mass += e;
+      }
+      // min-p keeps only tokens near the best (inside the head unless it is flat); top-p
+      // needs the head to reach its mass.
+      const bool head_enough = (p.top_p >= 1.0f || head_mass >= double(p.top_p) * all_mass) &&
+                               (p.min_p <= 0.0f || head == V ||
+                                std::exp((work_[order_[head - 1]] - top) / p.temperature) < p.min_p);
+      if (!head_enough) std::sort(order_.begin(), order_.end(), by_logit);
     }
     std::vector<double> probs(n);
-    const double top = work_[order_[0]];
+    double top = -INFINITY;
+    for (size_t i = 0; i < n; ++i) top = std::max(top, double(work_[order_[i]]));
     double sum = 0.0;
     for (size_t i = 0; i < n; ++i) sum += probs[i] = std::exp((work_[order_[i]] - top) / p.temperature);
     for (auto& q : probs) q /= sum;
-    // min-p: keep tokens at least min_p times as likely as the best.
+    // min-p: keep tokens at least min_p times as likely as the best (order_ is sorted here).
     if (p.min_p > 0.0f) {
       size_t keep = 1;
       while (keep < n && probs[keep] >= p.min_p * probs[0]) ++keep;

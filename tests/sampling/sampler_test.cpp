@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <map>
+#include <numeric>
 #include <set>
 
 #include "libgptoss/common/error.hpp"
@@ -136,4 +137,48 @@ TEST_CASE("out-of-range options are rejected by name", "[sampling][bad-input]") 
   rejects([](SamplerParams& p) { p.repetition_penalty = 0.0f; }, "repetition_penalty");
   rejects([](SamplerParams& p) { p.presence_penalty = INFINITY; }, "presence_penalty");
   rejects([](SamplerParams& p) { p.top_logprobs = 21; }, "top_logprobs");
+}
+
+TEST_CASE("truncation over a full-size vocabulary matches a brute-force reference", "[sampling]") {
+  // 201088 logits, a few hundred of them large: top-p and min-p must cut exactly where a
+  // fully sorted distribution says, whichever internal shortcut is taken.
+  std::vector<float> l(201088, -5.0f);
+  for (size_t i = 0; i < 300; ++i) l[(i * 7919) % l.size()] = 3.0f + float(i % 17) * 0.25f;
+  for (float top_p : {0.3f, 0.9f, 1.0f}) {
+    for (float min_p : {0.0f, 0.5f}) {
+      // Reference: the kept set from a full sort.
+      std::vector<double> pr(l.size());
+      double z = 0;
+      for (size_t i = 0; i < l.size(); ++i) z += pr[i] = std::exp(double(l[i]));
+      std::vector<uint32_t> idx(l.size());
+      std::iota(idx.begin(), idx.end(), 0u);
+      std::sort(idx.begin(), idx.end(), [&](uint32_t a, uint32_t b) { return l[a] > l[b] || (l[a] == l[b] && a < b); });
+      size_t n = idx.size();
+      if (min_p > 0) {
+        size_t k = 1;
+        while (k < n && pr[idx[k]] >= min_p * pr[idx[0]]) ++k;
+        n = k;
+      }
+      if (top_p < 1) {
+        double mass = 0;
+        size_t k = 0;
+        while (k < n) {
+          mass += pr[idx[k++]] / z;
+          if (mass >= top_p) break;
+        }
+        n = k;
+      }
+      std::set<uint32_t> allowed(idx.begin(), idx.begin() + std::ptrdiff_t(n));
+      SamplerParams p;
+      p.top_p = top_p;
+      p.min_p = min_p;
+      p.seed = 3;
+      Sampler s(p);
+      for (int i = 0; i < 200; ++i) {
+        const uint32_t t = s.sample(l, {});
+        INFO("top_p " << top_p << " min_p " << min_p << " token " << t);
+        if (top_p < 1 || min_p > 0) REQUIRE(allowed.count(t) == 1);
+      }
+    }
+  }
 }
