@@ -61,7 +61,8 @@ int main(int argc, char** argv) {
 
   const auto load_start = Clock::now();
   gptoss_tokenizer_t tokenizer = nullptr;
-  if (!check(gptoss_tokenizer_create_from_file(tokenizer_path.c_str(), &tokenizer), "load")) return 1;
+  if (!check(gptoss_tokenizer_create_from_file(tokenizer_path.c_str(), &tokenizer), "load"))
+    return 1;
   const double load_s = seconds_since(load_start);
 
   std::vector<uint32_t> tokens(text.size() + 16);
@@ -81,7 +82,8 @@ int main(int argc, char** argv) {
 
   const double mb = static_cast<double>(text.size()) / 1e6;
   const double cold = times.front();
-  std::printf("| file | bytes | tokens | load s | cold MB/s | warm best MB/s | warm mean MB/s | runs |\n");
+  std::printf(
+      "| file | bytes | tokens | load s | cold MB/s | warm best MB/s | warm mean MB/s | runs |\n");
   std::printf("|---|---:|---:|---:|---:|---:|---:|---:|\n");
   std::printf("| %s | %zu | %zu | %.3f | %.2f |", file_path.c_str(), text.size(), n_tokens, load_s,
               mb / cold);

@@ -43,7 +43,8 @@ void merge_short(const RankTable& ranks, std::string_view piece, std::vector<uin
     rank[best] = pair_rank(best);
     if (best > 0) rank[best - 1] = pair_rank(best - 1);
   }
-  for (size_t i = 0; i < parts; ++i) out.push_back(ranks.find(p + start[i], start[i + 1] - start[i]));
+  for (size_t i = 0; i < parts; ++i)
+    out.push_back(ranks.find(p + start[i], start[i + 1] - start[i]));
 }
 
 void merge_long(const RankTable& ranks, std::string_view piece, std::vector<uint32_t>& out) {

@@ -111,12 +111,11 @@ PreSplit::PreSplit(const std::string& pattern) {
 
 PreSplit::~PreSplit() { pcre2_code_free(code_); }
 
-bool PreSplit::next_match(std::string_view text, size_t offset, size_t& begin,
-                          size_t& end) const {
+bool PreSplit::next_match(std::string_view text, size_t offset, size_t& begin, size_t& end) const {
   ThreadMatchState& state = thread_match_state();
   // NOTEMPTY: a pattern that could match the empty string must not stall the split.
-  const int rc = pcre2_match(code_, reinterpret_cast<PCRE2_SPTR>(text.data()), text.size(),
-                             offset, PCRE2_NOTEMPTY, state.data, state.context);
+  const int rc = pcre2_match(code_, reinterpret_cast<PCRE2_SPTR>(text.data()), text.size(), offset,
+                             PCRE2_NOTEMPTY, state.data, state.context);
   if (rc == PCRE2_ERROR_NOMATCH) return false;
   if (rc < 0) {
     PCRE2_UCHAR message[256];
