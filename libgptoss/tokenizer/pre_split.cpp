@@ -3,6 +3,8 @@
 
 #include <pcre2.h>
 
+#include <cstdint>
+
 #include "libgptoss/common/error.hpp"
 
 namespace gptoss::tokenizer {
@@ -31,6 +33,9 @@ struct ThreadMatchState {
   ThreadMatchState() {
     if (data == nullptr || context == nullptr || jit_stack == nullptr) throw std::bad_alloc();
     pcre2_jit_stack_assign(context, nullptr, jit_stack);
+    // The split pattern backtracks at most across one run of a character class, so matching is
+    // linear; the default limit of 10 million steps would reject runs of ~10 MB.
+    pcre2_set_match_limit(context, UINT32_MAX);
   }
   ~ThreadMatchState() {
     pcre2_jit_stack_free(jit_stack);

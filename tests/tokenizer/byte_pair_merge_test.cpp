@@ -115,3 +115,13 @@ TEST_CASE("pre-split uses Unicode White_Space for \\s", "[tokenizer]") {
   CHECK_THROWS_AS(gptoss::tokenizer::PreSplit("[\\S]"), gptoss::Error);
   CHECK_THROWS_AS(gptoss::tokenizer::PreSplit("(unclosed"), gptoss::Error);
 }
+
+TEST_CASE("pre-split handles runs longer than PCRE2's default match limit", "[tokenizer]") {
+  // 12 MB of one letter backtracks ~12 million steps in the first alternative.
+  const gptoss::tokenizer::PreSplit split(gptoss::tokenizer::kO200kPattern);
+  const std::string text(12'000'000, 'A');
+  std::vector<std::pair<size_t, size_t>> pieces;
+  split.split(
+      text, [&](size_t b, size_t e) { pieces.emplace_back(b, e); }, [](size_t, size_t) {});
+  CHECK(pieces == std::vector<std::pair<size_t, size_t>>{{0, text.size()}});
+}
