@@ -19,8 +19,7 @@ template <typename T>
 void copy_out(const T* data, size_t n, T* out, size_t capacity, size_t* n_out, const char* what) {
   *n_out = n;
   if (n > capacity) {
-    fail(gptoss_status_buffer_too_small, "{} {} do not fit in a capacity of {}", n, what,
-         capacity);
+    fail(gptoss_status_buffer_too_small, "{} {} do not fit in a capacity of {}", n, what, capacity);
   }
   if (n > 0) std::memcpy(out, data, n * sizeof(T));
 }
@@ -124,8 +123,7 @@ GPTOSS_API gptoss_status gptoss_tokenizer_get_special_token_id(gptoss_tokenizer_
 }
 
 GPTOSS_API gptoss_status gptoss_tokenizer_lookup_special(gptoss_tokenizer_t tokenizer,
-                                                         const char* name,
-                                                         uint32_t* token_id_out) {
+                                                         const char* name, uint32_t* token_id_out) {
   return api::guard([&] {
     const Tokenizer& tok = tokenizer_of(tokenizer);
     api::require(name, "name");

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <array>
-#include <queue>
 
 namespace gptoss::tokenizer {
 namespace {
@@ -43,47 +42,115 @@ void merge_short(const RankTable& ranks, std::string_view piece, std::vector<uin
     rank[best] = pair_rank(best);
     if (best > 0) rank[best - 1] = pair_rank(best - 1);
   }
-  for (size_t i = 0; i < parts; ++i) out.push_back(ranks.find(p + start[i], start[i + 1] - start[i]));
+  for (size_t i = 0; i < parts; ++i)
+    out.push_back(ranks.find(p + start[i], start[i + 1] - start[i]));
 }
 
-void merge_long(const RankTable& ranks, std::string_view piece, std::vector<uint32_t>& out) {
-  const size_t n = piece.size();
-  const char* p = piece.data();
-  // Doubly linked parts; part i (if alive) starts at byte i and ends where next[i] starts.
-  std::vector<uint32_t> next(n), prev(n), rank(n);
-  std::vector<bool> alive(n, true);
-  for (size_t i = 0; i < n; ++i) {
-    next[i] = static_cast<uint32_t>(i + 1);
-    prev[i] = static_cast<uint32_t>(i - 1);  // wraps for i == 0; never read there
+// A binary min-heap of parts keyed by (rank of merging with the next part, start), with each
+// part's position tracked so that a changed rank moves the part instead of leaving a stale entry:
+// the heap never holds more than one entry per part.
+class PartHeap {
+ public:
+  explicit PartHeap(const std::vector<uint32_t>& rank) : rank_(rank), pos_(rank.size(), kAbsent) {}
+
+  bool empty() const { return heap_.empty(); }
+  uint32_t top() const { return heap_.front(); }
+  // Call after rank[part] changed (or to add/remove it: kNoRank parts are kept out).
+  void update(uint32_t part) {
+    const bool present = pos_[part] != kAbsent;
+    if (rank_[part] == kNoRank) {
+      if (present) remove(part);
+    } else if (!present) {
+      pos_[part] = static_cast<uint32_t>(heap_.size());
+      heap_.push_back(part);
+      sift_up(pos_[part]);
+    } else {
+      sift_down(sift_up(pos_[part]));
+    }
   }
-  auto end_of = [&](uint32_t i) { return i < n ? next[i] : static_cast<uint32_t>(n); };
+  void remove(uint32_t part) {
+    const uint32_t at = pos_[part];
+    if (at == kAbsent) return;
+    const uint32_t last = heap_.back();
+    heap_.pop_back();
+    pos_[part] = kAbsent;
+    if (last != part) {
+      heap_[at] = last;
+      pos_[last] = at;
+      sift_down(sift_up(at));
+    }
+  }
+
+ private:
+  static constexpr uint32_t kAbsent = UINT32_MAX;
+  bool less(uint32_t a, uint32_t b) const {
+    return rank_[a] != rank_[b] ? rank_[a] < rank_[b] : a < b;  // leftmost wins ties
+  }
+  void place(uint32_t at, uint32_t part) {
+    heap_[at] = part;
+    pos_[part] = at;
+  }
+  uint32_t sift_up(uint32_t at) {
+    const uint32_t part = heap_[at];
+    while (at > 0) {
+      const uint32_t parent = (at - 1) / 2;
+      if (!less(part, heap_[parent])) break;
+      place(at, heap_[parent]);
+      at = parent;
+    }
+    place(at, part);
+    return at;
+  }
+  uint32_t sift_down(uint32_t at) {
+    const uint32_t part = heap_[at];
+    const size_t n = heap_.size();
+    while (true) {
+      size_t child = 2 * size_t{at} + 1;
+      if (child >= n) break;
+      if (child + 1 < n && less(heap_[child + 1], heap_[child])) ++child;
+      if (!less(heap_[child], part)) break;
+      place(at, heap_[child]);
+      at = static_cast<uint32_t>(child);
+    }
+    place(at, part);
+    return at;
+  }
+
+  const std::vector<uint32_t>& rank_;
+  std::vector<uint32_t> pos_;
+  std::vector<uint32_t> heap_;
+};
+
+void merge_long(const RankTable& ranks, std::string_view piece, std::vector<uint32_t>& out) {
+  const uint32_t n = static_cast<uint32_t>(piece.size());
+  const char* p = piece.data();
+  // Doubly linked parts named by their start byte; part i spans [i, next[i]).
+  std::vector<uint32_t> next(n), prev(n), rank(n, kNoRank);
+  for (uint32_t i = 0; i < n; ++i) {
+    next[i] = i + 1;
+    prev[i] = i - 1;  // wraps for i == 0; never read there
+  }
   auto pair_rank = [&](uint32_t i) -> uint32_t {
     const uint32_t j = next[i];
     if (j >= n) return kNoRank;
-    return ranks.find(p + i, end_of(j) - i);
+    return ranks.find(p + i, (next[j] < n ? next[j] : n) - i);
   };
-  // Min-heap on (rank, start): the same choice as tiktoken's leftmost-lowest scan.
-  using Entry = std::pair<uint32_t, uint32_t>;
-  std::priority_queue<Entry, std::vector<Entry>, std::greater<>> heap;
+  PartHeap heap(rank);
   for (uint32_t i = 0; i < n; ++i) {
     rank[i] = pair_rank(i);
-    if (rank[i] != kNoRank) heap.emplace(rank[i], i);
+    heap.update(i);
   }
   while (!heap.empty()) {
-    auto [r, i] = heap.top();
-    heap.pop();
-    // A part's span only grows, so a stale entry has a different rank than the part now.
-    if (!alive[i] || rank[i] != r) continue;
-    const uint32_t j = next[i];
-    alive[j] = false;
+    const uint32_t i = heap.top();
+    const uint32_t j = next[i];  // merged into i
+    heap.remove(j);
     next[i] = next[j];
     if (next[j] < n) prev[next[j]] = i;
     rank[i] = pair_rank(i);
-    if (rank[i] != kNoRank) heap.emplace(rank[i], i);
+    heap.update(i);
     if (i > 0) {
-      const uint32_t h = prev[i];
-      rank[h] = pair_rank(h);
-      if (rank[h] != kNoRank) heap.emplace(rank[h], h);
+      rank[prev[i]] = pair_rank(prev[i]);
+      heap.update(prev[i]);
     }
   }
   for (uint32_t i = 0; i < n; i = next[i]) out.push_back(ranks.find(p + i, next[i] - i));

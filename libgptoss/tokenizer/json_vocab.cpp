@@ -4,7 +4,6 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
-
 #include <nlohmann/json.hpp>
 
 #include "libgptoss/common/error.hpp"
@@ -51,7 +50,8 @@ class Collector final : public nlohmann::json_sax<nlohmann::json> {
       problem_ = "token id out of range";
       return false;
     }
-    if (in_vocab()) out_.vocab.emplace_back(std::move(frames_.back().key), static_cast<uint32_t>(v));
+    if (in_vocab())
+      out_.vocab.emplace_back(std::move(frames_.back().key), static_cast<uint32_t>(v));
     if (in_added_token("id")) added_id_ = static_cast<int64_t>(v);
     return value();
   }

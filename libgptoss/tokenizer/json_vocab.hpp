@@ -10,8 +10,8 @@
 namespace gptoss::tokenizer {
 
 struct JsonVocab {
-  std::vector<std::pair<std::string, uint32_t>> vocab;          // byte-level string, id
-  std::string split_pattern;                                    // "" if the file has none
+  std::vector<std::pair<std::string, uint32_t>> vocab;         // byte-level string, id
+  std::string split_pattern;                                   // "" if the file has none
   std::vector<std::pair<std::string, uint32_t>> added_tokens;  // content, id
 };
 

@@ -15,12 +15,13 @@ namespace gptoss::tokenizer {
 
 class PieceCache {
  public:
-  static constexpr size_t kMaxPieceBytes = 64;     // longer pieces are rare; not worth keeping
+  static constexpr size_t kMaxPieceBytes = 64;      // longer pieces are rare; not worth keeping
   static constexpr size_t kEntriesPerShard = 4096;  // 16 shards: 64 Ki pieces, a few MiB
 
   // Appends the cached ids of `piece` to `out`; false if not cached.
   bool lookup(std::string_view piece, std::vector<uint32_t>& out) const;
-  void insert(std::string_view piece, const uint32_t* ids, size_t n) const;  // a cache: logically const
+  void insert(std::string_view piece, const uint32_t* ids,
+              size_t n) const;  // a cache: logically const
 
  private:
   struct Hash {

@@ -3,6 +3,8 @@
 
 #include <pcre2.h>
 
+#include <cstdint>
+
 #include "libgptoss/common/error.hpp"
 
 namespace gptoss::tokenizer {
@@ -31,6 +33,9 @@ struct ThreadMatchState {
   ThreadMatchState() {
     if (data == nullptr || context == nullptr || jit_stack == nullptr) throw std::bad_alloc();
     pcre2_jit_stack_assign(context, nullptr, jit_stack);
+    // The split pattern backtracks at most across one run of a character class, so matching is
+    // linear; the default limit of 10 million steps would reject runs of ~10 MB.
+    pcre2_set_match_limit(context, UINT32_MAX);
   }
   ~ThreadMatchState() {
     pcre2_jit_stack_free(jit_stack);
@@ -111,12 +116,11 @@ PreSplit::PreSplit(const std::string& pattern) {
 
 PreSplit::~PreSplit() { pcre2_code_free(code_); }
 
-bool PreSplit::next_match(std::string_view text, size_t offset, size_t& begin,
-                          size_t& end) const {
+bool PreSplit::next_match(std::string_view text, size_t offset, size_t& begin, size_t& end) const {
   ThreadMatchState& state = thread_match_state();
   // NOTEMPTY: a pattern that could match the empty string must not stall the split.
-  const int rc = pcre2_match(code_, reinterpret_cast<PCRE2_SPTR>(text.data()), text.size(),
-                             offset, PCRE2_NOTEMPTY, state.data, state.context);
+  const int rc = pcre2_match(code_, reinterpret_cast<PCRE2_SPTR>(text.data()), text.size(), offset,
+                             PCRE2_NOTEMPTY, state.data, state.context);
   if (rc == PCRE2_ERROR_NOMATCH) return false;
   if (rc < 0) {
     PCRE2_UCHAR message[256];

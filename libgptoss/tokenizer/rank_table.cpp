@@ -7,7 +7,9 @@
 namespace gptoss::tokenizer {
 
 RankTable::RankTable(std::string_view arena, std::span<const uint32_t> offsets)
-    : arena_(arena.data()), offsets_(offsets.data()), byte_rank_(256, kNoRank),
+    : arena_(arena.data()),
+      offsets_(offsets.data()),
+      byte_rank_(256, kNoRank),
       pair_rank_(65536, kNoRank) {
   const size_t n = offsets.empty() ? 0 : offsets.size() - 1;
   // Load factor <= 0.5 keeps probe chains short.
@@ -18,8 +20,8 @@ RankTable::RankTable(std::string_view arena, std::span<const uint32_t> offsets)
     const size_t len = offsets_[id + 1] - offsets_[id];
     if (len == 0) fail(gptoss_status_invalid_argument, "token {} is empty", id);
     if (find(p, len) != kNoRank) {
-      fail(gptoss_status_invalid_argument, "tokens {} and {} have the same bytes",
-           find(p, len), id);
+      fail(gptoss_status_invalid_argument, "tokens {} and {} have the same bytes", find(p, len),
+           id);
     }
     if (len == 1) {
       byte_rank_[static_cast<unsigned char>(p[0])] = id;
@@ -34,7 +36,8 @@ RankTable::RankTable(std::string_view arena, std::span<const uint32_t> offsets)
   }
   for (unsigned b = 0; b < 256; ++b) {
     // Every byte must be a token or BPE could not spell arbitrary input.
-    if (byte_rank_[b] == kNoRank) fail(gptoss_status_invalid_argument, "no token for byte {:#04x}", b);
+    if (byte_rank_[b] == kNoRank)
+      fail(gptoss_status_invalid_argument, "no token for byte {:#04x}", b);
   }
 }
 

@@ -62,7 +62,9 @@ class RankTable {
       std::memcpy(&hi, p + n - 4, 4);
       return lo | static_cast<uint64_t>(hi) << 32;
     }
-    const auto b = [p](size_t i) { return static_cast<uint64_t>(static_cast<unsigned char>(p[i])); };
+    const auto b = [p](size_t i) {
+      return static_cast<uint64_t>(static_cast<unsigned char>(p[i]));
+    };
     return b(0) | b(n / 2) << 8 | b(n - 1) << 16;
   }
   static uint64_t hash(uint64_t head, const char* p, size_t n) {

@@ -98,8 +98,8 @@ std::shared_ptr<const Tokenizer> Tokenizer::from_json_file(const std::string& pa
              id, kFirstSpecialId, kEndSpecialId - 1);
       }
       if (content != tokenizer::special_token_name(id)) {
-        log().warn("tokenizer '{}': added token {} is '{}'; o200k_harmony calls it '{}'", path,
-                   id, content, tokenizer::special_token_name(id));
+        log().warn("tokenizer '{}': added token {} is '{}'; o200k_harmony calls it '{}'", path, id,
+                   content, tokenizer::special_token_name(id));
       }
     }
     if (json.split_pattern.empty()) {
@@ -134,8 +134,8 @@ std::shared_ptr<const Tokenizer> Tokenizer::from_vocab(const std::vector<std::st
   for (uint32_t id = 0; id < kNumTextTokens; ++id) {
     const int32_t type = token_types.empty() ? 1 : token_types[id];
     if (type == kControl || type == kUserDefined || type == kUnused) {
-      fail(gptoss_status_invalid_argument, "token {} ('{}') has type {}, expected a text token",
-           id, tokens[id], type);
+      fail(gptoss_status_invalid_argument, "token {} ('{}') has type {}, expected a text token", id,
+           tokens[id], type);
     }
     entries.emplace_back(tokens[id], id);
   }
@@ -160,7 +160,9 @@ std::string_view Tokenizer::token_bytes(uint32_t id) const {
   return impl_->bytes_of(id);
 }
 
-bool Tokenizer::is_special(uint32_t id) const { return id >= kFirstSpecialId && id < kEndSpecialId; }
+bool Tokenizer::is_special(uint32_t id) const {
+  return id >= kFirstSpecialId && id < kEndSpecialId;
+}
 
 std::optional<uint32_t> Tokenizer::special_id(std::string_view name) const {
   auto it = impl_->special_ids.find(name);

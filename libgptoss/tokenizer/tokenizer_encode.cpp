@@ -88,8 +88,7 @@ std::vector<uint32_t> Tokenizer::encode(std::string_view text,
     if (allowed_ids.count(id) != 0) return true;
     if (disallow_others) {
       fail(gptoss_status_invalid_argument,
-           "text contains disallowed special token {}; allow it or encode it as plain text",
-           name);
+           "text contains disallowed special token {}; allow it or encode it as plain text", name);
     }
     return false;
   });

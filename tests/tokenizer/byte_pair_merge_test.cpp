@@ -1,14 +1,14 @@
 // byte_pair_merge against a plain transcription of tiktoken's algorithm, on short pieces (the
 // stack path) and long ones (the heap path), and the pre-split's white space.
-#include <catch2/catch.hpp>
+#include "libgptoss/tokenizer/byte_pair_merge.hpp"
 
+#include <catch2/catch.hpp>
 #include <random>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "libgptoss/common/error.hpp"
-#include "libgptoss/tokenizer/byte_pair_merge.hpp"
 #include "libgptoss/tokenizer/pre_split.hpp"
 #include "real_tokenizer.hpp"
 
@@ -74,9 +74,12 @@ std::vector<uint32_t> reference_merge(const RankTable& ranks, const std::string&
 TEST_CASE("byte_pair_merge matches tiktoken's algorithm", "[tokenizer]") {
   const RankTable& ranks = *real_ranks().table;
   std::mt19937 rng(1234);
-  const std::vector<std::string> alphabets = {
-      "abcdefghijklmnopqrstuvwxyz", "eeeeeettttaaaoinshr", " ", "0123456789",
-      "\xe6\x97\xa5\xe6\x9c\xac\xe8\xaa\x9e", "\xd0\xb0\xd0\xb1\xd0\xb2\xd0\xb3"};
+  const std::vector<std::string> alphabets = {"abcdefghijklmnopqrstuvwxyz",
+                                              "eeeeeettttaaaoinshr",
+                                              " ",
+                                              "0123456789",
+                                              "\xe6\x97\xa5\xe6\x9c\xac\xe8\xaa\x9e",
+                                              "\xd0\xb0\xd0\xb1\xd0\xb2\xd0\xb3"};
   for (int round = 0; round < 300; ++round) {
     const std::string& alphabet = alphabets[round % alphabets.size()];
     const size_t length = 1 + rng() % (round < 150 ? 128 : 700);
@@ -99,14 +102,26 @@ TEST_CASE("pre-split uses Unicode White_Space for \\s", "[tokenizer]") {
         [](size_t, size_t) {});
     return out;
   };
-  CHECK(pieces("a\xe1\xa0\x8e" "b").empty());                 // U+180E
-  CHECK(pieces("a\xe3\x80\x80" "b") == std::vector<std::string>{"\xe3\x80\x80"});  // U+3000
-  CHECK(pieces("a\xc2\x85\xe2\x80\xa8" "b") ==
-        std::vector<std::string>{"\xc2\x85\xe2\x80\xa8"});                       // NEL, LS
+  const std::string mvs = "\xe1\xa0\x8e";             // U+180E MONGOLIAN VOWEL SEPARATOR
+  const std::string ideographic = "\xe3\x80\x80";     // U+3000
+  const std::string nel_ls = "\xc2\x85\xe2\x80\xa8";  // U+0085, U+2028
+  CHECK(pieces("a" + mvs + "b").empty());
+  CHECK(pieces("a" + ideographic + "b") == std::vector<std::string>{ideographic});
+  CHECK(pieces("a" + nel_ls + "b") == std::vector<std::string>{nel_ls});
   CHECK(gptoss::tokenizer::with_unicode_white_space("[^\\s\\p{L}]\\S") ==
         "[^\\x{9}-\\x{d}\\x{20}\\x{85}\\x{a0}\\x{1680}\\x{2000}-\\x{200a}\\x{2028}\\x{2029}"
         "\\x{202f}\\x{205f}\\x{3000}\\p{L}][^\\x{9}-\\x{d}\\x{20}\\x{85}\\x{a0}\\x{1680}"
         "\\x{2000}-\\x{200a}\\x{2028}\\x{2029}\\x{202f}\\x{205f}\\x{3000}]");
   CHECK_THROWS_AS(gptoss::tokenizer::PreSplit("[\\S]"), gptoss::Error);
   CHECK_THROWS_AS(gptoss::tokenizer::PreSplit("(unclosed"), gptoss::Error);
+}
+
+TEST_CASE("pre-split handles runs longer than PCRE2's default match limit", "[tokenizer]") {
+  // 12 MB of one letter backtracks ~12 million steps in the first alternative.
+  const gptoss::tokenizer::PreSplit split(gptoss::tokenizer::kO200kPattern);
+  const std::string text(12'000'000, 'A');
+  std::vector<std::pair<size_t, size_t>> pieces;
+  split.split(
+      text, [&](size_t b, size_t e) { pieces.emplace_back(b, e); }, [](size_t, size_t) {});
+  CHECK(pieces == std::vector<std::pair<size_t, size_t>>{{0, text.size()}});
 }

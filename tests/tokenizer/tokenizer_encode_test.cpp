@@ -1,14 +1,12 @@
 // Encoding and decoding with the real o200k_harmony vocabulary.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <fstream>
 #include <iterator>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "libgptoss/common/error.hpp"
 #include "real_tokenizer.hpp"
@@ -62,7 +60,7 @@ TEST_CASE("malformed UTF-8 encodes byte-exact and never fails", "[tokenizer]") {
   const Tokenizer& t = real_tokenizer();
   const std::vector<std::string> texts = {
       std::string("\xff"),
-      std::string("abc\xe2\x82"),                 // truncated 3-byte sequence at the end
+      std::string("abc\xe2\x82"),  // truncated 3-byte sequence at the end
       std::string("\xc0\x80 overlong NUL"),
       std::string("\xed\xa0\x80 surrogate"),
       std::string("\x80\x80\x80 lone continuations"),
@@ -108,8 +106,7 @@ TEST_CASE("special-token strings: plain text unless allowed", "[tokenizer]") {
   CHECK(only_start.front() == 200006);
   CHECK(t.decode(only_start) == text);
   CHECK(std::count(only_start.begin(), only_start.end(), 200008u) == 0);
-  CHECK(status_of([&] { t.encode(text, {"<|start|>"}, true); }) ==
-        gptoss_status_invalid_argument);
+  CHECK(status_of([&] { t.encode(text, {"<|start|>"}, true); }) == gptoss_status_invalid_argument);
   CHECK(t.encode(text, {"<|start|>", "<|message|>", "<|end|>"}, true) == with);
   CHECK(t.encode(text, {}, false) == plain);
   CHECK(t.encode("no specials here", {}, true) == t.encode_ordinary("no specials here"));
@@ -161,13 +158,13 @@ TEST_CASE("special tokens: names, reserved range, bounds", "[tokenizer]") {
 
 TEST_CASE("long pieces: runs of one class encode and round-trip", "[tokenizer]") {
   const Tokenizer& t = real_tokenizer();
-  for (const std::string& text :
-       {std::string(200000, 'a'), std::string(100000, ' ') + "x", std::string(50000, '\n'),
-        std::string(30000, '!'), [] {
-          std::string s;
-          for (int i = 0; i < 20000; ++i) s += "\xe6\x97\xa5";  // 日, letters without breaks
-          return s;
-        }()}) {
+  for (const std::string& text : {std::string(200000, 'a'), std::string(100000, ' ') + "x",
+                                  std::string(50000, '\n'), std::string(30000, '!'), [] {
+                                    std::string s;
+                                    for (int i = 0; i < 20000; ++i)
+                                      s += "\xe6\x97\xa5";  // 日, letters without breaks
+                                    return s;
+                                  }()}) {
     const Ids ids = t.encode_ordinary(text);
     CHECK(ids.size() < text.size());
     CHECK(t.decode(ids) == text);

@@ -1,12 +1,10 @@
 // Loading: tokenizer.json errors (C++ and C API) and GGUF-style vocabularies.
 #include <catch2/catch.hpp>
-
 #include <cstdio>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "gptoss.h"
 #include "libgptoss/common/error.hpp"
@@ -56,7 +54,8 @@ const GgufVocab& gguf_vocab_from_json() {
     GgufVocab v;
     v.tokens.resize(Tokenizer::kNumTokens);
     v.types.assign(Tokenizer::kNumTokens, 5);
-    for (size_t id = 0; id < v.tokens.size(); ++id) v.tokens[id] = "[PAD" + std::to_string(id) + "]";
+    for (size_t id = 0; id < v.tokens.size(); ++id)
+      v.tokens[id] = "[PAD" + std::to_string(id) + "]";
     for (const auto& [spelled, id] : json.at("model").at("vocab").items()) {
       v.tokens.at(id.get<size_t>()) = spelled;
       v.types.at(id.get<size_t>()) = 1;
@@ -90,8 +89,8 @@ TEST_CASE("tokenizer.json: truncated, garbage or wrong JSON is an io error", "[t
   const std::string not_a_tokenizer = write_temp("not_tok.json", R"({"model": {"type": "BPE"}})");
   const std::string wrong_type =
       write_temp("wrong_type.json", R"({"model": {"type": "Unigram", "vocab": {}}})");
-  const std::string few_tokens = write_temp(
-      "few.json", R"({"model": {"type": "BPE", "vocab": {"a": 0, "b": 1}},
+  const std::string few_tokens =
+      write_temp("few.json", R"({"model": {"type": "BPE", "vocab": {"a": 0, "b": 1}},
                       "pre_tokenizer": {"type": "Split", "pattern": {"Regex": "\\s+"}}})");
   const std::string negative_id =
       write_temp("negative.json", R"({"model": {"type": "BPE", "vocab": {"a": -1}}})");
@@ -133,10 +132,13 @@ TEST_CASE("from_vocab (GGUF metadata) encodes like tokenizer.json", "[tokenizer]
   CHECK(from_gguf->token_bytes(200100) == "<|reserved_200100|>");
   CHECK(from_gguf->special_id("<|reserved_201087|>") == 201087u);
 
-  std::vector<std::string> texts = {
-      "Hello, world! Don't panic.", "  leading spaces\r\n\ttabs\n\n\n", "12345678 3.14159",
-      "日本語のテキスト、한국어 텍스트, Кириллица", "emoji 👩‍👩‍👧‍👦 🇫🇷 ✨",
-      "<|start|>user<|message|>hi<|end|><|reserved_200500|>", "def f(x):\n    return x**2\n"};
+  std::vector<std::string> texts = {"Hello, world! Don't panic.",
+                                    "  leading spaces\r\n\ttabs\n\n\n",
+                                    "12345678 3.14159",
+                                    "日本語のテキスト、한국어 텍스트, Кириллица",
+                                    "emoji 👩‍👩‍👧‍👦 🇫🇷 ✨",
+                                    "<|start|>user<|message|>hi<|end|><|reserved_200500|>",
+                                    "def f(x):\n    return x**2\n"};
   std::ifstream cases(gptoss::test::shared_dir() + "/conformance/tokenizer/cases.jsonl");
   std::string line;
   for (int i = 0; i < 60 && std::getline(cases, line); ++i) {
@@ -198,8 +200,8 @@ TEST_CASE("byte-level spelling round-trips every byte", "[tokenizer]") {
   REQUIRE(gptoss::tokenizer::append_byte_level_decoded(spelled, decoded));
   CHECK(decoded == all);
   std::string junk;
-  CHECK_FALSE(gptoss::tokenizer::append_byte_level_decoded("\xc4", junk));        // truncated
-  CHECK_FALSE(gptoss::tokenizer::append_byte_level_decoded("\xc1\x81", junk));    // overlong
-  CHECK_FALSE(gptoss::tokenizer::append_byte_level_decoded(" ", junk));           // raw space
-  CHECK_FALSE(gptoss::tokenizer::append_byte_level_decoded("\xc5\x84", junk));    // U+0144
+  CHECK_FALSE(gptoss::tokenizer::append_byte_level_decoded("\xc4", junk));      // truncated
+  CHECK_FALSE(gptoss::tokenizer::append_byte_level_decoded("\xc1\x81", junk));  // overlong
+  CHECK_FALSE(gptoss::tokenizer::append_byte_level_decoded(" ", junk));         // raw space
+  CHECK_FALSE(gptoss::tokenizer::append_byte_level_decoded("\xc5\x84", junk));  // U+0144
 }

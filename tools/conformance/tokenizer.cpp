@@ -1,16 +1,17 @@
 // gptoss-conformance tokenizer DIR: every line of DIR/cases.jsonl is encoded (ordinary or with
 // all specials allowed) and must give exactly the listed ids, which must decode back to the
 // text byte for byte.
-#include <cstdio>
-#include <fstream>
-#include <string>
-#include <vector>
+#include "libgptoss/tokenizer/tokenizer.hpp"
 
 #include <fmt/core.h>
 #include <fmt/ranges.h>
-#include <nlohmann/json.hpp>
 
-#include "libgptoss/tokenizer/tokenizer.hpp"
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
 #include "tools/conformance/conformance.hpp"
 
 namespace gptoss::conformance {
@@ -69,13 +70,13 @@ int run_tokenizer(const Args& args) {
       }
       if (ids != expected) {
         const size_t at = first_difference(ids, expected);
-        report(fmt::format("{} {} ({}): {} ids, expected {}; first difference at {}: got [{}] "
-                           "expected [{}]",
-                           mode, excerpt(text), c.value("category", "?"), ids.size(),
-                           expected.size(), at,
-                           fmt::join(ids.begin() + at, ids.begin() + std::min(ids.size(), at + 8), ","),
-                           fmt::join(expected.begin() + at,
-                                     expected.begin() + std::min(expected.size(), at + 8), ",")));
+        report(fmt::format(
+            "{} {} ({}): {} ids, expected {}; first difference at {}: got [{}] "
+            "expected [{}]",
+            mode, excerpt(text), c.value("category", "?"), ids.size(), expected.size(), at,
+            fmt::join(ids.begin() + at, ids.begin() + std::min(ids.size(), at + 8), ","),
+            fmt::join(expected.begin() + at, expected.begin() + std::min(expected.size(), at + 8),
+                      ",")));
         continue;
       }
       if (tokenizer->decode(expected) != text) {
