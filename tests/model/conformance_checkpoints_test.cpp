@@ -113,10 +113,10 @@ TEST_CASE("GGUF and HF canonical tensors of the conformance model are bit-identi
   for (bool mmap : {true, false}) {
     OpenOptions o = no_tokenizer();
     o.use_mmap = mmap;
-    auto hf = capture(*open_checkpoint(hf_dir(), o));
+    auto hf_source = open_checkpoint(hf_dir(), o);
+    auto hf = capture(*hf_source);
     auto gg = capture(*open_checkpoint(gguf_path(), o));
-    const auto& cfg = open_checkpoint(hf_dir(), o)->config();
-    REQUIRE(hf.size() == 3 + 17 * cfg.num_layers);
+    REQUIRE(hf.size() == 3 + 17 * hf_source->config().num_layers);
     REQUIRE(gg.size() == hf.size());
     for (const auto& [name, h] : hf) {
       INFO(name);
