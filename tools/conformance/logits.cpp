@@ -1,9 +1,174 @@
+// gptoss-conformance logits DIR: runs the model of DIR (manifest.json: HF directory and GGUF
+// file of one synthetic model, prompts with float64 reference logits) through the public C
+// API, both loaders, in two ways — prefill in chunks that end at each listed position, and
+// one token at a time — and compares every listed position against the reference.
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "gptoss.h"
 #include "tools/conformance/conformance.hpp"
+
 namespace gptoss::conformance {
-int run_logits(const Args&) {
-  std::fprintf(stderr, "logits conformance: not built yet\n");
-  std::printf("0 passed, 1 failed\n");
-  return 1;
+namespace {
+
+void check(gptoss_status st, const std::string& what) {
+  if (st != gptoss_status_success)
+    throw std::runtime_error(what + ": " + gptoss_status_to_string(st) + ": " +
+                             gptoss_get_last_error_message());
 }
+
+std::vector<uint32_t> read_ids(const std::string& path) {
+  std::ifstream f(path);
+  if (!f) throw std::runtime_error("cannot read " + path);
+  std::vector<uint32_t> ids;
+  uint64_t v;
+  while (f >> v) ids.push_back(uint32_t(v));
+  return ids;
+}
+
+std::vector<float> read_f32(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw std::runtime_error("cannot read " + path);
+  std::vector<char> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::vector<float> out(bytes.size() / 4);
+  std::memcpy(out.data(), bytes.data(), out.size() * 4);
+  return out;
+}
+
+struct Prompt {
+  std::string name;
+  std::vector<uint32_t> ids;
+  std::vector<size_t> positions;
+  std::set<size_t> ties;
+  std::vector<float> ref;  // positions.size() rows of vocab
+};
+
+struct Stats {
+  double max_abs = 0, sum_abs = 0;
+  size_t n = 0, top1 = 0, rows = 0;
+  double max_abs_checked = 0;
+};
+
+size_t argmax(const float* v, size_t n) { return size_t(std::max_element(v, v + n) - v); }
+
+// Logits at every listed position, computed either in prefill chunks or token by token.
+std::vector<std::vector<float>> run_prompt(gptoss_model_t model, const Prompt& p, bool decode,
+                                           size_t vocab) {
+  gptoss_context_t ctx = nullptr;
+  check(gptoss_context_create(model, p.ids.size() + 1, &ctx), "context_create");
+  std::vector<std::vector<float>> rows;
+  size_t next = 0;
+  for (size_t pos : p.positions) {
+    while (next <= pos) {
+      const size_t end = decode ? next + 1 : pos + 1;
+      check(gptoss_context_append_tokens(ctx, end - next, p.ids.data() + next), "append");
+      check(gptoss_context_process(ctx), "process");
+      next = end;
+    }
+    std::vector<float> row(vocab);
+    size_t n = 0;
+    check(gptoss_context_get_logits(ctx, row.data(), row.size(), &n), "get_logits");
+    rows.push_back(std::move(row));
+  }
+  gptoss_context_release(ctx);
+  return rows;
+}
+
+}  // namespace
+
+int run_logits(const Args& args) {
+  std::string formats = "both";
+  bool verbose = false;
+  for (size_t i = 0; i < args.extra.size(); ++i) {
+    if (args.extra[i] == "--format" && i + 1 < args.extra.size()) formats = args.extra[++i];
+    else if (args.extra[i] == "--verbose") verbose = true;
+    else throw std::runtime_error("unknown option " + args.extra[i]);
+  }
+  std::ifstream mf(args.dir + "/manifest.json");
+  if (!mf) throw std::runtime_error("no manifest.json in " + args.dir);
+  const nlohmann::json manifest = nlohmann::json::parse(mf);
+  const size_t vocab = manifest.at("vocab_size").get<size_t>();
+  const double tol = manifest.at("tolerance_abs").get<double>();
+
+  std::vector<Prompt> prompts;
+  for (const auto& jp : manifest.at("prompts")) {
+    Prompt p;
+    p.name = jp.at("name").get<std::string>();
+    p.ids = read_ids(args.dir + "/" + jp.at("ids").get<std::string>());
+    p.positions = jp.at("positions").get<std::vector<size_t>>();
+    for (size_t t : jp.at("router_tie_positions").get<std::vector<size_t>>()) p.ties.insert(t);
+    p.ref = read_f32(args.dir + "/" + jp.at("ref").get<std::string>());
+    if (p.ref.size() != p.positions.size() * vocab)
+      throw std::runtime_error(p.name + ": reference has the wrong size");
+    prompts.push_back(std::move(p));
+  }
+
+  struct Model {
+    std::string label, path;
+    bool hf;
+  };
+  std::vector<Model> models;
+  if (formats == "both" || formats == "hf")
+    models.push_back({"hf", args.dir + "/" + manifest.at("models").at("hf").get<std::string>(), true});
+  if (formats == "both" || formats == "gguf")
+    models.push_back({"gguf", args.dir + "/" + manifest.at("models").at("gguf").get<std::string>(), false});
+
+  size_t passed = 0, failed = 0;
+  for (const auto& m : models) {
+    gptoss_model_options opt;
+    gptoss_model_options_init(&opt);
+    opt.backend = "cpu";
+    if (m.hf) {
+      if (args.tokenizer_json.empty())
+        throw std::runtime_error("the HF model has no tokenizer.json: pass --tokenizer-json PATH");
+      opt.tokenizer_path = args.tokenizer_json.c_str();
+    }
+    gptoss_model_t model = nullptr;
+    check(gptoss_model_create_with_options(m.path.c_str(), &opt, &model), "load " + m.path);
+    for (const auto& p : prompts) {
+      for (bool decode : {false, true}) {
+        const auto rows = run_prompt(model, p, decode, vocab);
+        Stats s;
+        for (size_t r = 0; r < rows.size(); ++r) {
+          const float* ref = p.ref.data() + r * vocab;
+          double row_max = 0;
+          for (size_t i = 0; i < vocab; ++i) {
+            const double d = std::fabs(double(rows[r][i]) - double(ref[i]));
+            row_max = std::max(row_max, d);
+            s.sum_abs += d;
+          }
+          s.n += vocab;
+          s.rows++;
+          s.max_abs = std::max(s.max_abs, row_max);
+          if (!p.ties.count(p.positions[r])) s.max_abs_checked = std::max(s.max_abs_checked, row_max);
+          if (argmax(rows[r].data(), vocab) == argmax(ref, vocab)) s.top1++;
+          if (verbose)
+            std::printf("  %s %s %s pos %zu: max|d| %.3g%s\n", m.label.c_str(), p.name.c_str(),
+                        decode ? "decode" : "prefill", p.positions[r], row_max,
+                        p.ties.count(p.positions[r]) ? " (router tie, not checked)" : "");
+        }
+        const bool ok = s.max_abs_checked <= tol;
+        (ok ? passed : failed)++;
+        std::printf("%s %-5s %-10s %-7s max|d| %.3g (checked %.3g, tol %.3g), mean|d| %.3g, top-1 %zu/%zu\n",
+                    ok ? "PASS" : "FAIL", m.label.c_str(), p.name.c_str(),
+                    decode ? "decode" : "prefill", s.max_abs, s.max_abs_checked, tol,
+                    s.sum_abs / double(s.n), s.top1, s.rows);
+      }
+    }
+    gptoss_model_release(model);
+  }
+  std::printf("%zu passed, %zu failed\n", passed, failed);
+  return failed == 0 ? 0 : 1;
+}
+
 }  // namespace gptoss::conformance

@@ -1,0 +1,264 @@
+// The CPU backend plugin: entry points, devices, buffers, weights. Kernels: cpu_ops.cpp.
+#include "cpu_backend.hpp"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <thread>
+
+#include "formats.hpp"
+
+namespace gptoss::cpu {
+
+const gptoss_host_api* g_host = nullptr;
+
+void decode_row(const Weight& w, size_t row, float* out) {
+  const uint8_t* p = w.data + row * w.row_bytes;
+  switch (w.dtype) {
+    case gptoss_dtype_f32:
+      std::memcpy(out, p, w.cols * 4);
+      break;
+    case gptoss_dtype_bf16:
+      for (size_t i = 0; i < w.cols; ++i) {
+        uint16_t h;
+        std::memcpy(&h, p + 2 * i, 2);
+        out[i] = bf16_to_f32(h);
+      }
+      break;
+    case gptoss_dtype_f16:
+      for (size_t i = 0; i < w.cols; ++i) {
+        uint16_t h;
+        std::memcpy(&h, p + 2 * i, 2);
+        out[i] = f16_to_f32(h);
+      }
+      break;
+    case gptoss_dtype_q8_0:
+      for (size_t b = 0; b < w.cols / 32; ++b) q8_0_decode_block(p + 34 * b, out + 32 * b);
+      break;
+    case gptoss_dtype_mxfp4: {
+      const uint8_t* s = w.scales + row * (w.cols / 32);
+      for (size_t b = 0; b < w.cols / 32; ++b) mxfp4_decode_block(p + 16 * b, s[b], out + 32 * b);
+      break;
+    }
+  }
+}
+
+namespace {
+
+constexpr size_t kMmapThreshold = size_t(1) << 20;
+
+int32_t device_count() { return 1; }
+
+void device_describe(int32_t, char* out, size_t capacity) {
+  if (capacity == 0) return;
+  std::snprintf(out, capacity, "CPU (%u hardware threads, scalar reference kernels)",
+                std::thread::hardware_concurrency());
+}
+
+gptoss_status device_open(int32_t device, uint32_t num_threads, void** dev_out) {
+  if (device != 0 || dev_out == nullptr) return gptoss_status_invalid_argument;
+  if (num_threads == 0) num_threads = std::max(1u, std::thread::hardware_concurrency());
+  try {
+    *dev_out = new Device(num_threads);
+  } catch (...) {
+    return gptoss_status_insufficient_resources;
+  }
+  return gptoss_status_success;
+}
+
+void device_close(void* dev) { delete static_cast<Device*>(dev); }
+
+const char* last_error(void* dev) {
+  return dev ? static_cast<Device*>(dev)->last_error.c_str() : "";
+}
+
+gptoss_status stream_create(void* dev, void** stream_out) {
+  *stream_out = new (std::nothrow) Stream{static_cast<Device*>(dev)};
+  return *stream_out ? gptoss_status_success : gptoss_status_insufficient_memory;
+}
+void stream_destroy(void*, void* stream) { delete static_cast<Stream*>(stream); }
+gptoss_status stream_synchronize(void*) { return gptoss_status_success; }  // ops are synchronous
+
+gptoss_status buffer_alloc(void* dev_, size_t bytes, void** buf_out) {
+  auto* dev = static_cast<Device*>(dev_);
+  if (bytes == 0) bytes = 64;
+  if (bytes >= kMmapThreshold) {
+    // Anonymous mappings are zero-filled lazily: a large KV pool costs memory only as it fills.
+    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return gptoss_status_insufficient_memory;
+    std::lock_guard<std::mutex> lock(dev->alloc_mutex);
+    dev->mapped.emplace(p, bytes);
+    *buf_out = p;
+    return gptoss_status_success;
+  }
+  void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+  if (p == nullptr) return gptoss_status_insufficient_memory;
+  std::memset(p, 0, bytes);
+  *buf_out = p;
+  return gptoss_status_success;
+}
+
+void buffer_free(void* dev_, void* buf) {
+  if (buf == nullptr) return;
+  auto* dev = static_cast<Device*>(dev_);
+  {
+    std::lock_guard<std::mutex> lock(dev->alloc_mutex);
+    auto it = dev->mapped.find(buf);
+    if (it != dev->mapped.end()) {
+      munmap(buf, it->second);
+      dev->mapped.erase(it);
+      return;
+    }
+  }
+  std::free(buf);
+}
+
+gptoss_status buffer_write(void*, void* buf, size_t offset, const void* host, size_t bytes) {
+  std::memcpy(static_cast<uint8_t*>(buf) + offset, host, bytes);
+  return gptoss_status_success;
+}
+gptoss_status buffer_read(void*, const void* buf, size_t offset, void* host, size_t bytes) {
+  std::memcpy(host, static_cast<const uint8_t*>(buf) + offset, bytes);
+  return gptoss_status_success;
+}
+gptoss_status buffer_copy(void*, void* dst, size_t dst_offset, const void* src, size_t src_offset,
+                          size_t bytes) {
+  std::memmove(static_cast<uint8_t*>(dst) + dst_offset,
+               static_cast<const uint8_t*>(src) + src_offset, bytes);
+  return gptoss_status_success;
+}
+
+size_t row_bytes_of(gptoss_dtype dtype, size_t cols) {
+  switch (dtype) {
+    case gptoss_dtype_f32: return cols * 4;
+    case gptoss_dtype_bf16:
+    case gptoss_dtype_f16: return cols * 2;
+    case gptoss_dtype_q8_0: return cols / 32 * 34;
+    case gptoss_dtype_mxfp4: return cols / 32 * 16;
+  }
+  return 0;
+}
+
+gptoss_status weight_upload(void* dev_, const gptoss_tensor_desc* desc, void** weight_out) {
+  auto* dev = static_cast<Device*>(dev_);
+  if (desc == nullptr || desc->ndim < 1 || desc->ndim > 4) return gptoss_status_invalid_argument;
+  auto w = std::make_unique<Weight>();
+  w->dtype = desc->dtype;
+  w->ndim = desc->ndim;
+  w->rows = 1;
+  for (uint32_t i = 0; i < desc->ndim; ++i) {
+    w->shape[i] = desc->shape[i];
+    if (desc->shape[i] <= 0) return gptoss_status_invalid_argument;
+    if (i + 1 < desc->ndim) w->rows *= size_t(desc->shape[i]);
+  }
+  w->cols = size_t(desc->shape[desc->ndim - 1]);
+  const bool blocked = desc->dtype == gptoss_dtype_q8_0 || desc->dtype == gptoss_dtype_mxfp4;
+  if (blocked && w->cols % 32 != 0) {
+    dev->last_error = std::string(desc->name) + ": row length not a multiple of 32";
+    return gptoss_status_unsupported_argument;
+  }
+  w->row_bytes = row_bytes_of(desc->dtype, w->cols);
+  if (w->row_bytes == 0) return gptoss_status_unsupported_argument;
+  if (desc->data_size != w->rows * w->row_bytes) {
+    dev->last_error = std::string(desc->name) + ": data size does not match its shape";
+    return gptoss_status_invalid_argument;
+  }
+  const size_t scale_bytes = desc->dtype == gptoss_dtype_mxfp4 ? w->rows * (w->cols / 32) : 0;
+  if (scale_bytes != (desc->dtype == gptoss_dtype_mxfp4 ? desc->scales_size : 0)) {
+    dev->last_error = std::string(desc->name) + ": scales size does not match its shape";
+    return gptoss_status_invalid_argument;
+  }
+  try {
+    if (desc->flags & GPTOSS_TENSOR_PERSISTENT) {
+      w->data = static_cast<const uint8_t*>(desc->data);
+      w->scales = static_cast<const uint8_t*>(desc->scales);
+    } else {
+      const auto* d = static_cast<const uint8_t*>(desc->data);
+      w->owned_data.assign(d, d + desc->data_size);
+      w->data = w->owned_data.data();
+      if (scale_bytes) {
+        const auto* s = static_cast<const uint8_t*>(desc->scales);
+        w->owned_scales.assign(s, s + scale_bytes);
+        w->scales = w->owned_scales.data();
+      }
+    }
+  } catch (const std::bad_alloc&) {
+    return gptoss_status_insufficient_memory;
+  }
+  *weight_out = w.release();
+  return gptoss_status_success;
+}
+
+void weight_free(void*, void* weight) { delete static_cast<Weight*>(weight); }
+
+}  // namespace
+
+// Kernels (cpu_ops.cpp).
+gptoss_status op_embedding(void*, const void*, const void*, size_t, void*);
+gptoss_status op_rmsnorm(void*, const void*, const void*, size_t, size_t, float, void*);
+gptoss_status op_linear(void*, const void*, const void*, const void*, size_t, size_t, size_t,
+                        void*);
+gptoss_status op_rope(void*, void*, const void*, size_t, size_t, size_t,
+                      const gptoss_rope_params*);
+gptoss_status op_kv_write(void*, void*, void*, gptoss_kv_dtype, const void*, const void*,
+                          const void*, size_t, size_t);
+gptoss_status op_attention(void*, const void*, const void*, const void*, gptoss_kv_dtype,
+                           const void*, const void*, const void*, size_t, size_t, size_t, size_t,
+                           size_t, float, void*);
+gptoss_status op_router(void*, const void*, const void*, const void*, size_t, size_t, size_t,
+                        size_t, void*, void*);
+gptoss_status op_moe(void*, const void*, const void*, const void*, const void*, const void*,
+                     const void*, const void*, size_t, size_t, size_t, size_t, float, void*);
+gptoss_status op_add(void*, void*, const void*, size_t);
+
+const gptoss_backend_api kApi = {
+    /* .struct_size        = */ sizeof(gptoss_backend_api),
+    /* .abi_major          = */ GPTOSS_BACKEND_ABI_MAJOR,
+    /* .abi_minor          = */ GPTOSS_BACKEND_ABI_MINOR,
+    /* .name               = */ "cpu",
+    /* .device_count       = */ device_count,
+    /* .device_describe    = */ device_describe,
+    /* .device_open        = */ device_open,
+    /* .device_close       = */ device_close,
+    /* .last_error         = */ last_error,
+    /* .stream_create      = */ stream_create,
+    /* .stream_destroy     = */ stream_destroy,
+    /* .stream_synchronize = */ stream_synchronize,
+    /* .buffer_alloc       = */ buffer_alloc,
+    /* .buffer_free        = */ buffer_free,
+    /* .buffer_write       = */ buffer_write,
+    /* .buffer_read        = */ buffer_read,
+    /* .buffer_copy        = */ buffer_copy,
+    /* .weight_upload      = */ weight_upload,
+    /* .weight_free        = */ weight_free,
+    /* .embedding          = */ op_embedding,
+    /* .rmsnorm            = */ op_rmsnorm,
+    /* .linear             = */ op_linear,
+    /* .rope               = */ op_rope,
+    /* .kv_write           = */ op_kv_write,
+    /* .attention          = */ op_attention,
+    /* .router             = */ op_router,
+    /* .moe                = */ op_moe,
+    /* .add                = */ op_add,
+};
+
+}  // namespace gptoss::cpu
+
+extern "C" {
+
+GPTOSS_PLUGIN_EXPORT uint32_t gptoss_backend_score(void) { return 10; }
+
+GPTOSS_PLUGIN_EXPORT gptoss_status gptoss_backend_init(const gptoss_host_api* host,
+                                                       const gptoss_backend_api** api_out) {
+  if (host == nullptr || api_out == nullptr) return gptoss_status_invalid_argument;
+  if (host->abi_major != GPTOSS_BACKEND_ABI_MAJOR) return gptoss_status_unsupported_system;
+  gptoss::cpu::g_host = host;
+  *api_out = &gptoss::cpu::kApi;
+  return gptoss_status_success;
+}
+
+}  // extern "C"

@@ -1,0 +1,44 @@
+#pragma once
+// Internal types of the CPU backend plugin.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "gptoss/backend.h"
+#include "thread_pool.hpp"
+
+namespace gptoss::cpu {
+
+struct Device {
+  explicit Device(unsigned threads) : pool(threads) {}
+  ThreadPool pool;
+  std::mutex alloc_mutex;
+  std::unordered_map<void*, size_t> mapped;  // buffers from mmap, with their sizes
+  std::string last_error;
+};
+
+struct Stream {
+  Device* dev;
+};
+
+// A weight: canonical tensor, kept in place when the host says its memory persists.
+struct Weight {
+  gptoss_dtype dtype;
+  uint32_t ndim;
+  int64_t shape[4];
+  size_t rows;       // product of all but the last dimension
+  size_t cols;       // last dimension
+  size_t row_bytes;  // bytes of one row in `data`
+  const uint8_t* data;
+  const uint8_t* scales;  // mxfp4: cols/32 bytes per row
+  std::vector<uint8_t> owned_data, owned_scales;
+};
+
+// Decodes row `row` of `w` (cols values) into out.
+void decode_row(const Weight& w, size_t row, float* out);
+
+}  // namespace gptoss::cpu

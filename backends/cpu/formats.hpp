@@ -1,0 +1,67 @@
+#pragma once
+// Scalar conversions of the weight formats of include/gptoss/backend.h. The reference every
+// SIMD path is tested against.
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+namespace gptoss::cpu {
+
+inline float bf16_to_f32(uint16_t h) {
+  uint32_t bits = uint32_t(h) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+inline uint16_t f32_to_bf16(float f) {  // round to nearest even; NaN stays NaN
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  if ((bits & 0x7fffffffu) > 0x7f800000u) return uint16_t((bits >> 16) | 0x40);
+  bits += 0x7fffu + ((bits >> 16) & 1u);
+  return uint16_t(bits >> 16);
+}
+
+inline float f16_to_f32(uint16_t h) {
+  const uint32_t sign = uint32_t(h & 0x8000u) << 16;
+  const uint32_t exp = (h >> 10) & 0x1fu;
+  const uint32_t man = h & 0x3ffu;
+  float f;
+  if (exp == 0) {  // zero or subnormal: man * 2^-24
+    f = std::ldexp(float(man), -24);
+    if (sign) f = -f;
+    return f;
+  }
+  uint32_t bits = exp == 31 ? (sign | 0x7f800000u | (man << 13))
+                            : (sign | ((exp + 112u) << 23) | (man << 13));
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+// E2M1 code (bit 3 = sign) -> value.
+inline constexpr float kMxfp4Values[16] = {0.0f,  0.5f,  1.0f,  1.5f,  2.0f,  3.0f,  4.0f,  6.0f,
+                                           -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f};
+
+// E8M0 scale byte -> 2^(e-127) (e = 255 is NaN in the OCP spec; treated as 2^128 here,
+// which no real checkpoint contains).
+inline float e8m0_to_f32(uint8_t e) { return std::ldexp(1.0f, int(e) - 127); }
+
+// Decodes one MXFP4 block (16 code bytes, OpenAI nibble order) into 32 floats.
+inline void mxfp4_decode_block(const uint8_t* codes, uint8_t scale, float* out) {
+  const float s = e8m0_to_f32(scale);
+  for (int j = 0; j < 16; ++j) {
+    out[2 * j] = kMxfp4Values[codes[j] & 0x0f] * s;
+    out[2 * j + 1] = kMxfp4Values[codes[j] >> 4] * s;
+  }
+}
+
+// ggml Q8_0: 34-byte blocks {f16 d; int8 q[32]}.
+inline void q8_0_decode_block(const uint8_t* block, float* out) {
+  uint16_t d16;
+  std::memcpy(&d16, block, 2);
+  const float d = f16_to_f32(d16);
+  const int8_t* q = reinterpret_cast<const int8_t*>(block + 2);
+  for (int j = 0; j < 32; ++j) out[j] = d * float(q[j]);
+}
+
+}  // namespace gptoss::cpu

@@ -1,0 +1,162 @@
+// C API: models and KV pools.
+#include "libgptoss/api/handles.hpp"
+
+using namespace gptoss;
+
+namespace {
+gptoss_model_options default_model_options() {
+  gptoss_model_options o{};
+  o.struct_size = sizeof(o);
+  o.backend = "auto";
+  o.device = 0;
+  o.num_threads = 0;
+  o.num_layers = 0;
+  o.use_mmap = 1;
+  o.tokenizer_path = nullptr;
+  return o;
+}
+}  // namespace
+
+extern "C" {
+
+GPTOSS_API enum gptoss_status gptoss_model_options_init(struct gptoss_model_options* options) {
+  return api::guard([&] {
+    api::require(options, "options");
+    *options = default_model_options();
+  });
+}
+
+GPTOSS_API enum gptoss_status gptoss_model_create_with_options(
+    const char* path, const struct gptoss_model_options* options, gptoss_model_t* model_out) {
+  return api::guard([&] {
+    api::require(path, "path");
+    api::require(model_out, "model_out");
+    gptoss_model_options o = default_model_options();
+    if (options != nullptr) {
+      api::check_struct_size(options, offsetof(gptoss_model_options, tokenizer_path), "options");
+      o = api::read_options(options, o);
+    }
+    if (o.use_mmap != 0 && o.use_mmap != 1)
+      fail(gptoss_status_invalid_argument, "options->use_mmap must be 0 or 1, not {}", o.use_mmap);
+    if (o.device < 0) fail(gptoss_status_invalid_argument, "options->device must be >= 0");
+    if (o.num_threads > 4096)
+      fail(gptoss_status_invalid_argument, "options->num_threads {} is absurd", o.num_threads);
+    LoadOptions lo;
+    lo.backend = o.backend ? o.backend : "auto";
+    lo.device = o.device;
+    lo.num_threads = o.num_threads;
+    lo.num_layers = o.num_layers;
+    lo.use_mmap = o.use_mmap != 0;
+    if (o.tokenizer_path) lo.tokenizer_path = o.tokenizer_path;
+    auto handle = std::make_unique<gptoss_model>();
+    handle->model = Model::load(path, lo);
+    *model_out = handle.release();
+  });
+}
+
+GPTOSS_API enum gptoss_status gptoss_model_create_from_file(const char* path,
+                                                            gptoss_model_t* model_out) {
+  return gptoss_model_create_with_options(path, nullptr, model_out);
+}
+
+GPTOSS_API enum gptoss_status gptoss_model_retain(gptoss_model_t model) { return api::retain(model); }
+GPTOSS_API enum gptoss_status gptoss_model_release(gptoss_model_t model) { return api::release(model); }
+
+GPTOSS_API enum gptoss_status gptoss_model_get_tokenizer(gptoss_model_t model,
+                                                         gptoss_tokenizer_t* tokenizer_out) {
+  return api::guard([&] {
+    api::require(model, "model");
+    api::require(tokenizer_out, "tokenizer_out");
+    if (!model->model->tokenizer()) fail(gptoss_status_invalid_state, "model has no tokenizer");
+    auto t = std::make_unique<gptoss_tokenizer>();
+    t->tok = model->model->tokenizer();
+    *tokenizer_out = t.release();
+  });
+}
+
+GPTOSS_API enum gptoss_status gptoss_model_get_max_context_length(gptoss_model_t model,
+                                                                  size_t* n_out) {
+  return api::guard([&] {
+    api::require(model, "model");
+    api::require(n_out, "n_out");
+    *n_out = model->model->config().max_context_length;
+  });
+}
+
+GPTOSS_API enum gptoss_status gptoss_model_get_info(gptoss_model_t model,
+                                                    struct gptoss_model_info* info) {
+  return api::guard([&] {
+    api::require(model, "model");
+    api::check_struct_size(info, offsetof(gptoss_model_info, format) + sizeof(const char*), "info");
+    const Model& m = *model->model;
+    const ModelConfig& c = m.config();
+    gptoss_model_info out{};
+    out.struct_size = std::min(info->struct_size, sizeof(out));
+    out.vocab_size = c.vocab_size;
+    out.num_layers = m.num_layers();
+    out.num_layers_total = c.num_layers;
+    out.hidden_size = c.hidden_size;
+    out.num_heads = c.num_heads;
+    out.num_kv_heads = c.num_kv_heads;
+    out.head_dim = c.head_dim;
+    out.num_experts = c.num_experts;
+    out.num_active_experts = c.experts_per_token;
+    out.intermediate_size = c.intermediate_size;
+    out.sliding_window = c.sliding_window;
+    out.max_context_length = c.max_context_length;
+    out.num_parameters = m.num_parameters();
+    out.backend = m.device().name().c_str();
+    out.format = m.format().c_str();
+    std::memcpy(static_cast<void*>(info), &out, out.struct_size);
+  });
+}
+
+GPTOSS_API enum gptoss_status gptoss_model_get_kv_bytes_per_token(gptoss_model_t model,
+                                                                  enum gptoss_kv_dtype dtype,
+                                                                  size_t* bytes_out) {
+  return api::guard([&] {
+    api::require(model, "model");
+    api::require(bytes_out, "bytes_out");
+    if (dtype != gptoss_kv_dtype_f32 && dtype != gptoss_kv_dtype_bf16)
+      fail(gptoss_status_invalid_argument, "unknown KV dtype {}", int(dtype));
+    *bytes_out = KvPool::bytes_per_token(model->model->config(), model->model->num_layers(), dtype);
+  });
+}
+
+GPTOSS_API enum gptoss_status gptoss_kvcache_options_init(struct gptoss_kvcache_options* options) {
+  return api::guard([&] {
+    api::require(options, "options");
+    *options = gptoss_kvcache_options{};
+    options->struct_size = sizeof(*options);
+    options->capacity_tokens = 0;
+    options->max_sequences = 8;
+    options->dtype = gptoss_kv_dtype_f32;
+  });
+}
+
+GPTOSS_API enum gptoss_status gptoss_kvcache_create(gptoss_model_t model,
+                                                    const struct gptoss_kvcache_options* options,
+                                                    gptoss_kvcache_t* kvcache_out) {
+  return api::guard([&] {
+    api::require(model, "model");
+    api::require(kvcache_out, "kvcache_out");
+    api::check_struct_size(options, sizeof(gptoss_kvcache_options), "options");
+    auto h = std::make_unique<gptoss_kvcache>();
+    h->pool = std::make_shared<KvPool>(model->model, options->capacity_tokens,
+                                       options->max_sequences, 512, options->dtype);
+    *kvcache_out = h.release();
+  });
+}
+
+GPTOSS_API enum gptoss_status gptoss_kvcache_retain(gptoss_kvcache_t kv) { return api::retain(kv); }
+GPTOSS_API enum gptoss_status gptoss_kvcache_release(gptoss_kvcache_t kv) { return api::release(kv); }
+
+GPTOSS_API enum gptoss_status gptoss_kvcache_get_free_tokens(gptoss_kvcache_t kv, size_t* n_out) {
+  return api::guard([&] {
+    api::require(kv, "kvcache");
+    api::require(n_out, "n_out");
+    *n_out = kv->pool->free_pages(PageGroup::full) * KvPool::kPageSize;
+  });
+}
+
+}  // extern "C"

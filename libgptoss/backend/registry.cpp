@@ -1,0 +1,208 @@
+#include "libgptoss/backend/registry.hpp"
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+
+#include "libgptoss/common/error.hpp"
+#include "libgptoss/common/log.hpp"
+
+namespace gptoss {
+namespace fs = std::filesystem;
+
+// The host's table handed to every plugin.
+static void host_log(gptoss_log_level level, const char* message) {
+  switch (level) {
+    case gptoss_log_level_trace: log().trace("{}", message); break;
+    case gptoss_log_level_debug: log().debug("{}", message); break;
+    case gptoss_log_level_info: log().info("{}", message); break;
+    case gptoss_log_level_warning: log().warn("{}", message); break;
+    default: log().error("{}", message); break;
+  }
+}
+static const gptoss_host_api kHostApi = {
+    /* .struct_size = */ sizeof(gptoss_host_api),
+    /* .abi_major   = */ GPTOSS_BACKEND_ABI_MAJOR,
+    /* .abi_minor   = */ GPTOSS_BACKEND_ABI_MINOR,
+    /* .log         = */ host_log,
+    /* .num_threads = */ 0,
+};
+
+// Every slot of ABI 1.0 is required.
+static bool has_all_v1_slots(const gptoss_backend_api* a, std::string& missing) {
+#define GPTOSS_REQUIRE_SLOT(f) \
+  if (!GPTOSS_HAS_SLOT(a, f)) { missing = #f; return false; }
+  GPTOSS_REQUIRE_SLOT(device_count) GPTOSS_REQUIRE_SLOT(device_describe)
+  GPTOSS_REQUIRE_SLOT(device_open) GPTOSS_REQUIRE_SLOT(device_close)
+  GPTOSS_REQUIRE_SLOT(last_error) GPTOSS_REQUIRE_SLOT(stream_create)
+  GPTOSS_REQUIRE_SLOT(stream_destroy) GPTOSS_REQUIRE_SLOT(stream_synchronize)
+  GPTOSS_REQUIRE_SLOT(buffer_alloc) GPTOSS_REQUIRE_SLOT(buffer_free)
+  GPTOSS_REQUIRE_SLOT(buffer_write) GPTOSS_REQUIRE_SLOT(buffer_read)
+  GPTOSS_REQUIRE_SLOT(buffer_copy) GPTOSS_REQUIRE_SLOT(weight_upload)
+  GPTOSS_REQUIRE_SLOT(weight_free) GPTOSS_REQUIRE_SLOT(embedding)
+  GPTOSS_REQUIRE_SLOT(rmsnorm) GPTOSS_REQUIRE_SLOT(linear) GPTOSS_REQUIRE_SLOT(rope)
+  GPTOSS_REQUIRE_SLOT(kv_write) GPTOSS_REQUIRE_SLOT(attention) GPTOSS_REQUIRE_SLOT(router)
+  GPTOSS_REQUIRE_SLOT(moe) GPTOSS_REQUIRE_SLOT(add)
+#undef GPTOSS_REQUIRE_SLOT
+  return true;
+}
+
+PluginProbe probe_plugin(const std::string& path) {
+  PluginProbe probe;
+  probe.path = path;
+  void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (h == nullptr) {
+    const char* e = dlerror();
+    probe.reason = std::string("dlopen failed: ") + (e ? e : "unknown error");
+    return probe;
+  }
+  auto refuse = [&](std::string why) {
+    probe.reason = std::move(why);
+    dlclose(h);
+    return probe;
+  };
+  auto init = reinterpret_cast<gptoss_backend_init_fn>(dlsym(h, "gptoss_backend_init"));
+  if (init == nullptr) return refuse("no gptoss_backend_init symbol");
+  uint32_t score = 1;
+  if (auto score_fn = reinterpret_cast<gptoss_backend_score_fn>(dlsym(h, "gptoss_backend_score")))
+    score = score_fn();
+  if (score == 0) return refuse("score() is 0: cannot run on this machine");
+  const gptoss_backend_api* api = nullptr;
+  const gptoss_status st = init(&kHostApi, &api);
+  if (st != gptoss_status_success || api == nullptr)
+    return refuse(std::string("gptoss_backend_init failed: ") + gptoss_status_to_string(st));
+  if (api->struct_size < offsetof(gptoss_backend_api, name) + sizeof(const char*))
+    return refuse("function table too small to hold its header");
+  if (api->abi_major != GPTOSS_BACKEND_ABI_MAJOR)
+    return refuse("ABI major version " + std::to_string(api->abi_major) + " (this libgptoss speaks " +
+                  std::to_string(GPTOSS_BACKEND_ABI_MAJOR) + ")");
+  if (api->name == nullptr || api->name[0] == '\0') return refuse("no backend name");
+  std::string missing;
+  if (!has_all_v1_slots(api, missing)) return refuse("required slot '" + missing + "' missing");
+  auto plugin = std::make_shared<Plugin>();
+  plugin->path = path;
+  plugin->name = api->name;
+  plugin->score = score;
+  plugin->api = api;
+  plugin->handle = h;  // kept loaded: weights and streams may outlive any registry object
+  probe.loaded = true;
+  probe.plugin = std::move(plugin);
+  return probe;
+}
+
+std::vector<std::string> default_plugin_dirs() {
+  std::vector<std::string> dirs;
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&default_plugin_dirs), &info) != 0 && info.dli_fname) {
+    std::error_code ec;
+    fs::path self = fs::canonical(info.dli_fname, ec);
+    if (!ec) {
+      dirs.push_back(self.parent_path().string());
+      dirs.push_back((self.parent_path().parent_path() / "lib").string());
+      dirs.push_back((self.parent_path() / "gptoss").string());
+    }
+  }
+  return dirs;
+}
+
+static void collect(const fs::path& p, std::vector<std::string>& files) {
+  std::error_code ec;
+  if (fs::is_regular_file(p, ec)) {
+    files.push_back(p.string());
+    return;
+  }
+  if (!fs::is_directory(p, ec)) return;
+  std::vector<std::string> found;
+  for (const auto& entry : fs::directory_iterator(p, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("libgptoss-backend-", 0) == 0 && entry.path().extension() == ".so")
+      found.push_back(entry.path().string());
+  }
+  std::sort(found.begin(), found.end());
+  files.insert(files.end(), found.begin(), found.end());
+}
+
+BackendRegistry& BackendRegistry::instance() {
+  static BackendRegistry registry;
+  return registry;
+}
+
+void BackendRegistry::scan_locked() {
+  if (scanned_) return;
+  scanned_ = true;
+  std::vector<std::string> files;
+  if (const char* env = std::getenv("GPTOSS_BACKEND_PATH"); env && *env) {
+    std::string s = env;
+    size_t start = 0;
+    while (start <= s.size()) {
+      size_t end = s.find(':', start);
+      if (end == std::string::npos) end = s.size();
+      if (end > start) collect(s.substr(start, end - start), files);
+      start = end + 1;
+    }
+  }
+  for (const auto& d : default_plugin_dirs()) collect(d, files);
+  std::vector<std::string> seen_names;
+  for (const auto& f : files) {
+    std::error_code ec;
+    const std::string canon = fs::weakly_canonical(f, ec).string();
+    if (std::any_of(probes_.begin(), probes_.end(), [&](const PluginProbe& p) {
+          return fs::weakly_canonical(p.path, ec).string() == canon;
+        }))
+      continue;
+    PluginProbe probe = probe_plugin(f);
+    if (probe.loaded) {
+      if (std::find(seen_names.begin(), seen_names.end(), probe.plugin->name) != seen_names.end()) {
+        probe.loaded = false;
+        probe.reason = "a backend named '" + probe.plugin->name + "' was already loaded";
+        probe.plugin.reset();  // the handle stays open; harmless
+      } else {
+        seen_names.push_back(probe.plugin->name);
+        log().info("backend '{}' loaded from {} (score {})", probe.plugin->name, f,
+                   probe.plugin->score);
+      }
+    }
+    if (!probe.loaded) log().warn("backend plugin {} skipped: {}", f, probe.reason);
+    probes_.push_back(std::move(probe));
+  }
+}
+
+std::vector<std::shared_ptr<const Plugin>> BackendRegistry::plugins() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  scan_locked();
+  std::vector<std::shared_ptr<const Plugin>> out;
+  for (const auto& p : probes_)
+    if (p.loaded) out.push_back(p.plugin);
+  std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a->score > b->score; });
+  return out;
+}
+
+std::vector<PluginProbe> BackendRegistry::probes() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  scan_locked();
+  return probes_;
+}
+
+std::shared_ptr<const Plugin> BackendRegistry::select(const std::string& name) {
+  const auto all = plugins();
+  std::string found;
+  for (const auto& p : all) found += (found.empty() ? "" : ", ") + p->name;
+  if (found.empty()) found = "none";
+  for (const auto& p : all) {
+    if ((name == "auto" || name == p->name) && p->api->device_count() > 0) return p;
+    if (name == p->name) fail(gptoss_status_unsupported_system, "backend '{}' has no device on this machine", name);
+  }
+  std::string skipped;
+  for (const auto& p : probes())
+    if (!p.loaded) skipped += fmt::format("; skipped {}: {}", p.path, p.reason);
+  if (name != "auto" && name != "cpu" && name != "cuda" && name != "hip")
+    fail(gptoss_status_invalid_argument, "unknown backend '{}' (loaded: {}{})", name, found, skipped);
+  fail(gptoss_status_unsupported_system,
+       "no usable backend '{}' (loaded: {}{}); set GPTOSS_BACKEND_PATH to the folder of "
+       "libgptoss-backend-*.so",
+       name, found, skipped);
+}
+
+}  // namespace gptoss

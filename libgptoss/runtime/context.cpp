@@ -1,0 +1,145 @@
+#include "libgptoss/runtime/context.hpp"
+
+#include <algorithm>
+#include <map>
+
+#include "libgptoss/common/error.hpp"
+#include "libgptoss/runtime/forward.hpp"
+
+namespace gptoss {
+
+Context::Context(std::shared_ptr<const Model> model, std::shared_ptr<KvPool> pool,
+                 size_t max_tokens, size_t max_batch_tokens)
+    : model_(std::move(model)), pool_(std::move(pool)), max_tokens_(max_tokens),
+      max_batch_tokens_(std::min(max_batch_tokens, pool_->max_chunk())) {
+  if (max_tokens_ == 0 || max_tokens_ > model_->config().max_context_length)
+    fail(gptoss_status_invalid_argument, "context length {} out of range (1..{})", max_tokens_,
+         model_->config().max_context_length);
+  if (max_batch_tokens_ == 0) fail(gptoss_status_invalid_argument, "max_batch_tokens must be > 0");
+}
+
+Context::~Context() {
+  release_pages_from(PageGroup::full, 0);
+  release_pages_from(PageGroup::sliding, 0);
+}
+
+void Context::append(std::span<const uint32_t> tokens) {
+  if (tokens.size() > max_tokens_ - tokens_.size())
+    fail(gptoss_status_context_overflow,
+         "{} tokens would not fit: the context holds {} of at most {} tokens", tokens.size(),
+         tokens_.size(), max_tokens_);
+  const uint32_t vocab = model_->config().vocab_size;
+  for (size_t i = 0; i < tokens.size(); ++i)
+    if (tokens[i] >= vocab)
+      fail(gptoss_status_invalid_argument, "token {} (at index {}) is outside the vocabulary of {}",
+           tokens[i], i, vocab);
+  tokens_.insert(tokens_.end(), tokens.begin(), tokens.end());
+  if (!tokens.empty()) logits_valid_ = false;
+}
+
+void Context::release_pages_from(PageGroup g, size_t first_page) {
+  auto& pages = pages_[int(g)];
+  for (size_t i = first_page; i < pages.size(); ++i)
+    if (pages[i] >= 0) pool_->free_page(g, pages[i]);
+  if (first_page < pages.size()) pages.resize(first_page);
+}
+
+void Context::prepare_pages(size_t p0, size_t p1) {
+  const size_t P = KvPool::kPageSize;
+  const size_t window = model_->config().sliding_window;
+  // Sliding group: pages wholly before the first position a query in [p0, p1) can see.
+  auto& sl = pages_[int(PageGroup::sliding)];
+  const size_t first_visible = p0 + 1 > window ? p0 + 1 - window : 0;
+  for (size_t i = 0; i < sl.size() && (i + 1) * P <= first_visible; ++i)
+    if (sl[i] >= 0) {
+      pool_->free_page(PageGroup::sliding, sl[i]);
+      sl[i] = -1;
+    }
+  for (int g = 0; g < 2; ++g) {
+    auto& pages = pages_[g];
+    const size_t need = (p1 + P - 1) / P;
+    if (pages.size() < need) pages.resize(need, -1);
+    const size_t from = g == int(PageGroup::sliding) ? first_visible / P : 0;
+    for (size_t i = from; i < need; ++i) {
+      if (pages[i] >= 0) continue;
+      pages[i] = pool_->alloc_page(PageGroup(g));
+      if (pages[i] < 0)
+        fail(gptoss_status_insufficient_resources,
+             "KV cache is full ({} pages of {} tokens in the {} group, none free)",
+             pool_->total_pages(PageGroup(g)), P, g == 0 ? "full-attention" : "sliding-window");
+    }
+  }
+}
+
+void Context::process() {
+  Context* self = this;
+  process_all(std::span<Context* const>(&self, 1));
+}
+
+void Context::process_all(std::span<Context* const> contexts) {
+  if (contexts.empty()) return;
+  for (Context* c : contexts) {
+    if (c == nullptr) fail(gptoss_status_invalid_argument, "context must not be NULL");
+    if (c->model_ != contexts[0]->model_)
+      fail(gptoss_status_invalid_argument, "contexts processed together must share one model");
+  }
+  for (size_t i = 0; i < contexts.size(); ++i)
+    for (size_t j = i + 1; j < contexts.size(); ++j)
+      if (contexts[i] == contexts[j])
+        fail(gptoss_status_invalid_argument, "the same context appears twice in one batch");
+  // Contexts drawing on one pool run in the same forward steps.
+  std::map<KvPool*, std::vector<Context*>> by_pool;
+  for (Context* c : contexts) by_pool[c->pool_.get()].push_back(c);
+  for (auto& [pool, group] : by_pool) {
+    for (;;) {
+      std::vector<SequenceChunk> chunks;
+      for (Context* c : group) {
+        const size_t p0 = c->n_processed_, total = c->tokens_.size();
+        if (p0 >= total) continue;
+        const size_t p1 = std::min(total, p0 + c->max_batch_tokens_);
+        chunks.push_back({c, p0, p1, p1 == total});
+      }
+      if (chunks.empty()) break;
+      run_forward_step(*pool, chunks);
+    }
+  }
+}
+
+void Context::reset() {
+  release_pages_from(PageGroup::full, 0);
+  release_pages_from(PageGroup::sliding, 0);
+  tokens_.clear();
+  n_processed_ = 0;
+  logits_valid_ = false;
+}
+
+void Context::truncate(size_t n) {
+  if (n > tokens_.size())
+    fail(gptoss_status_invalid_argument, "cannot truncate to {} tokens: the context has {}", n,
+         tokens_.size());
+  if (n == tokens_.size()) return;
+  tokens_.resize(n);
+  logits_valid_ = false;
+  if (n == 0) {
+    reset();
+    return;
+  }
+  // The last kept token is processed again so that its logits exist; its KV is rewritten
+  // with the same values.
+  n_processed_ = std::min(n_processed_, n - 1);
+  const size_t P = KvPool::kPageSize;
+  release_pages_from(PageGroup::full, (n + P - 1) / P);
+  release_pages_from(PageGroup::sliding, (n + P - 1) / P);
+  // Sliding-window keys older than one chunk are gone; if the next query needs them,
+  // recompute from the start (identical results, more work).
+  const size_t window = model_->config().sliding_window;
+  const size_t need_from = n_processed_ + 1 > window ? n_processed_ + 1 - window : 0;
+  const auto& sl = pages_[int(PageGroup::sliding)];
+  for (size_t pos = need_from; pos < n_processed_; pos += P - pos % P)
+    if (pos / P >= sl.size() || sl[pos / P] < 0) {
+      n_processed_ = 0;
+      break;
+    }
+}
+
+}  // namespace gptoss

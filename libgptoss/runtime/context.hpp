@@ -1,0 +1,62 @@
+#pragma once
+// One sequence: its tokens, how many have been processed, its KV pages, its last logits.
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "libgptoss/runtime/kvcache.hpp"
+#include "libgptoss/runtime/model.hpp"
+
+namespace gptoss {
+
+class Context {
+ public:
+  // pool: shared or private; max_tokens: the context length; max_batch_tokens: tokens of
+  // this context per forward step (at most pool->max_chunk()).
+  Context(std::shared_ptr<const Model> model, std::shared_ptr<KvPool> pool, size_t max_tokens,
+          size_t max_batch_tokens);
+  ~Context();
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+
+  const Model& model() const { return *model_; }
+  const std::shared_ptr<const Model>& model_ptr() const { return model_; }
+  KvPool& pool() const { return *pool_; }
+  const std::vector<uint32_t>& tokens() const { return tokens_; }
+  size_t num_processed() const { return n_processed_; }
+  size_t max_tokens() const { return max_tokens_; }
+  size_t max_batch_tokens() const { return max_batch_tokens_; }
+
+  // Throws context_overflow (nothing appended) or invalid_argument (id out of range).
+  void append(std::span<const uint32_t> tokens);
+  void process();
+  // Processes several contexts of one model; equal to processing each alone.
+  static void process_all(std::span<Context* const> contexts);
+
+  bool has_logits() const { return logits_valid_; }
+  const std::vector<float>& logits() const { return logits_; }
+
+  void reset();
+  void truncate(size_t n);
+
+ private:
+  friend class ForwardStep;
+  // Makes sure KV pages exist for positions [p0, p1) (and the sliding window before p0),
+  // releasing sliding pages no later query can see. Throws insufficient_resources.
+  void prepare_pages(size_t p0, size_t p1);
+  void release_pages_from(PageGroup g, size_t first_page);
+  int32_t page_at(PageGroup g, size_t pos) const { return pages_[int(g)][pos / KvPool::kPageSize]; }
+
+  std::shared_ptr<const Model> model_;
+  std::shared_ptr<KvPool> pool_;
+  size_t max_tokens_;
+  size_t max_batch_tokens_;
+  std::vector<uint32_t> tokens_;
+  size_t n_processed_ = 0;
+  std::vector<int32_t> pages_[2];  // by position / page size; -1 = not held
+  std::vector<float> logits_;
+  bool logits_valid_ = false;
+};
+
+}  // namespace gptoss

@@ -1,0 +1,60 @@
+#pragma once
+// Turns logits into a token: penalties over a window of recent tokens, then greedy or
+// temperature sampling with top-k, top-p and min-p truncation, from a seeded RNG whose
+// sequence is the same on every platform (std::mt19937_64 and our own uniform conversion).
+#include <cstdint>
+#include <random>
+#include <span>
+#include <vector>
+
+#include "gptoss.h"
+
+namespace gptoss {
+
+struct SamplerParams {
+  float temperature = 1.0f;
+  uint32_t top_k = 0;
+  float top_p = 1.0f;
+  float min_p = 0.0f;
+  float repetition_penalty = 1.0f;
+  float presence_penalty = 0.0f;
+  float frequency_penalty = 0.0f;
+  uint32_t penalty_window = 64;
+  uint64_t seed = 0;
+  uint32_t top_logprobs = 0;
+
+  // Throws gptoss::Error(invalid_argument) naming the first out-of-range field.
+  void validate() const;
+};
+
+struct TokenLogprob {
+  uint32_t token;
+  float logprob;
+};
+
+class Sampler {
+ public:
+  explicit Sampler(const SamplerParams& params);
+  void reseed(uint64_t seed);
+  const SamplerParams& params() const { return params_; }
+
+  // `history`: the context's tokens (the last penalty_window of them are penalised).
+  uint32_t sample(std::span<const float> logits, std::span<const uint32_t> history);
+
+  bool has_last() const { return has_last_; }
+  const TokenLogprob& last_chosen() const { return last_chosen_; }
+  const std::vector<TokenLogprob>& last_alternatives() const { return last_top_; }
+
+ private:
+  double uniform();  // in [0, 1)
+
+  SamplerParams params_;
+  std::mt19937_64 rng_;
+  std::vector<float> work_;
+  std::vector<uint32_t> order_;
+  bool has_last_ = false;
+  TokenLogprob last_chosen_{};
+  std::vector<TokenLogprob> last_top_;
+};
+
+}  // namespace gptoss
