@@ -1,0 +1,63 @@
+#include "libgptoss/model/canonical.hpp"
+
+#include <fmt/format.h>
+
+#include "libgptoss/common/error.hpp"
+
+namespace gptoss {
+
+std::vector<TensorSpec> canonical_tensors(const ModelConfig& c, uint32_t num_layers) {
+  if (num_layers > c.num_layers)
+    fail(gptoss_status_invalid_argument, "{} layers requested, the model has {}", num_layers,
+         c.num_layers);
+  const int64_t V = c.vocab_size, H = c.hidden_size, E = c.num_experts,
+                I = c.intermediate_size, Q = int64_t{c.num_heads} * c.head_dim,
+                KV = int64_t{c.num_kv_heads} * c.head_dim;
+  std::vector<TensorSpec> t;
+  t.push_back({gptoss_tensor_embedding, -1, "embedding", {V, H}, false});
+  for (uint32_t l = 0; l < num_layers; ++l) {
+    const int32_t L = static_cast<int32_t>(l);
+    auto add = [&](gptoss_tensor_role role, const char* what, std::vector<int64_t> shape,
+                   bool mxfp4 = false) {
+      t.push_back({role, L, fmt::format("layers.{}.{}", l, what), std::move(shape), mxfp4});
+    };
+    add(gptoss_tensor_attn_norm, "attn_norm", {H});
+    add(gptoss_tensor_attn_q, "attn_q", {Q, H});
+    add(gptoss_tensor_attn_q_bias, "attn_q_bias", {Q});
+    add(gptoss_tensor_attn_k, "attn_k", {KV, H});
+    add(gptoss_tensor_attn_k_bias, "attn_k_bias", {KV});
+    add(gptoss_tensor_attn_v, "attn_v", {KV, H});
+    add(gptoss_tensor_attn_v_bias, "attn_v_bias", {KV});
+    add(gptoss_tensor_attn_out, "attn_out", {H, Q});
+    add(gptoss_tensor_attn_out_bias, "attn_out_bias", {H});
+    add(gptoss_tensor_attn_sinks, "attn_sinks", {int64_t{c.num_heads}});
+    add(gptoss_tensor_mlp_norm, "mlp_norm", {H});
+    add(gptoss_tensor_router, "router", {E, H});
+    add(gptoss_tensor_router_bias, "router_bias", {E});
+    add(gptoss_tensor_mlp1, "mlp1", {E, 2 * I, H}, true);
+    add(gptoss_tensor_mlp1_bias, "mlp1_bias", {E, 2 * I});
+    add(gptoss_tensor_mlp2, "mlp2", {E, H, I}, true);
+    add(gptoss_tensor_mlp2_bias, "mlp2_bias", {E, H});
+  }
+  t.push_back({gptoss_tensor_final_norm, -1, "norm", {H}, false});
+  t.push_back({gptoss_tensor_unembedding, -1, "unembedding", {V, H}, false});
+  return t;
+}
+
+std::string shape_string(const std::vector<int64_t>& shape) {
+  return fmt::format("[{}]", fmt::join(shape, ", "));
+}
+
+gptoss_tensor_desc make_desc(const TensorSpec& spec, gptoss_dtype dtype) {
+  gptoss_tensor_desc d{};
+  d.struct_size = sizeof(d);
+  d.name = spec.name.c_str();
+  d.role = spec.role;
+  d.layer = spec.layer;
+  d.dtype = dtype;
+  d.ndim = static_cast<uint32_t>(spec.shape.size());
+  for (size_t i = 0; i < spec.shape.size(); ++i) d.shape[i] = spec.shape[i];
+  return d;
+}
+
+}  // namespace gptoss

@@ -1,0 +1,31 @@
+#pragma once
+// The canonical tensor set of a gpt-oss model (include/gptoss/backend.h), derived from its
+// config alone: what every loader must deliver, in load order, with the exact shapes.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gptoss/backend.h"
+#include "libgptoss/model/config.hpp"
+
+namespace gptoss {
+
+struct TensorSpec {
+  gptoss_tensor_role role;
+  int32_t layer;               // -1 for the global tensors
+  std::string name;            // canonical name: "embedding", "layers.3.mlp1", ...
+  std::vector<int64_t> shape;  // logical element shape, outermost first
+  bool mxfp4;                  // expert matrices (mlp1, mlp2); all others are dense
+};
+
+// Embedding, then every tensor of layers [0, num_layers), then the final norm and the
+// unembedding.
+std::vector<TensorSpec> canonical_tensors(const ModelConfig& config, uint32_t num_layers);
+
+// "[2, 3]" for messages.
+std::string shape_string(const std::vector<int64_t>& shape);
+
+// A desc for `spec` with the given dtype/data (scales empty); the caller fills data fields.
+gptoss_tensor_desc make_desc(const TensorSpec& spec, gptoss_dtype dtype);
+
+}  // namespace gptoss

@@ -1,0 +1,112 @@
+#include "libgptoss/model/dtypes.hpp"
+
+#include <cmath>
+#include <limits>
+
+#include "libgptoss/common/error.hpp"
+
+namespace gptoss {
+
+float f16_to_f32(uint16_t h) {
+  const uint32_t sign = (h >> 15) & 1, exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
+  float v;
+  if (exp == 0) {
+    v = std::ldexp(static_cast<float>(mant), -24);  // subnormal
+  } else if (exp == 31) {
+    v = mant ? std::numeric_limits<float>::quiet_NaN() : std::numeric_limits<float>::infinity();
+  } else {
+    v = std::ldexp(static_cast<float>(mant | 0x400), static_cast<int>(exp) - 25);
+  }
+  return sign ? -v : v;
+}
+
+float mxfp4_code_value(uint8_t code) {
+  static constexpr float kMagnitude[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
+  float m = kMagnitude[code & 7];
+  return (code & 8) ? -m : m;
+}
+
+float e8m0_to_f32(uint8_t e) {
+  if (e == 255) return std::numeric_limits<float>::quiet_NaN();
+  return std::ldexp(1.0f, static_cast<int>(e) - 127);
+}
+
+void mxfp4_ggml_to_openai(const uint8_t* ggml_qs, uint8_t* openai) {
+  // Canonical element k sits in ggml byte k % 16, low nibble for k < 16, high for k >= 16.
+  for (int j = 0; j < 16; ++j) {
+    const int k0 = 2 * j, k1 = 2 * j + 1;
+    const uint8_t lo = k0 < 16 ? (ggml_qs[k0] & 0xf) : (ggml_qs[k0 - 16] >> 4);
+    const uint8_t hi = k1 < 16 ? (ggml_qs[k1] & 0xf) : (ggml_qs[k1 - 16] >> 4);
+    openai[j] = static_cast<uint8_t>(lo | (hi << 4));
+  }
+}
+
+void mxfp4_openai_to_ggml(const uint8_t* openai, uint8_t* ggml_qs) {
+  auto code = [&](int k) -> uint8_t { return (openai[k / 2] >> (4 * (k % 2))) & 0xf; };
+  for (int j = 0; j < 16; ++j) ggml_qs[j] = static_cast<uint8_t>(code(j) | (code(j + 16) << 4));
+}
+
+int64_t num_elements(const gptoss_tensor_desc& desc) {
+  int64_t n = 1;
+  for (uint32_t i = 0; i < desc.ndim && i < 4; ++i) n *= desc.shape[i];
+  return n;
+}
+
+std::vector<float> dequantize(const gptoss_tensor_desc& d) {
+  if (d.ndim < 1 || d.ndim > 4)
+    fail(gptoss_status_invalid_argument, "{}: ndim {} out of range", d.name, d.ndim);
+  const int64_t n = num_elements(d);
+  const auto* p = static_cast<const uint8_t*>(d.data);
+  auto expect = [&](size_t data_bytes, size_t scale_bytes) {
+    if (d.data_size != data_bytes || d.scales_size != scale_bytes)
+      fail(gptoss_status_invalid_argument,
+           "{}: {} data / {} scale bytes, expected {} / {} for its dtype and shape", d.name,
+           d.data_size, d.scales_size, data_bytes, scale_bytes);
+  };
+  std::vector<float> out(static_cast<size_t>(n));
+  switch (d.dtype) {
+    case gptoss_dtype_f32:
+      expect(n * 4, 0);
+      std::memcpy(out.data(), p, n * 4);
+      break;
+    case gptoss_dtype_bf16:
+    case gptoss_dtype_f16:
+      expect(n * 2, 0);
+      for (int64_t i = 0; i < n; ++i) {
+        uint16_t h;
+        std::memcpy(&h, p + 2 * i, 2);
+        out[i] = d.dtype == gptoss_dtype_bf16 ? bf16_to_f32(h) : f16_to_f32(h);
+      }
+      break;
+    case gptoss_dtype_q8_0:
+      if (n % 32) fail(gptoss_status_invalid_argument, "{}: q8_0 with {} elements", d.name, n);
+      expect(n / 32 * 34, 0);
+      for (int64_t b = 0; b < n / 32; ++b) {
+        uint16_t h;
+        std::memcpy(&h, p + 34 * b, 2);
+        const float scale = f16_to_f32(h);
+        for (int i = 0; i < 32; ++i)
+          out[32 * b + i] = scale * static_cast<float>(static_cast<int8_t>(p[34 * b + 2 + i]));
+      }
+      break;
+    case gptoss_dtype_mxfp4: {
+      if (n % 32) fail(gptoss_status_invalid_argument, "{}: mxfp4 with {} elements", d.name, n);
+      expect(n / 2, n / 32);
+      const auto* s = static_cast<const uint8_t*>(d.scales);
+      for (int64_t b = 0; b < n / 32; ++b) {
+        const float scale = e8m0_to_f32(s[b]);
+        for (int j = 0; j < 16; ++j) {
+          const uint8_t byte = p[16 * b + j];
+          out[32 * b + 2 * j] = mxfp4_code_value(byte & 0xf) * scale;
+          out[32 * b + 2 * j + 1] = mxfp4_code_value(byte >> 4) * scale;
+        }
+      }
+      break;
+    }
+    default:
+      fail(gptoss_status_invalid_argument, "{}: unknown dtype {}", d.name, static_cast<int>(d.dtype));
+  }
+  return out;
+}
+
+}  // namespace gptoss

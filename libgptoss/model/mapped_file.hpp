@@ -1,0 +1,34 @@
+#pragma once
+// A whole file, read-only, either memory-mapped (MAP_PRIVATE) or read into memory. The bytes
+// stay valid and unchanged for the object's lifetime, so tensors can point into them.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+namespace gptoss {
+
+class MappedFile {
+ public:
+  // Throws gptoss::Error(io) naming the path if it cannot be opened, sized or mapped/read.
+  MappedFile(const std::string& path, bool use_mmap);
+  ~MappedFile();
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+
+  const uint8_t* data() const { return data_; }
+  size_t size() const { return size_; }
+  std::span<const uint8_t> bytes() const { return {data_, size_}; }
+  const std::string& path() const { return path_; }
+  bool is_mapped() const { return mapped_; }
+
+ private:
+  std::string path_;
+  const uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+  bool mapped_ = false;
+  std::unique_ptr<uint8_t[]> owned_;  // when read instead of mapped
+};
+
+}  // namespace gptoss
