@@ -1,8 +1,8 @@
 """Finding libgptoss and declaring the C functions of include/gptoss.h for ctypes.
 
 The library is looked up, in order: in $GPTOSS_LIBRARY_PATH (a directory, or the file
-itself), beside this package, in the build tree of the checkout this package sits in
-(build/lib/), and finally through the system loader (LD_LIBRARY_PATH, ldconfig).
+itself), beside this package, in the build tree (build/lib/) of the checkout this package sits
+in or was installed from, and finally through the system loader (LD_LIBRARY_PATH, ldconfig).
 It is loaded on first use, so `import gptoss` works even before the library is built.
 """
 
@@ -213,8 +213,15 @@ def _candidates():
     here = Path(__file__).resolve().parent
     for name in _NAMES:
         yield here / name
-    # bindings/python/gptoss -> the checkout root, then its build directories.
-    for root in here.parents[:4]:
+    # Used in place: bindings/python/gptoss -> the checkout root. Installed: the checkout
+    # recorded by setup.py at install time.
+    roots = list(here.parents[:4])
+    try:
+        from ._checkout import CHECKOUT
+        roots.append(Path(CHECKOUT))
+    except ImportError:
+        pass
+    for root in roots:
         for build in ("build", "build-release", "build-debug"):
             for name in _NAMES:
                 yield root / build / "lib" / name

@@ -56,7 +56,7 @@ class Context(Handle):
         super().__init__(out)
         self.model = model       # keeps the Python objects alive as long as the context
         self.kvcache = kvcache
-        self._vocab = None
+        self._vocab = model.info.vocab_size
 
     def append(self, tokens):
         """Appends token ids (an iterable of ints), or text (a str, special tokens allowed).
@@ -89,8 +89,6 @@ class Context(Handle):
 
     def logits(self):
         """float32 logits of the last processed token (vocab_size values) as a memoryview."""
-        if self._vocab is None:
-            self._vocab = self.model.info.vocab_size
         out = (ctypes.c_float * self._vocab)()
         n = ctypes.c_size_t()
         check(lib.gptoss_context_get_logits(self, out, self._vocab, ctypes.byref(n)),
