@@ -72,7 +72,7 @@ PluginProbe probe_plugin(const std::string& path) {
   const gptoss_backend_api* api = nullptr;
   const gptoss_status st = init(&kHostApi, &api);
   if (st != gptoss_status_success || api == nullptr)
-    return refuse(std::string("gptoss_backend_init failed: ") + gptoss_status_to_string(st));
+    return refuse(std::string("gptoss_backend_init failed: ") + status_name(st));
   if (api->struct_size < offsetof(gptoss_backend_api, name) + sizeof(const char*))
     return refuse("function table too small to hold its header");
   if (api->abi_major != GPTOSS_BACKEND_ABI_MAJOR)

@@ -10,6 +10,9 @@
 
 namespace gptoss {
 
+// "success", "invalid_argument", ... (what gptoss_status_to_string returns).
+const char* status_name(gptoss_status status);
+
 class Error : public std::runtime_error {
  public:
   Error(gptoss_status status, std::string message)

@@ -25,7 +25,7 @@ BackendDevice::~BackendDevice() {
 void BackendDevice::check(gptoss_status st, const char* what) const {
   if (st == gptoss_status_success) return;
   const char* detail = plugin_->api->last_error(dev_);
-  fail(st, "backend '{}': {} failed ({}){}{}", plugin_->name, what, gptoss_status_to_string(st),
+  fail(st, "backend '{}': {} failed ({}){}{}", plugin_->name, what, status_name(st),
        detail && *detail ? ": " : "", detail ? detail : "");
 }
 
@@ -33,9 +33,9 @@ std::shared_ptr<const Model> Model::load(const std::string& path, const LoadOpti
   OpenOptions open;
   open.use_mmap = options.use_mmap;
   open.tokenizer_path = options.tokenizer_path;
-  auto source = open_checkpoint(path, open);
-
   std::shared_ptr<Model> m(new Model());
+  m->source_ = open_checkpoint(path, open);
+  const WeightSource* source = m->source_.get();
   m->config_ = source->config();
   m->format_ = source->format();
   m->tokenizer_ = source->tokenizer();

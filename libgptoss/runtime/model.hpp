@@ -12,6 +12,8 @@
 
 namespace gptoss {
 
+class WeightSource;
+
 struct LoadOptions {
   std::string backend = "auto";
   int32_t device = 0;
@@ -69,6 +71,8 @@ class Model {
   std::shared_ptr<const Tokenizer> tokenizer_;
   std::string format_;
   uint64_t num_parameters_ = 0;
+  // Keeps the checkpoint mapped: backends may point into it (GPTOSS_TENSOR_PERSISTENT).
+  std::shared_ptr<const WeightSource> source_;
   std::shared_ptr<BackendDevice> device_;
   std::vector<std::array<void*, kNumLayerRoles>> layers_;
   void* embedding_ = nullptr;

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "libgptoss/backend/registry.hpp"
+#include "libgptoss/common/error.hpp"
 #include "support/paths.hpp"
 
 using namespace gptoss;
