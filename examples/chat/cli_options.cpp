@@ -198,7 +198,7 @@ std::optional<Options> parse_options(int argc, char** argv) {
     else if (arg == "getp") options.mode = Mode::getp;
     else throw UsageError("unknown mode '" + arg + "': expected chat, generate or getp");
   }
-  if (options.mode != Mode::chat && options.input.empty()) {
+  if (options.mode != Mode::chat && !options.input) {
     throw UsageError(std::string(options.mode == Mode::getp ? "getp" : "generate") +
                      " needs -i " + (options.mode == Mode::getp ? "PROMPTS_FILE" : "PROMPT"));
   }

@@ -41,7 +41,7 @@ struct Options {
   std::optional<bool> show_reasoning;  // unset: shown in chat, hidden in generate
 
   // Input and output.
-  std::string input;           // generate: the prompt ("-" = stdin); getp: the prompts file
+  std::optional<std::string> input;  // generate: the prompt ("-" = stdin); getp: prompts file
   std::string output;          // getp: outputs file (empty or "-" = stdout)
   OutputFormat format = OutputFormat::text;
   size_t batch = 32;           // getp: contexts processed together

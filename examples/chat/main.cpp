@@ -13,7 +13,11 @@ namespace gptoss_cli {
 
 std::vector<uint32_t> prompt_tokens(gptoss_tokenizer_t tokenizer, const Options& options,
                                     const std::string& prompt) {
-  if (!options.harmony) return encode(tokenizer, prompt, GPTOSS_ENCODE_ALLOW_SPECIAL);
+  if (!options.harmony) {
+    // A raw prompt is continued; with no token at all there is nothing to continue from.
+    if (prompt.empty()) throw UsageError("an empty prompt cannot be continued with --raw");
+    return encode(tokenizer, prompt, GPTOSS_ENCODE_ALLOW_SPECIAL);
+  }
   Conversation conversation(options);
   conversation.add_user(prompt);
   return render_for_completion(tokenizer, conversation.to_json());

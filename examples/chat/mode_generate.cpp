@@ -19,7 +19,7 @@ std::string ids_line(const std::vector<uint32_t>& ids) {
 }
 
 int run_generate(const Options& options) {
-  std::string prompt = options.input;
+  std::string prompt = *options.input;
   if (prompt == "-") prompt.assign(std::istreambuf_iterator<char>(std::cin), {});
 
   Model model = load_model(options);

@@ -136,7 +136,7 @@ std::vector<std::string> run_batch(gptoss_model_t model, gptoss_tokenizer_t toke
 }  // namespace
 
 int run_getp(const Options& options) {
-  std::vector<std::string> prompts = read_prompts(options.input);
+  std::vector<std::string> prompts = read_prompts(*options.input);
   std::FILE* out = stdout;
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(nullptr, std::fclose);
   if (!options.output.empty() && options.output != "-") {

@@ -133,11 +133,18 @@ std::string ensure_default_model(bool quiet) {
     throw UsageError("generating the default model failed: " + tool.string() + " exited with " +
                      std::to_string(rc));
   }
-  if (!fs::exists(staging / "tokenizer.json")) {
-    fs::copy_file(tokenizer, staging / "tokenizer.json", ec);
+  // The generator writes DIR/model-hf/; the default model is that directory.
+  fs::path generated = staging / "model-hf";
+  if (!fs::exists(generated / "config.json")) {
+    fs::remove_all(staging, ec);
+    throw UsageError(tool.string() + " wrote no " + generated.string() + "/config.json");
   }
-  fs::rename(staging, dir, ec);
+  if (!fs::exists(generated / "tokenizer.json")) {
+    fs::copy_file(tokenizer, generated / "tokenizer.json", ec);
+  }
+  fs::rename(generated, dir, ec);
   if (ec && !fs::exists(dir / "config.json")) {  // another process may have won the race
+    fs::remove_all(staging, ec);
     throw UsageError("cannot move the generated model to " + dir.string() + ": " + ec.message());
   }
   fs::remove_all(staging, ec);

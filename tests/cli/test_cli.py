@@ -145,7 +145,8 @@ class GetpTest(unittest.TestCase):
             inp, outp = Path(d) / "prompts.txt", Path(d) / "outputs.txt"
             inp.write_text("".join(p + "\n" for p in prompts))
             result = ok("getp", "-i", str(inp), "-o", str(outp), *MODEL_ARGS, *args)
-            return outp.read_text().splitlines(), result.stderr
+            # Raw completions may hold bytes that are not UTF-8: compare bytes.
+            return outp.read_bytes().split(b"\n")[:-1], result.stderr
 
     def one_at_a_time(self, prompts, *args):
         return [ok("generate", "-i", p, *MODEL_ARGS, "-q", *args).stdout.rstrip("\n")
@@ -155,21 +156,34 @@ class GetpTest(unittest.TestCase):
         args = [*GREEDY, "--max-tokens", "8", "--format", "ids"]
         lines, stderr = self.getp(PROMPTS, *args)
         self.assertEqual(len(lines), len(PROMPTS))
-        self.assertEqual(lines, self.one_at_a_time(PROMPTS, *args))
+        self.assertEqual([l.decode() for l in lines], self.one_at_a_time(PROMPTS, *args))
         summary = re.search(r"\[getp: (\d+) prompts in batches of (\d+) \| (\d+) tokens "
                             r"\((\d+) prompt, (\d+) generated\) in [\d.]+ s, [\d.]+ tok/s", stderr)
         self.assertIsNotNone(summary, stderr)
         self.assertEqual(int(summary.group(1)), len(PROMPTS))
         self.assertEqual(int(summary.group(5)), sum(len(l.split()) for l in lines))
 
-    def test_raw_text_smaller_batches_and_shared_pool(self):
+    def test_harmony_text_equals_one_at_a_time(self):
+        args = [*GREEDY, "--max-tokens", "8"]
+        lines, _ = self.getp(PROMPTS[:2], *args)
+        expected = [json.loads(l)["text"].replace("\\", "\\\\").replace("\n", "\\n")
+                    for l in self.one_at_a_time(PROMPTS[:2], *args, "--format", "json")]
+        self.assertEqual([l.decode("utf-8", "replace") for l in lines], expected)
+
+    def test_raw_text_batch_sizes_and_shared_pool(self):
+        # --batch 1 runs the prompts one after another: the batched runs must match it.
+        prompts = [p for p in PROMPTS if p] + ["Line one\\nline two"]
         args = ["--raw", *GREEDY, "--max-tokens", "6"]
-        expected = [l.replace("\\", "\\\\").replace("\n", "\\n")
-                    for l in self.one_at_a_time(PROMPTS[:3], *args, "--format", "json")
-                    for l in [json.loads(l)["text"]]]
-        for extra in (["--batch", "2"], ["--max-kv", "256", "--batch", "3"]):
-            lines, _ = self.getp(PROMPTS[:3], *args, *extra)
-            self.assertEqual(lines, expected, extra)
+        alone, _ = self.getp(prompts, *args, "--batch", "1")
+        self.assertEqual(len(alone), len(prompts))
+        for extra in (["--batch", "2"], ["--max-kv", "256"]):
+            lines, _ = self.getp(prompts, *args, *extra)
+            self.assertEqual(lines, alone, extra)
+
+    def test_empty_raw_prompt_is_an_error(self):
+        result = run("generate", "-i", "", "--raw", *MODEL_ARGS)
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("empty prompt", result.stderr)
 
     def test_missing_prompts_file(self):
         result = run("getp", "-i", "/nonexistent/prompts.txt", *MODEL_ARGS)
@@ -223,6 +237,8 @@ class ChatTest(unittest.TestCase):
         proc.stdin.flush()
         stderr = proc.stderr.read()
         reader.join(timeout=60)
+        for pipe in (proc.stdin, proc.stdout, proc.stderr):
+            pipe.close()
         self.assertEqual(proc.wait(timeout=60), 0, stderr)
         self.assertIn("[interrupted]", stderr)
         stats = STATS.search(stderr)
