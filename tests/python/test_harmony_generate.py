@@ -103,9 +103,16 @@ class GenerateTest(unittest.TestCase):
         self.assertEqual(response.tokens, [t.id for t in seen])
         self.assertTrue(1 <= len(response.tokens) <= 6)
         self.assertIsInstance(response.messages, list)
-        # The turn's text is exactly what the streamed deltas said.
-        final = "".join(t.text for t in seen if t.channel != "analysis" and not t.recipient)
-        self.assertEqual(response.text, final)
+        # text and reasoning split the parsed messages by channel.
+        def body(m):
+            return "".join(p["text"] for p in m["content"] if p["type"] == "text")
+        self.assertEqual(response.text, "".join(body(m) for m in response.messages
+                                                if m.get("channel") != "analysis"
+                                                and not m.get("recipient")))
+        self.assertEqual(response.reasoning, "".join(body(m) for m in response.messages
+                                                     if m.get("channel") == "analysis"))
+        # Tokens that render back: the conversation plus the reply renders without error.
+        gptoss.render(model().tokenizer, [{"role": "user", "content": "Hello"}] + response.messages)
 
 
 if __name__ == "__main__":

@@ -227,6 +227,19 @@ def _candidates():
                 yield root / build / "lib" / name
 
 
+def _with_clear_argument_errors(fn, name):
+    """ctypes reports a bad argument (a closed handle, a str for an int) as ArgumentError;
+    re-raise it as the ValueError or TypeError it wraps."""
+    def call(*args):
+        try:
+            return fn(*args)
+        except ctypes.ArgumentError as e:
+            kind = ValueError if "ValueError" in str(e) else TypeError
+            raise kind(f"{name}: {e}") from None
+    call.__name__ = name
+    return call
+
+
 class _Library:
     def __init__(self):
         self._lock = threading.Lock()
@@ -274,8 +287,9 @@ class _Library:
             fn = getattr(self._cdll, name, None)
             if fn is None or name not in _PROTOTYPES:
                 raise AttributeError(f"{self.path} has no function {name}")
-            setattr(self, name, fn)  # later lookups skip __getattr__
-            return fn
+            call = _with_clear_argument_errors(fn, name)
+            setattr(self, name, call)  # later lookups skip __getattr__
+            return call
         raise AttributeError(name)
 
 
