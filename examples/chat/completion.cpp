@@ -58,6 +58,7 @@ void Completion::show(Section section, const gptoss_harmony_state& state, std::s
     }
   }
   write(delta);
+  if (section == Section::answer) streamed_answer_.append(delta);
 }
 
 void Completion::on_token(uint32_t token) {
@@ -90,6 +91,14 @@ void Completion::finish() {
     const char* json = nullptr;
     check(gptoss_harmony_parser_finish(parser_.get(), &json), "gptoss_harmony_parser_finish");
     messages_json_ = json ? json : "[]";
+    // Ending the stream can complete a message whose text never came as a delta (a tolerant
+    // parse of an unterminated header, say); show what the answer has beyond what streamed.
+    std::string full = answer();
+    if (full.size() > streamed_answer_.size() && full.compare(0, streamed_answer_.size(), streamed_answer_) == 0) {
+      gptoss_harmony_state state{};
+      state.num_messages = section_message_;
+      show(Section::answer, state, std::string_view(full).substr(streamed_answer_.size()));
+    }
   }
   close_section();
   if (last_char_ != '\n') write("\n");

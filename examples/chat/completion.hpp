@@ -41,6 +41,7 @@ class Completion final : public TokenSink {
   HarmonyParser parser_;
   std::vector<uint32_t> tokens_;
   std::string raw_text_;
+  std::string streamed_answer_;  // answer text shown while streaming
   std::string messages_json_ = "[]";
   bool finished_ = false;
 
