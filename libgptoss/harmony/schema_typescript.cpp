@@ -142,7 +142,13 @@ std::string render(const Json& schema, const std::string& indent) {
     std::vector<std::string> values;
     if (const Json* e = get(schema, "enum"); e != nullptr && e->is_array())
       for (const Json& v : *e)
-        if (v.is_string()) values.push_back("\"" + v.get<std::string>() + "\"");
+        if (v.is_string()) {
+          // Appended piecewise: g++ 12 -O3 warns falsely (-Wrestrict) on "\"" + string.
+          std::string quoted(1, '"');
+          quoted += v.get_ref<const std::string&>();
+          quoted += '"';
+          values.push_back(std::move(quoted));
+        }
     return values.empty() ? "string" : join(values, " | ");
   }
   if (t == "number" || t == "integer") return "number";

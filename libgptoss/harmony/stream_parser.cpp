@@ -2,13 +2,11 @@
 
 #include "libgptoss/common/error.hpp"
 #include "libgptoss/harmony/utf8.hpp"
+#include "libgptoss/harmony/vocab.hpp"
 #include "libgptoss/tokenizer/tokenizer.hpp"
 
 namespace gptoss::harmony {
 namespace {
-
-constexpr uint32_t kHarmonyExtraReservedId = 201088;
-constexpr std::string_view kHarmonyExtraReserved = "<|reserved_201088|>";
 
 uint32_t require_special(const Tokenizer& tok, std::string_view name) {
   auto id = tok.special_id(name);
@@ -26,18 +24,6 @@ Message message_of(const ParsedHeader& h, std::string text) {
 }
 
 }  // namespace
-
-std::optional<std::string_view> harmony_token_bytes(const Tokenizer& tokenizer, uint32_t id) {
-  if (id < tokenizer.num_tokens()) {
-    try {
-      return tokenizer.token_bytes(id);
-    } catch (const Error&) {
-      return std::nullopt;  // a hole in a sparse vocabulary
-    }
-  }
-  if (id == kHarmonyExtraReservedId) return kHarmonyExtraReserved;
-  return std::nullopt;
-}
 
 StreamParser::StreamParser(std::shared_ptr<const Tokenizer> tokenizer, std::optional<Role> first_role,
                            bool strict)
@@ -105,10 +91,10 @@ void StreamParser::process_expect_start(uint32_t token) {
     fail(gptoss_status_invalid_argument, "unexpected token {} between messages (expected <|start|> {})",
          token, start_id_);
   if (is_stop(token)) return;  // a stray stop token carries no text
-  // The model skipped "<|start|>role": read a header for the same role as before.
+  // The model skipped "<|start|>assistant" (model output is the assistant speaking).
   state_ = State::header;
   header_tokens_.clear();
-  next_role_ = messages_.empty() ? Role::assistant : messages_.back().role;
+  next_role_ = Role::assistant;
   process_header(token);
 }
 

@@ -72,9 +72,4 @@ class StreamParser {
   std::string failure_;  // set once strict parsing failed
 };
 
-// Bytes of one token id, or nullopt for an id outside the vocabulary. Besides the
-// tokenizer's ids this knows openai-harmony's extra <|reserved_201088|> (one past the
-// 201,088-row vocabulary), so Harmony decoding matches the reference.
-std::optional<std::string_view> harmony_token_bytes(const Tokenizer& tokenizer, uint32_t id);
-
 }  // namespace gptoss::harmony
