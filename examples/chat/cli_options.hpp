@@ -1,0 +1,58 @@
+#pragma once
+// The command line of `gptoss`: one mode (chat | generate | getp) and its flags.
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gptoss_cli {
+
+enum class Mode { chat, generate, getp };
+// What generate and getp print for each prompt.
+enum class OutputFormat { text, ids, json };
+
+struct Options {
+  Mode mode = Mode::chat;
+
+  // Model and runtime.
+  std::string model_path;      // empty: the tiny synthetic model (generated on first use)
+  std::string tokenizer_path;  // empty: the model's own
+  std::string backend = "auto";
+  uint32_t threads = 0;        // 0: all cores
+  uint32_t layers = 0;         // 0: all
+  size_t context_length = 8192;
+  size_t max_kv = 0;           // tokens of a shared KV pool; 0: a private pool per context
+
+  // Sampling.
+  float temperature = 1.0f;
+  float top_p = 1.0f;
+  uint32_t top_k = 0;
+  float min_p = 0.0f;
+  std::optional<uint64_t> seed;  // unset: a random seed (printed with --verbose)
+  size_t max_tokens = 1024;
+
+  // Conversation.
+  bool harmony = true;         // --raw / --no-harmony send text as is
+  std::string reasoning_effort = "medium";
+  std::string system;          // replaces the model identity line of the system message
+  std::string developer;       // developer instructions
+  std::optional<bool> show_reasoning;  // unset: shown in chat, hidden in generate
+
+  // Input and output.
+  std::optional<std::string> input;  // generate: the prompt ("-" = stdin); getp: prompts file
+  std::string output;          // getp: outputs file (empty or "-" = stdout)
+  OutputFormat format = OutputFormat::text;
+  size_t batch = 32;           // getp: contexts processed together
+  bool verbose = false;
+  bool quiet = false;          // no notices, no stats line
+};
+
+// Parses argv. Throws UsageError with a one-line message for unknown flags, missing values
+// and out-of-range numbers. Returns nullopt when --help or --version was printed.
+std::optional<Options> parse_options(int argc, char** argv);
+
+void print_usage(std::FILE* out);
+
+}  // namespace gptoss_cli

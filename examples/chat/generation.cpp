@@ -1,0 +1,178 @@
+// One context's decode loop: process (prefill), then sample -> append -> process per token.
+#include "generation.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <optional>
+#include <random>
+#include <string>
+
+namespace gptoss_cli {
+namespace {
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+// Printable form of a token's bytes: control characters escaped, quotes kept readable.
+std::string printable(std::string_view bytes) {
+  std::string out;
+  for (unsigned char c : bytes) {
+    if (c == '\n') out += "\\n";
+    else if (c == '\t') out += "\\t";
+    else if (c == '\r') out += "\\r";
+    else if (c == '"') out += "\\\"";
+    else if (c < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+    } else out += static_cast<char>(c);
+  }
+  return out;
+}
+}  // namespace
+
+StopTokens::StopTokens(gptoss_tokenizer_t tokenizer, bool harmony) {
+  ids_.push_back(special_token(tokenizer, gptoss_special_token_return));
+  ids_.push_back(special_token(tokenizer, gptoss_special_token_call));
+  if (!harmony) ids_.push_back(special_token(tokenizer, gptoss_special_token_endoftext));
+}
+
+bool StopTokens::contains(uint32_t token) const {
+  for (uint32_t id : ids_)
+    if (id == token) return true;
+  return false;
+}
+
+double GenerationStats::prefill_tokens_per_second() const {
+  return prefill_seconds > 0 ? prompt_tokens / prefill_seconds : 0.0;
+}
+
+double GenerationStats::decode_tokens_per_second() const {
+  return generated_tokens > 1 && decode_seconds > 0 ? (generated_tokens - 1) / decode_seconds
+                                                    : 0.0;
+}
+
+void GenerationStats::print(std::FILE* out) const {
+  std::fprintf(out,
+               "[prompt %zu tok, prefill %.1f tok/s | generated %zu tok, decode %.1f tok/s | "
+               "first token %.3f s%s]\n",
+               prompt_tokens, prefill_tokens_per_second(), generated_tokens,
+               decode_tokens_per_second(), first_token_seconds,
+               interrupted ? " | interrupted" : context_full ? " | context full" : "");
+}
+
+uint64_t resolve_seed(const Options& options) {
+  if (options.seed) return *options.seed;
+  std::random_device device;
+  return (uint64_t{device()} << 32) | device();
+}
+
+Sampler make_sampler(const Options& options, uint64_t seed) {
+  gptoss_sampler_options so;
+  check(gptoss_sampler_options_init(&so), "gptoss_sampler_options_init");
+  so.temperature = options.temperature;
+  so.top_p = options.top_p;
+  so.top_k = options.top_k;
+  so.min_p = options.min_p;
+  so.seed = seed;
+  gptoss_sampler_t sampler = nullptr;
+  check(gptoss_sampler_create(&so, &sampler), "gptoss_sampler_create");
+  return Sampler(sampler);
+}
+
+Context make_context(gptoss_model_t model, const Options& options, gptoss_kvcache_t kvcache) {
+  gptoss_context_options co;
+  check(gptoss_context_options_init(&co), "gptoss_context_options_init");
+  co.context_length = options.context_length;
+  co.kvcache = kvcache;
+  gptoss_context_t context = nullptr;
+  check(gptoss_context_create_with_options(model, &co, &context), "creating a context");
+  return Context(context);
+}
+
+KvCache make_kvcache(gptoss_model_t model, const Options& options, size_t max_sequences) {
+  if (options.max_kv == 0) return nullptr;
+  gptoss_kvcache_options ko;
+  check(gptoss_kvcache_options_init(&ko), "gptoss_kvcache_options_init");
+  ko.capacity_tokens = options.max_kv;
+  ko.max_sequences = max_sequences;
+  gptoss_kvcache_t kvcache = nullptr;
+  check(gptoss_kvcache_create(model, &ko, &kvcache), "creating the KV cache");
+  return KvCache(kvcache);
+}
+
+TokenDiagnostics::TokenDiagnostics(gptoss_model_t model, gptoss_tokenizer_t tokenizer)
+    : tokenizer_(tokenizer), logits_(vocab_size(model)) {}
+
+void TokenDiagnostics::print(std::FILE* out, gptoss_context_t context, uint32_t sampled,
+                             const char* prefix) {
+  size_t n = 0;
+  check(gptoss_context_get_logits(context, logits_.data(), logits_.size(), &n),
+        "gptoss_context_get_logits");
+  // Softmax in double: entropy H = log Z - sum(p * x) with x shifted by the max.
+  size_t top = 0;
+  for (size_t i = 1; i < n; ++i)
+    if (logits_[i] > logits_[top]) top = i;
+  const double max = logits_[top];
+  double z = 0, weighted = 0;
+  for (size_t i = 0; i < n; ++i) {
+    double x = logits_[i] - max;
+    double e = std::exp(x);
+    z += e;
+    weighted += e * x;
+  }
+  const double entropy = std::log(z) - weighted / z;
+  const double p_sampled = sampled < n ? std::exp(logits_[sampled] - max) / z : 0.0;
+  std::fprintf(out, "%s[token %u \"%s\" p=%.4f | entropy %.3f nats | top-1 %u \"%s\" p=%.4f]\n",
+               prefix, sampled, printable(token_bytes(tokenizer_, sampled)).c_str(), p_sampled,
+               entropy, static_cast<unsigned>(top),
+               printable(token_bytes(tokenizer_, static_cast<uint32_t>(top))).c_str(), 1.0 / z);
+}
+
+GenerationStats generate(gptoss_model_t model, gptoss_context_t context, gptoss_sampler_t sampler,
+                         gptoss_tokenizer_t tokenizer, const Options& options, TokenSink& sink,
+                         const std::atomic<bool>* interrupt) {
+  GenerationStats stats;
+  StopTokens stop(tokenizer, options.harmony);
+  size_t total = 0, processed = 0, capacity = 0;
+  check(gptoss_context_get_num_tokens(context, &total), "gptoss_context_get_num_tokens");
+  check(gptoss_context_get_num_processed_tokens(context, &processed),
+        "gptoss_context_get_num_processed_tokens");
+  check(gptoss_context_get_max_tokens(context, &capacity), "gptoss_context_get_max_tokens");
+  stats.prompt_tokens = total - processed;
+
+  const auto start = Clock::now();
+  check(gptoss_context_process(context), "gptoss_context_process");
+  stats.prefill_seconds = seconds_since(start);
+
+  std::optional<TokenDiagnostics> diagnostics;
+  if (options.verbose) diagnostics.emplace(model, tokenizer);
+  Clock::time_point first_token_at;
+  for (size_t i = 0; i < options.max_tokens; ++i) {
+    if (interrupt && interrupt->load()) {
+      stats.interrupted = true;
+      break;
+    }
+    uint32_t token = 0;
+    check(gptoss_context_sample(context, sampler, &token), "gptoss_context_sample");
+    if (i == 0) {
+      first_token_at = Clock::now();
+      stats.first_token_seconds = seconds_since(start);
+    }
+    stats.decode_seconds = seconds_since(first_token_at);
+    ++stats.generated_tokens;
+    if (diagnostics) diagnostics->print(stderr, context, token, "");
+    sink.on_token(token);
+    if (stop.contains(token) || i + 1 == options.max_tokens) break;
+    if (total + stats.generated_tokens > capacity) {
+      stats.context_full = true;
+      break;
+    }
+    check(gptoss_context_append_tokens(context, 1, &token), "gptoss_context_append_tokens");
+    check(gptoss_context_process(context), "gptoss_context_process");
+  }
+  return stats;
+}
+
+}  // namespace gptoss_cli

@@ -1,0 +1,68 @@
+// `gptoss generate -i PROMPT`: one prompt, the answer streamed to stdout.
+#include <unistd.h>
+
+#include <iostream>
+#include <iterator>
+
+#include <nlohmann/json.hpp>
+
+#include "completion.hpp"
+#include "model_loader.hpp"
+#include "modes.hpp"
+
+namespace gptoss_cli {
+
+std::string ids_line(const std::vector<uint32_t>& ids) {
+  std::string line;
+  for (size_t i = 0; i < ids.size(); ++i) line += (i ? " " : "") + std::to_string(ids[i]);
+  return line;
+}
+
+int run_generate(const Options& options) {
+  std::string prompt = *options.input;
+  if (prompt == "-") prompt.assign(std::istreambuf_iterator<char>(std::cin), {});
+
+  Model model = load_model(options);
+  Tokenizer tokenizer = model_tokenizer(model.get());
+  const uint64_t seed = resolve_seed(options);
+  if (options.verbose) print_model_info(model.get(), seed);
+
+  KvCache kvcache = make_kvcache(model.get(), options, 1);
+  Context context = make_context(model.get(), options, kvcache.get());
+  Sampler sampler = make_sampler(options, seed);
+  std::vector<uint32_t> prompt_ids = prompt_tokens(tokenizer.get(), options, prompt);
+  check(gptoss_context_append_tokens(context.get(), prompt_ids.size(), prompt_ids.data()),
+        "appending the prompt");
+
+  // Text streams as it comes; ids and json are printed whole at the end.
+  Display display;
+  if (options.format == OutputFormat::text) {
+    display.out = stdout;
+    display.show_reasoning = options.show_reasoning.value_or(false);
+    display.color = isatty(STDOUT_FILENO);
+  }
+  Completion completion(tokenizer.get(), options.harmony, display);
+  GenerationStats stats = generate(model.get(), context.get(), sampler.get(), tokenizer.get(),
+                                   options, completion, nullptr);
+  completion.finish();
+
+  if (options.format == OutputFormat::ids) {
+    std::printf("%s\n", ids_line(completion.tokens()).c_str());
+  } else if (options.format == OutputFormat::json) {
+    nlohmann::json out = {
+        {"text", completion.answer()},
+        {"tokens", completion.tokens()},
+        {"messages", nlohmann::json::parse(completion.messages_json())},
+        {"prompt_tokens", stats.prompt_tokens},
+        {"generated_tokens", stats.generated_tokens},
+        {"prefill_tokens_per_second", stats.prefill_tokens_per_second()},
+        {"decode_tokens_per_second", stats.decode_tokens_per_second()},
+        {"first_token_seconds", stats.first_token_seconds}};
+    std::printf("%s\n", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+  }
+  std::fflush(stdout);
+  if (!options.quiet) stats.print(stderr);
+  return 0;
+}
+
+}  // namespace gptoss_cli

@@ -1,0 +1,266 @@
+"""End-to-end tests of the `gptoss` CLI: runs the built executable on the shared conformance
+model (greedy unless a test says otherwise).
+
+Environment (set by CTest): GPTOSS_CLI (the executable), GPTOSS_TEST_MODEL (HF directory),
+GPTOSS_TEST_TOKENIZER (tokenizer.json; the model directory has none)."""
+
+import json
+import os
+import re
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+import unittest
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+CLI = os.environ.get("GPTOSS_CLI", str(REPO / "build/bin/gptoss"))
+MODEL = os.environ.get("GPTOSS_TEST_MODEL", str(REPO.parent / "shared/conformance/logits/model-hf"))
+TOKENIZER = os.environ.get("GPTOSS_TEST_TOKENIZER", str(REPO / "third_party/tokenizer/tokenizer.json"))
+MODEL_ARGS = ["--model", MODEL, "--tokenizer", TOKENIZER, "--context", "512"]
+GREEDY = ["--temperature", "0"]
+STATS = re.compile(r"\[prompt (\d+) tok, prefill [\d.]+ tok/s \| generated (\d+) tok, "
+                   r"decode [\d.]+ tok/s \| first token [\d.]+ s")
+PROMPTS = ["What is 2 + 2?", "Tell me a story about a fox.", "", "Ünïcode ✓ and a \\ backslash"]
+
+
+def run(*args, stdin=None, env=None, timeout=120):
+    return subprocess.run([CLI, *args], input=stdin, capture_output=True, text=True,
+                          timeout=timeout, env=env)
+
+
+def ok(*args, **kw):
+    result = run(*args, **kw)
+    if result.returncode != 0:
+        raise AssertionError(f"gptoss {' '.join(args)} exited {result.returncode}:\n{result.stderr}")
+    return result
+
+
+class FlagsTest(unittest.TestCase):
+    def test_help_and_version(self):
+        self.assertIn("usage: gptoss", ok("--help").stdout)
+        self.assertRegex(ok("--version").stdout, r"^gptoss \d+\.\d+\.\d+")
+
+    def test_bad_flags_are_one_line_errors(self):
+        cases = [
+            (["generate", "-i", "x", "--top-p", "1.5"], "--top-p"),
+            (["generate", "-i", "x", "--temperature", "-1"], "--temperature"),
+            (["generate", "-i", "x", "--max-tokens", "abc"], "--max-tokens"),
+            (["generate", "-i", "x", "--reasoning-effort", "extreme"], "--reasoning-effort"),
+            (["generate", "-i", "x", "--layers", "0"], "--layers"),
+            (["generate", "-i", "x", "--no-such-flag"], "--no-such-flag"),
+            (["generate"], "-i"),
+            (["getp"], "-i"),
+            (["dance"], "dance"),
+            (["generate", "-i", "x", "--seed"], "--seed"),
+        ]
+        for args, mention in cases:
+            result = run(*args)
+            self.assertEqual(result.returncode, 2, args)
+            lines = result.stderr.strip().splitlines()
+            self.assertEqual(len(lines), 1, (args, result.stderr))
+            self.assertTrue(lines[0].startswith("gptoss: "), lines[0])
+            self.assertIn(mention, lines[0])
+
+    def test_missing_model_is_one_line_error(self):
+        result = run("generate", "-i", "hi", "--model", "/nonexistent/model")
+        self.assertNotEqual(result.returncode, 0)
+        self.assertEqual(result.stderr.strip().splitlines(),
+                         ["gptoss: model not found: /nonexistent/model"])
+        result = run("generate", "-i", "hi", "--model", MODEL, "--tokenizer", "/nonexistent.json")
+        self.assertNotEqual(result.returncode, 0)
+        self.assertEqual(len(result.stderr.strip().splitlines()), 1)
+
+    def test_library_errors_are_one_line(self):
+        with tempfile.TemporaryDirectory() as d:
+            (Path(d) / "config.json").write_text("{not json")
+            result = run("generate", "-i", "hi", "--model", d, "--tokenizer", TOKENIZER)
+            self.assertEqual(result.returncode, 1)
+            lines = result.stderr.strip().splitlines()
+            self.assertEqual(len(lines), 1, result.stderr)
+            self.assertIn("loading the model", lines[0])
+
+
+class GenerateTest(unittest.TestCase):
+    def test_json_output_and_stats(self):
+        result = ok("generate", "-i", "What is 2 + 2?", *MODEL_ARGS, *GREEDY,
+                    "--max-tokens", "6", "--format", "json")
+        out = json.loads(result.stdout)
+        self.assertTrue(1 <= len(out["tokens"]) <= 6)
+        self.assertEqual(out["generated_tokens"], len(out["tokens"]))
+        self.assertIsInstance(out["messages"], list)
+        self.assertGreater(out["prompt_tokens"], 10)  # system + user message, Harmony-rendered
+        stats = STATS.search(result.stderr)
+        self.assertIsNotNone(stats, result.stderr)
+        self.assertEqual(int(stats.group(1)), out["prompt_tokens"])
+        self.assertEqual(int(stats.group(2)), len(out["tokens"]))
+
+    def test_raw_sends_text_as_is(self):
+        harmony = json.loads(ok("generate", "-i", "Hello", *MODEL_ARGS, *GREEDY, "-q",
+                                "--max-tokens", "2", "--format", "json").stdout)
+        raw = json.loads(ok("generate", "-i", "Hello", *MODEL_ARGS, *GREEDY, "-q", "--raw",
+                            "--max-tokens", "4", "--format", "json").stdout)
+        self.assertEqual(raw["prompt_tokens"], 1)  # "Hello" is one token
+        self.assertGreater(harmony["prompt_tokens"], raw["prompt_tokens"])
+        # Raw text is every generated token's bytes.
+        text = ok("generate", "-i", "Hello", *MODEL_ARGS, *GREEDY, "-q", "--raw",
+                  "--max-tokens", "4").stdout
+        self.assertEqual(text.rstrip("\n"), raw["text"].rstrip("\n"))
+
+    def test_verbose_diagnostics_per_token(self):
+        result = ok("generate", "-i", "Hi", *MODEL_ARGS, *GREEDY, "--max-tokens", "5",
+                    "--verbose", "--format", "ids")
+        ids = [int(t) for t in result.stdout.split()]
+        lines = re.findall(r'\[token (\d+) ".*" p=([\d.]+) \| entropy ([\d.]+) nats \| '
+                           r'top-1 (\d+) ".*" p=([\d.]+)\]', result.stderr)
+        self.assertEqual([int(l[0]) for l in lines], ids)
+        for token, p, entropy, top1, p_top1 in lines:
+            self.assertEqual(token, top1)  # greedy picks the top-1 candidate
+            self.assertEqual(p, p_top1)
+            self.assertGreater(float(entropy), 0.0)
+
+    def test_stdin_prompt_and_seeded_sampling(self):
+        a = ok("generate", "-i", "-", *MODEL_ARGS, "--seed", "42", "--max-tokens", "6",
+               "--format", "ids", "-q", stdin="Hello there").stdout
+        b = ok("generate", "-i", "Hello there", *MODEL_ARGS, "--seed", "42", "--max-tokens", "6",
+               "--format", "ids", "-q").stdout
+        self.assertEqual(a, b)
+
+    def test_partial_model_and_shared_kv(self):
+        full = ok("generate", "-i", "Hi", *MODEL_ARGS, *GREEDY, "--max-tokens", "3",
+                  "--format", "ids", "-q").stdout
+        shared_kv = ok("generate", "-i", "Hi", *MODEL_ARGS, *GREEDY, "--max-tokens", "3",
+                       "--format", "ids", "-q", "--max-kv", "512").stdout
+        self.assertEqual(full, shared_kv)
+        ok("generate", "-i", "Hi", *MODEL_ARGS, *GREEDY, "--max-tokens", "3", "--layers", "2", "-q")
+
+
+class GetpTest(unittest.TestCase):
+    """Batched contexts must give what one-at-a-time runs give."""
+
+    def getp(self, prompts, *args):
+        with tempfile.TemporaryDirectory() as d:
+            inp, outp = Path(d) / "prompts.txt", Path(d) / "outputs.txt"
+            inp.write_text("".join(p + "\n" for p in prompts))
+            result = ok("getp", "-i", str(inp), "-o", str(outp), *MODEL_ARGS, *args)
+            # Raw completions may hold bytes that are not UTF-8: compare bytes.
+            return outp.read_bytes().split(b"\n")[:-1], result.stderr
+
+    def one_at_a_time(self, prompts, *args):
+        return [ok("generate", "-i", p, *MODEL_ARGS, "-q", *args).stdout.rstrip("\n")
+                for p in prompts]
+
+    def test_batched_ids_equal_one_at_a_time_greedy(self):
+        args = [*GREEDY, "--max-tokens", "8", "--format", "ids"]
+        lines, stderr = self.getp(PROMPTS, *args)
+        self.assertEqual(len(lines), len(PROMPTS))
+        self.assertEqual([l.decode() for l in lines], self.one_at_a_time(PROMPTS, *args))
+        summary = re.search(r"\[getp: (\d+) prompts in batches of (\d+) \| (\d+) tokens "
+                            r"\((\d+) prompt, (\d+) generated\) in [\d.]+ s, [\d.]+ tok/s", stderr)
+        self.assertIsNotNone(summary, stderr)
+        self.assertEqual(int(summary.group(1)), len(PROMPTS))
+        self.assertEqual(int(summary.group(5)), sum(len(l.split()) for l in lines))
+
+    def test_harmony_text_equals_one_at_a_time(self):
+        args = [*GREEDY, "--max-tokens", "8"]
+        lines, _ = self.getp(PROMPTS[:2], *args)
+        expected = [json.loads(l)["text"].replace("\\", "\\\\").replace("\n", "\\n")
+                    for l in self.one_at_a_time(PROMPTS[:2], *args, "--format", "json")]
+        self.assertEqual([l.decode("utf-8", "replace") for l in lines], expected)
+
+    def test_raw_text_batch_sizes_and_shared_pool(self):
+        # --batch 1 runs the prompts one after another: the batched runs must match it.
+        prompts = [p for p in PROMPTS if p] + ["Line one\\nline two"]
+        args = ["--raw", *GREEDY, "--max-tokens", "6"]
+        alone, _ = self.getp(prompts, *args, "--batch", "1")
+        self.assertEqual(len(alone), len(prompts))
+        for extra in (["--batch", "2"], ["--max-kv", "256"]):
+            lines, _ = self.getp(prompts, *args, *extra)
+            self.assertEqual(lines, alone, extra)
+
+    def test_empty_raw_prompt_is_an_error(self):
+        result = run("generate", "-i", "", "--raw", *MODEL_ARGS)
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("empty prompt", result.stderr)
+
+    def test_missing_prompts_file(self):
+        result = run("getp", "-i", "/nonexistent/prompts.txt", *MODEL_ARGS)
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("cannot read prompts file", result.stderr)
+
+
+class ChatTest(unittest.TestCase):
+    def test_scripted_conversation_save_reset_load(self):
+        with tempfile.TemporaryDirectory() as d:
+            saved = Path(d) / "conversation.json"
+            script = (f"Hello there\n/save {saved}\n/reset\n/load {saved}\nAnd again?\n"
+                      f"/save {saved}\n/load /nonexistent.json\n/quit\n")
+            result = ok("chat", *MODEL_ARGS, *GREEDY, "--max-tokens", "4", "--developer",
+                        "Answer briefly.", "--reasoning-effort", "low", stdin=script)
+            self.assertEqual(len(STATS.findall(result.stderr)), 2, result.stderr)
+            self.assertIn("[conversation reset]", result.stderr)
+            self.assertIn("cannot read /nonexistent.json", result.stderr)
+            conversation = json.loads(saved.read_text())["messages"]
+            roles = [m["role"] for m in conversation]
+            self.assertEqual(roles[:2], ["system", "developer"])
+            users = [m for m in conversation if m["role"] == "user"]
+            self.assertEqual([u["content"][0]["text"] for u in users], ["Hello there", "And again?"])
+            self.assertEqual(conversation[0]["content"][0]["reasoning_effort"], "low")
+            # The second turn's prompt holds the first turn: it is longer than a fresh one.
+            prompts = [int(m.group(1)) for m in STATS.finditer(result.stderr)]
+            self.assertGreater(prompts[1], 0)
+
+    def test_first_turn_equals_generate(self):
+        args = [*MODEL_ARGS, *GREEDY, "--max-tokens", "6", "-q", "--raw"]
+        chat = ok("chat", *args, stdin="Once upon a time\n").stdout
+        gen = ok("generate", "-i", "Once upon a time\n", *args).stdout
+        self.assertEqual(chat, gen)
+
+    def test_ctrl_c_stops_the_answer_not_the_chat(self):
+        proc = subprocess.Popen([CLI, "chat", *MODEL_ARGS, "--raw", "--max-tokens", "100000",
+                                 "--context", "4096", "--seed", "1"],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        received = []
+        reader = threading.Thread(target=lambda: received.extend(iter(lambda: proc.stdout.read(1), "")))
+        reader.start()
+        proc.stdin.write("Once upon a time\n")
+        proc.stdin.flush()
+        deadline = time.monotonic() + 60
+        while not received and time.monotonic() < deadline:  # the answer has started
+            time.sleep(0.05)
+        self.assertTrue(received, "no output before the deadline")
+        proc.send_signal(signal.SIGINT)
+        proc.stdin.write("/quit\n")
+        proc.stdin.flush()
+        stderr = proc.stderr.read()
+        reader.join(timeout=60)
+        for pipe in (proc.stdin, proc.stdout, proc.stderr):
+            pipe.close()
+        self.assertEqual(proc.wait(timeout=60), 0, stderr)
+        self.assertIn("[interrupted]", stderr)
+        stats = STATS.search(stderr)
+        self.assertIsNotNone(stats, stderr)
+        self.assertLess(int(stats.group(2)), 100000)
+
+
+@unittest.skipUnless((Path(CLI).parent / "gptoss-make-model").exists()
+                     and Path(os.environ.get("GPTOSS_TOKENIZER_JSON", TOKENIZER)).exists(),
+                     "gptoss-make-model or tokenizer.json missing")
+class DefaultModelTest(unittest.TestCase):
+    def test_generated_on_first_use_with_notice(self):
+        with tempfile.TemporaryDirectory() as home:
+            env = dict(os.environ, GPTOSS_HOME=home, GPTOSS_TOKENIZER_JSON=TOKENIZER)
+            first = ok("generate", "-i", "Hi", "--max-tokens", "2", env=env, timeout=300)
+            self.assertTrue((Path(home) / "models/tiny/config.json").exists())
+            self.assertIn("generating the tiny synthetic model", first.stderr)
+            self.assertIn("random weights", first.stderr)
+            second = ok("generate", "-i", "Hi", "--max-tokens", "2", env=env)
+            self.assertNotIn("generating", second.stderr)
+            self.assertIn("random weights", second.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
