@@ -11,6 +11,8 @@
 #include <thread>
 
 #include "formats.hpp"
+#include "kernels.hpp"
+#include "ops.hpp"
 
 namespace gptoss::cpu {
 
@@ -55,15 +57,22 @@ int32_t device_count() { return 1; }
 
 void device_describe(int32_t, char* out, size_t capacity) {
   if (capacity == 0) return;
-  std::snprintf(out, capacity, "CPU (%u hardware threads, scalar reference kernels)",
-                std::thread::hardware_concurrency());
+  std::snprintf(out, capacity, "CPU (%u hardware threads, %s kernels)",
+                std::thread::hardware_concurrency(), isa_name(isa_selected()));
 }
 
 gptoss_status device_open(int32_t device, uint32_t num_threads, void** dev_out) {
   if (device != 0 || dev_out == nullptr) return gptoss_status_invalid_argument;
   if (num_threads == 0) num_threads = std::max(1u, std::thread::hardware_concurrency());
   try {
-    *dev_out = new Device(num_threads);
+    const Isa isa = isa_selected();
+    *dev_out = new Device(num_threads, isa);
+    if (g_host != nullptr && g_host->log != nullptr) {
+      char msg[96];
+      std::snprintf(msg, sizeof msg, "cpu backend: %u threads, %s kernels", num_threads,
+                    isa_name(isa));
+      g_host->log(gptoss_log_level_info, msg);
+    }
   } catch (...) {
     return gptoss_status_insufficient_resources;
   }
@@ -196,24 +205,6 @@ gptoss_status weight_upload(void* dev_, const gptoss_tensor_desc* desc, void** w
 void weight_free(void*, void* weight) { delete static_cast<Weight*>(weight); }
 
 }  // namespace
-
-// Kernels (cpu_ops.cpp).
-gptoss_status op_embedding(void*, const void*, const void*, size_t, void*);
-gptoss_status op_rmsnorm(void*, const void*, const void*, size_t, size_t, float, void*);
-gptoss_status op_linear(void*, const void*, const void*, const void*, size_t, size_t, size_t,
-                        void*);
-gptoss_status op_rope(void*, void*, const void*, size_t, size_t, size_t,
-                      const gptoss_rope_params*);
-gptoss_status op_kv_write(void*, void*, void*, gptoss_kv_dtype, const void*, const void*,
-                          const void*, size_t, size_t);
-gptoss_status op_attention(void*, const void*, const void*, const void*, gptoss_kv_dtype,
-                           const void*, const void*, const void*, size_t, size_t, size_t, size_t,
-                           size_t, float, void*);
-gptoss_status op_router(void*, const void*, const void*, const void*, size_t, size_t, size_t,
-                        size_t, void*, void*);
-gptoss_status op_moe(void*, const void*, const void*, const void*, const void*, const void*,
-                     const void*, const void*, size_t, size_t, size_t, size_t, float, void*);
-gptoss_status op_add(void*, void*, const void*, size_t);
 
 const gptoss_backend_api kApi = {
     /* .struct_size        = */ sizeof(gptoss_backend_api),

@@ -9,13 +9,16 @@
 #include <vector>
 
 #include "gptoss/backend.h"
+#include "kernels.hpp"
 #include "thread_pool.hpp"
 
 namespace gptoss::cpu {
 
 struct Device {
-  explicit Device(unsigned threads) : pool(threads) {}
+  Device(unsigned threads, Isa isa_) : pool(threads), isa(isa_), kernels(&kernels_for(isa_)) {}
   ThreadPool pool;
+  Isa isa;                 // Isa::scalar runs the reference ops (ref_* of ops.hpp)
+  const Kernels* kernels;
   std::mutex alloc_mutex;
   std::unordered_map<void*, size_t> mapped;  // buffers from mmap, with their sizes
   std::string last_error;
