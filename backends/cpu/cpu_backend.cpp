@@ -18,37 +18,6 @@ namespace gptoss::cpu {
 
 const gptoss_host_api* g_host = nullptr;
 
-void decode_row(const Weight& w, size_t row, float* out) {
-  const uint8_t* p = w.data + row * w.row_bytes;
-  switch (w.dtype) {
-    case gptoss_dtype_f32:
-      std::memcpy(out, p, w.cols * 4);
-      break;
-    case gptoss_dtype_bf16:
-      for (size_t i = 0; i < w.cols; ++i) {
-        uint16_t h;
-        std::memcpy(&h, p + 2 * i, 2);
-        out[i] = bf16_to_f32(h);
-      }
-      break;
-    case gptoss_dtype_f16:
-      for (size_t i = 0; i < w.cols; ++i) {
-        uint16_t h;
-        std::memcpy(&h, p + 2 * i, 2);
-        out[i] = f16_to_f32(h);
-      }
-      break;
-    case gptoss_dtype_q8_0:
-      for (size_t b = 0; b < w.cols / 32; ++b) q8_0_decode_block(p + 34 * b, out + 32 * b);
-      break;
-    case gptoss_dtype_mxfp4: {
-      const uint8_t* s = w.scales + row * (w.cols / 32);
-      for (size_t b = 0; b < w.cols / 32; ++b) mxfp4_decode_block(p + 16 * b, s[b], out + 32 * b);
-      break;
-    }
-  }
-}
-
 namespace {
 
 constexpr size_t kMmapThreshold = size_t(1) << 20;

@@ -1,6 +1,7 @@
 // The scalar kernel table: the reference of the SIMD tables, and the fallback for dtypes the
 // SIMD tables do not specialise (f16, Q8_0).
 #include <cstdlib>
+#include <cstring>
 #include <new>
 #include <vector>
 
@@ -9,6 +10,37 @@
 #include "kernels.hpp"
 
 namespace gptoss::cpu {
+
+void decode_row(const Weight& w, size_t row, float* out) {
+  const uint8_t* p = w.data + row * w.row_bytes;
+  switch (w.dtype) {
+    case gptoss_dtype_f32:
+      std::memcpy(out, p, w.cols * 4);
+      break;
+    case gptoss_dtype_bf16:
+      for (size_t i = 0; i < w.cols; ++i) {
+        uint16_t h;
+        std::memcpy(&h, p + 2 * i, 2);
+        out[i] = bf16_to_f32(h);
+      }
+      break;
+    case gptoss_dtype_f16:
+      for (size_t i = 0; i < w.cols; ++i) {
+        uint16_t h;
+        std::memcpy(&h, p + 2 * i, 2);
+        out[i] = f16_to_f32(h);
+      }
+      break;
+    case gptoss_dtype_q8_0:
+      for (size_t b = 0; b < w.cols / 32; ++b) q8_0_decode_block(p + 34 * b, out + 32 * b);
+      break;
+    case gptoss_dtype_mxfp4: {
+      const uint8_t* s = w.scales + row * (w.cols / 32);
+      for (size_t b = 0; b < w.cols / 32; ++b) mxfp4_decode_block(p + 16 * b, s[b], out + 32 * b);
+      break;
+    }
+  }
+}
 
 const float* e8m0_table() {
   static const auto table = [] {

@@ -22,9 +22,9 @@ inline std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1.0
 }
 
 // A weight of shape [rows, cols] (or [experts, rows/experts, cols] with `experts` > 0) owning
-// random data of `dtype`. MXFP4 scales are spread over 2^-6..2^5.
+// random data of `dtype`. MXFP4 scales are spread over 2^(min_exp) .. 2^(min_exp + 11).
 inline Weight random_weight(gptoss_dtype dtype, size_t rows, size_t cols, uint32_t seed,
-                            size_t experts = 0) {
+                            size_t experts = 0, int min_exp = -6) {
   Weight w;
   w.dtype = dtype;
   w.ndim = experts ? 3 : 2;
@@ -60,7 +60,7 @@ inline Weight random_weight(gptoss_dtype dtype, size_t rows, size_t cols, uint32
       w.owned_data.resize(rows * w.row_bytes);
       w.owned_scales.resize(rows * cols / 32);
       for (auto& b : w.owned_data) b = uint8_t(rng());  // all 16 codes, both nibbles
-      for (auto& s : w.owned_scales) s = uint8_t(121 + rng() % 12);
+      for (auto& s : w.owned_scales) s = uint8_t(127 + min_exp + int(rng() % 12));
       break;
     }
     default:
