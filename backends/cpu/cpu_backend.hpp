@@ -2,6 +2,7 @@
 // Internal types of the CPU backend plugin.
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -20,7 +21,9 @@ struct Device {
   Isa isa;                 // Isa::scalar runs the reference ops (ref_* of ops.hpp)
   const Kernels* kernels;
   std::mutex alloc_mutex;
-  std::unordered_map<void*, size_t> mapped;  // buffers from mmap, with their sizes
+  std::unordered_map<void*, size_t> mapped;  // live buffers (anonymous mappings) and sizes
+  std::multimap<size_t, void*> cached;       // freed buffers kept for reuse, by size
+  size_t cached_bytes = 0;
   std::string last_error;
 };
 

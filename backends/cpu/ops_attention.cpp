@@ -51,7 +51,10 @@ gptoss_status op_attention(void* stream, const void* q, const void* k_cache, con
     const size_t part = G * (hd + 2);
     std::vector<float> parts(items * splits * part);
 
-    for_each_piece(dev.pool, items * splits, 1, [&](size_t b, size_t e) {
+    double work = 0;
+    for (size_t t = 0; t < n_tokens; ++t) work += double(toks[t].pos - toks[t].kv_start + 1);
+    work *= 2.0 * double(n_heads * hd);
+    for_each_piece(dev.pool, items * splits, 1, work, [&](size_t b, size_t e) {
       float* kt = thread_scratch(kTile * hd * 2, 1);  // widened K then V rows of a tile
       float* vt = kt + kTile * hd;
       float* sc = thread_scratch(G * kTile, 2);
@@ -103,7 +106,7 @@ gptoss_status op_attention(void* stream, const void* q, const void* k_cache, con
     });
 
     // Merge the splits with the sink: out = sum_s acc_s e^(m_s - M) / (e^(sink - M) + sum_s l_s e^(m_s - M)).
-    for_each_piece(dev.pool, items, 4, [&](size_t b, size_t e) {
+    for_each_piece(dev.pool, items, 4, double(items) * double(splits * G * hd), [&](size_t b, size_t e) {
       for (size_t item = b; item < e; ++item) {
         const size_t t = item / n_kv_heads, kvh = item % n_kv_heads;
         for (size_t g = 0; g < G; ++g) {

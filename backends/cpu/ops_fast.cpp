@@ -63,7 +63,7 @@ gptoss_status op_linear(void* stream, const void* x, const void* weight, const v
       decode_row(*bw, 0, b.data());
     }
     // Each piece owns a range of output rows for every token: each weight row is read once.
-    for_each_piece(dev.pool, n_out, kRowGrain, [&](size_t r0, size_t r1) {
+    for_each_piece(dev.pool, n_out, kRowGrain, double(n_out) * double(n_in) * double(n_tokens), [&](size_t r0, size_t r1) {
       float* o = F(out) + r0;
       dev.kernels->matmul(w, r0, r1 - r0, xin, n_in, n_tokens, o, n_out);
       if (!b.empty())

@@ -86,7 +86,8 @@ gptoss_status op_moe(void* stream, const void* x, const void* expert_ids,
     // Pieces: (group, row range); piece p of group g covers rows [p * grain, ...).
     auto run_pieces = [&](size_t rows_per_expert, auto&& body) {
       const size_t per = (rows_per_expert + kMoeRowGrain - 1) / kMoeRowGrain;
-      for_each_piece(dev.pool, groups.size() * per, 1, [&](size_t b, size_t e) {
+      const double work = double(n_slots) * double(rows_per_expert) * double(dim);
+      for_each_piece(dev.pool, groups.size() * per, 1, work, [&](size_t b, size_t e) {
         for (size_t p = b; p < e; ++p) {
           const size_t r0 = (p % per) * kMoeRowGrain;
           body(groups[p / per], p / per, r0, std::min(rows_per_expert, r0 + kMoeRowGrain));
@@ -117,7 +118,7 @@ gptoss_status op_moe(void* stream, const void* x, const void* expert_ids,
                           g.count, yg.data() + g.first * dim + r0, dim);
     });
 
-    for_each_piece(dev.pool, n_tokens, 8, [&](size_t t0, size_t t1) {
+    for_each_piece(dev.pool, n_tokens, 8, double(n_slots) * double(dim), [&](size_t t0, size_t t1) {
       for (size_t t = t0; t < t1; ++t) {
         float* o = F(out) + t * dim;
         std::fill(o, o + dim, 0.0f);

@@ -21,6 +21,8 @@ void run_chunk(const ThreadPool::Fn& fn, size_t n, unsigned index, unsigned part
 
 ThreadPool::ThreadPool(unsigned num_threads) {
   if (num_threads == 0) num_threads = 1;
+  claimed_.reset(new std::atomic<uint64_t>[num_threads]);
+  for (unsigned i = 0; i < num_threads; ++i) claimed_[i].store(0);
   for (unsigned i = 1; i < num_threads; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
 }
 
@@ -33,18 +35,33 @@ ThreadPool::~ThreadPool() {
   for (auto& t : workers_) t.join();
 }
 
+bool ThreadPool::claim(unsigned part, uint64_t gen) {
+  uint64_t cur = claimed_[part].load(std::memory_order_acquire);
+  while (cur < gen)
+    if (claimed_[part].compare_exchange_weak(cur, gen, std::memory_order_acq_rel)) return true;
+  return false;
+}
+
 void ThreadPool::dispatch(const Fn& fn, size_t n) {
   job_ = &fn;
   job_n_ = n;
-  pending_.store(unsigned(workers_.size()), std::memory_order_relaxed);
+  done_.store(0, std::memory_order_relaxed);
+  uint64_t gen;
   {
     // Under the lock so that a worker checking the generation before sleeping cannot miss it.
     std::lock_guard<std::mutex> lock(sleep_mutex_);
-    generation_.fetch_add(1, std::memory_order_release);
+    gen = generation_.fetch_add(1, std::memory_order_acq_rel) + 1;
   }
   wake_.notify_all();
   run_chunk(fn, n, 0, size());
-  for (int spin = 0; pending_.load(std::memory_order_acquire) != 0; ++spin) {
+  unsigned taken_by_workers = 0;
+  for (unsigned part = 1; part < size(); ++part) {
+    if (claim(part, gen))
+      run_chunk(fn, n, part, size());
+    else
+      ++taken_by_workers;
+  }
+  for (int spin = 0; done_.load(std::memory_order_acquire) != taken_by_workers; ++spin) {
     if (spin < kSpinIterations)
       GPTOSS_CPU_RELAX();
     else
@@ -89,8 +106,10 @@ void ThreadPool::worker_loop(unsigned index) {
     }
     if (stop_.load()) return;
     seen = gen;
+    // The job may already be finished (the caller claimed this part); then job_ is not read.
+    if (!claim(index, gen)) continue;
     run_chunk(*job_, job_n_, index, size());
-    pending_.fetch_sub(1, std::memory_order_acq_rel);
+    done_.fetch_add(1, std::memory_order_acq_rel);
   }
 }
 

@@ -4,11 +4,17 @@
 // (ops of one forward step follow each other within microseconds), then sleep on a condition
 // variable, so an idle model costs no CPU. No thread is created per op. Calls from several
 // threads are serialised (one op at a time owns the cores).
+//
+// A job has one part per thread. Each worker claims its part when it wakes; after its own
+// part the caller claims and runs every part no worker has claimed yet, and waits only for
+// parts workers actually took. On a loaded machine (more runnable threads than cores) a
+// descheduled worker therefore never stalls an op: the caller does its share instead.
 #include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -33,6 +39,7 @@ class ThreadPool {
  private:
   void worker_loop(unsigned index);
   void dispatch(const Fn& fn, size_t n);
+  bool claim(unsigned part, uint64_t gen);
 
   std::vector<std::thread> workers_;
   std::mutex call_mutex_;  // one parallel_for at a time
@@ -41,7 +48,8 @@ class ThreadPool {
   const Fn* job_ = nullptr;
   size_t job_n_ = 0;
   std::atomic<uint64_t> generation_{0};
-  std::atomic<unsigned> pending_{0};
+  std::unique_ptr<std::atomic<uint64_t>[]> claimed_;  // per part: last generation claimed
+  std::atomic<unsigned> done_{0};                      // parts finished by workers
   std::atomic<bool> stop_{false};
 };
 
