@@ -388,41 +388,53 @@ GPTOSS_API enum gptoss_status gptoss_sampler_get_last_logprobs(
  * Message: {"role": "system"|"developer"|"user"|"assistant"|"tool",
  *           "name": string?, "recipient": string?, "channel": string?,
  *           "content_type": string?, "content": string | [ContentPart, ...]}
+ *   "name" is required for "tool" (the tool's name, e.g. "functions.get_weather").
  * ContentPart: {"type":"text","text":...}
  *            | {"type":"system_content","model_identity"?,"reasoning_effort"?:"low|medium|high",
  *               "conversation_start_date"?,"knowledge_cutoff"?,
- *               "channel_config"?:{"valid_channels":[...],"channel_required":bool},
- *               "tools"?:{"browser"|"python"|...: Namespace}}
+ *               "channel_config"?:{"valid_channels":[...],"channel_required"?:bool},
+ *               "tools"?:{"browser"|"python"|...: Namespace}}      (system messages only)
  *            | {"type":"developer_content","instructions"?, "tools"?:{"functions":Namespace},
- *               "response_formats"?: [{"name","description"?,"schema"}]}
- * Namespace: {"name","description"?,"tools":[{"name","description","parameters"?:JSONSchema}]}
- * Exact schema: docs/harmony.md. */
+ *               "response_formats"?: [{"name","description"?,"schema"}]}  (developer only)
+ * Namespace: {"name"?,"description"?,"tools"?:[{"name","description"?,"parameters"?:JSONSchema}]}
+ * "?" = optional; a missing field or null means "not set" (no library defaults are filled
+ * in: a system_content without "reasoning_effort" renders no "Reasoning:" line). Unknown
+ * fields are rejected. Exact schema and rendering rules: docs/harmony.md. */
 
 struct gptoss_harmony_render_options {
   size_t struct_size;         /* sizeof(struct gptoss_harmony_render_options) */
   int32_t for_completion;     /* 1 (default): end with <|start|>assistant */
-  int32_t auto_drop_analysis; /* 1 (default): drop analysis before the last final answer */
+  int32_t auto_drop_analysis; /* 1 (default): if the last assistant message is on "final",
+                                 drop "analysis" messages before the first "final" one */
 };
 GPTOSS_API enum gptoss_status gptoss_harmony_render_options_init(
     struct gptoss_harmony_render_options* options);
 
 /* Renders a conversation to tokens (capacity protocol as gptoss_tokenizer_encode).
- * invalid_argument with a message naming the problem for malformed JSON or fields. */
+ * `options` may be NULL (defaults). Returns success; buffer_too_small (*n_tokens_out = the
+ * count needed); invalid_argument for NULL tokenizer/conversation_json/n_tokens_out, NULL
+ * tokens_out with capacity > 0, options->struct_size unset, or malformed JSON / unknown role /
+ * wrong field types (the message names the field, e.g. "messages[1].role: ..."). */
 GPTOSS_API enum gptoss_status gptoss_harmony_render(
     gptoss_tokenizer_t tokenizer, const char* conversation_json,
     const struct gptoss_harmony_render_options* options, uint32_t* tokens_out, size_t capacity,
     size_t* n_tokens_out);
 
-/* Streaming parser of model output. `strict` = 1 makes malformed headers an error
- * (invalid_argument from process_token); 0 is tolerant and never fails on model output.
- * `first_role` is the role of the first message when generation started right after
- * "<|start|>assistant" (usually "assistant"), or NULL when the stream begins with <|start|>. */
+/* Streaming parser of model output. `strict` = 1 makes malformed input an error
+ * (invalid_argument from process_token / finish); 0 is tolerant and never fails on model
+ * output, keeping all its text. `first_role` is the role of the first message when generation
+ * started right after "<|start|>assistant" (usually "assistant"), or NULL when the stream
+ * begins with <|start|>. The parser retains the tokenizer.
+ * create returns success or invalid_argument (NULL tokenizer/parser_out, unknown first_role;
+ * *parser_out untouched). */
 GPTOSS_API enum gptoss_status gptoss_harmony_parser_create(gptoss_tokenizer_t tokenizer,
                                                            const char* first_role, int32_t strict,
                                                            gptoss_harmony_parser_t* parser_out);
 GPTOSS_API enum gptoss_status gptoss_harmony_parser_release(gptoss_harmony_parser_t parser);
 
-/* Feeds one token. */
+/* Feeds one token (any uint32_t; ids outside the vocabulary become U+FFFD in content).
+ * Returns success; invalid_argument (NULL parser; strict parser and malformed input);
+ * invalid_state (a strict parser already failed: create a new one). */
 GPTOSS_API enum gptoss_status gptoss_harmony_parser_process_token(gptoss_harmony_parser_t parser,
                                                                   uint32_t token);
 
@@ -437,14 +449,18 @@ struct gptoss_harmony_state {
   size_t num_messages;        /* completed messages so far */
 };
 /* The parser's state after the last token. Strings are owned by the parser and valid until
- * the next call on it. */
+ * the next call on it. Only fields inside state->struct_size are written. Returns success or
+ * invalid_argument (NULL argument, struct_size < sizeof(size_t)). */
 GPTOSS_API enum gptoss_status gptoss_harmony_parser_get_current(gptoss_harmony_parser_t parser,
                                                                 struct gptoss_harmony_state* state);
 /* Ends the stream (closes an open message) and returns every parsed message as a JSON array
- * of Message (content always one text part). *json_out is parser-owned. */
+ * of Message (all six keys, content always one text part). *json_out is parser-owned and
+ * valid until the next call on the parser. Returns success; invalid_argument (NULL argument;
+ * strict parser with the stream ending inside a header); invalid_state (failed earlier). */
 GPTOSS_API enum gptoss_status gptoss_harmony_parser_finish(gptoss_harmony_parser_t parser,
                                                            const char** json_out);
-/* The completed messages so far as JSON, without ending the stream. */
+/* The completed messages so far as JSON, without ending the stream. Returns success or
+ * invalid_argument (NULL argument). */
 GPTOSS_API enum gptoss_status gptoss_harmony_parser_get_messages(gptoss_harmony_parser_t parser,
                                                                  const char** json_out);
 

@@ -68,9 +68,7 @@ GPTOSS_API enum gptoss_status gptoss_model_get_tokenizer(gptoss_model_t model,
     api::require(model, "model");
     api::require(tokenizer_out, "tokenizer_out");
     if (!model->model->tokenizer()) fail(gptoss_status_invalid_state, "model has no tokenizer");
-    auto t = std::make_unique<gptoss_tokenizer>();
-    t->tok = model->model->tokenizer();
-    *tokenizer_out = t.release();
+    *tokenizer_out = new gptoss_tokenizer(model->model->tokenizer());
   });
 }
 

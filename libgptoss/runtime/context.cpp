@@ -138,6 +138,7 @@ void Context::truncate(size_t n) {
   for (size_t pos = need_from; pos < n_processed_; pos += P - pos % P)
     if (pos / P >= sl.size() || sl[pos / P] < 0) {
       n_processed_ = 0;
+      release_pages_from(PageGroup::sliding, 0);  // rewritten from the start anyway
       break;
     }
 }

@@ -15,8 +15,17 @@ namespace {
 std::string read_file(const std::string& path) {
   std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
   if (!f) fail(gptoss_status_io, "cannot open tokenizer file '{}': {}", path, std::strerror(errno));
+  // One read into a buffer of the file's size: growing a string chunk by chunk costs more
+  // than parsing.
   std::string data;
-  char buffer[1 << 16];
+  if (std::fseek(f.get(), 0, SEEK_END) == 0) {
+    const long size = std::ftell(f.get());
+    if (size > 0) data.resize(static_cast<size_t>(size));
+    std::rewind(f.get());
+  }
+  size_t got = std::fread(data.data(), 1, data.size(), f.get());
+  data.resize(got);
+  char buffer[1 << 16];  // in case the file grew, or is not seekable
   size_t n;
   while ((n = std::fread(buffer, 1, sizeof buffer, f.get())) > 0) data.append(buffer, n);
   if (std::ferror(f.get())) fail(gptoss_status_io, "cannot read tokenizer file '{}'", path);

@@ -11,7 +11,7 @@ RankTable::RankTable(std::string_view arena, std::span<const uint32_t> offsets)
       pair_rank_(65536, kNoRank) {
   const size_t n = offsets.empty() ? 0 : offsets.size() - 1;
   // Load factor <= 0.5 keeps probe chains short.
-  slots_.assign(std::bit_ceil(std::max<size_t>(16, n * 2)), Slot{kNoRank, 0});
+  slots_.assign(std::bit_ceil(std::max<size_t>(16, n * 2)), Slot{0, 0, kNoRank});
   mask_ = slots_.size() - 1;
   for (uint32_t id = 0; id < n; ++id) {
     const char* p = arena_ + offsets_[id];
@@ -26,10 +26,10 @@ RankTable::RankTable(std::string_view arena, std::span<const uint32_t> offsets)
     } else if (len == 2) {
       pair_rank_[static_cast<unsigned char>(p[0]) << 8 | static_cast<unsigned char>(p[1])] = id;
     } else {
-      const uint64_t h = hash(p, len);
-      size_t i = h & mask_;
+      const uint64_t head = load_head(p, len);
+      size_t i = hash(head, p, len) & mask_;
       while (slots_[i].id != kNoRank) i = (i + 1) & mask_;
-      slots_[i] = Slot{id, static_cast<uint32_t>(h >> 32)};
+      slots_[i] = Slot{head, static_cast<uint32_t>(len), id};
     }
   }
   for (unsigned b = 0; b < 256; ++b) {

@@ -1,0 +1,139 @@
+// The sampler on hand-made logits: each option's documented effect.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "libgptoss/common/error.hpp"
+#include "libgptoss/sampling/sampler.hpp"
+
+using namespace gptoss;
+
+static std::vector<float> ramp(size_t n) {  // logits 0, 1, ..., n-1: the last is best
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = float(i) * 0.5f;
+  return v;
+}
+
+TEST_CASE("greedy picks the argmax, lowest id on ties; NaN never wins", "[sampling]") {
+  SamplerParams p;
+  p.temperature = 0.0f;
+  Sampler s(p);
+  std::vector<float> l = {1.0f, 3.0f, 3.0f, NAN, -2.0f};
+  CHECK(s.sample(l, {}) == 1u);
+}
+
+TEST_CASE("top-k restricts to the k best and top-k 1 is greedy", "[sampling]") {
+  SamplerParams p;
+  p.top_k = 3;
+  p.seed = 5;
+  Sampler s(p);
+  const auto l = ramp(50);
+  std::set<uint32_t> seen;
+  for (int i = 0; i < 300; ++i) seen.insert(s.sample(l, {}));
+  CHECK(seen == std::set<uint32_t>{47, 48, 49});
+  p.top_k = 1;
+  Sampler g(p);
+  for (int i = 0; i < 20; ++i) CHECK(g.sample(l, {}) == 49u);
+}
+
+TEST_CASE("top-p keeps the smallest prefix reaching p; min-p cuts unlikely tokens", "[sampling]") {
+  std::vector<float> l = {std::log(0.5f), std::log(0.3f), std::log(0.15f), std::log(0.05f)};
+  SamplerParams p;
+  p.top_p = 0.75f;  // 0.5 + 0.3 reaches it
+  Sampler s(p);
+  std::set<uint32_t> seen;
+  for (int i = 0; i < 400; ++i) seen.insert(s.sample(l, {}));
+  CHECK(seen == std::set<uint32_t>{0, 1});
+  p.top_p = 1.0f;
+  p.min_p = 0.25f;  // keeps p >= 0.125: tokens 0, 1, 2
+  Sampler m(p);
+  seen.clear();
+  for (int i = 0; i < 400; ++i) seen.insert(m.sample(l, {}));
+  CHECK(seen == std::set<uint32_t>{0, 1, 2});
+}
+
+TEST_CASE("frequencies follow the softmax at temperature 1", "[sampling]") {
+  std::vector<float> l = {std::log(0.7f), std::log(0.2f), std::log(0.1f)};
+  SamplerParams p;
+  p.seed = 123;
+  Sampler s(p);
+  std::map<uint32_t, int> count;
+  const int n = 20000;
+  for (int i = 0; i < n; ++i) count[s.sample(l, {})]++;
+  CHECK(std::abs(count[0] / double(n) - 0.7) < 0.02);
+  CHECK(std::abs(count[1] / double(n) - 0.2) < 0.02);
+  CHECK(std::abs(count[2] / double(n) - 0.1) < 0.02);
+}
+
+TEST_CASE("same seed gives the same sequence; reseed restarts it", "[sampling]") {
+  const auto l = std::vector<float>(1000, 0.0f);
+  SamplerParams p;
+  p.seed = 99;
+  Sampler a(p), b(p);
+  std::vector<uint32_t> x, y;
+  for (int i = 0; i < 50; ++i) {
+    x.push_back(a.sample(l, {}));
+    y.push_back(b.sample(l, {}));
+  }
+  CHECK(x == y);
+  a.reseed(99);
+  std::vector<uint32_t> z;
+  for (int i = 0; i < 50; ++i) z.push_back(a.sample(l, {}));
+  CHECK(z == x);
+}
+
+TEST_CASE("penalties push down recent tokens within the window only", "[sampling]") {
+  std::vector<float> l = {2.0f, 1.9f, 0.0f};
+  SamplerParams p;
+  p.temperature = 0.0f;
+  p.repetition_penalty = 1.5f;
+  std::vector<uint32_t> history = {0};
+  CHECK(Sampler(p).sample(l, history) == 1u);  // 2.0/1.5 < 1.9
+  p.repetition_penalty = 1.0f;
+  p.presence_penalty = 0.5f;
+  CHECK(Sampler(p).sample(l, history) == 1u);
+  p.presence_penalty = 0.0f;
+  p.frequency_penalty = 0.04f;
+  CHECK(Sampler(p).sample(l, std::vector<uint32_t>{0}) == 0u);       // 1.96 > 1.9
+  CHECK(Sampler(p).sample(l, std::vector<uint32_t>{0, 0, 0}) == 1u);  // 1.88 < 1.9
+  p.penalty_window = 1;
+  CHECK(Sampler(p).sample(l, std::vector<uint32_t>{0, 0, 2}) == 0u);  // 0 is outside the window
+}
+
+TEST_CASE("log-probabilities of the chosen token and the top alternatives", "[sampling]") {
+  std::vector<float> l = {std::log(0.6f), std::log(0.3f), std::log(0.1f)};
+  SamplerParams p;
+  p.temperature = 0.0f;
+  p.top_logprobs = 2;
+  Sampler s(p);
+  CHECK_FALSE(s.has_last());
+  CHECK(s.sample(l, {}) == 0u);
+  CHECK(s.last_chosen().logprob == Approx(std::log(0.6)).margin(1e-6));
+  REQUIRE(s.last_alternatives().size() == 2);
+  CHECK(s.last_alternatives()[1].token == 1u);
+  CHECK(s.last_alternatives()[1].logprob == Approx(std::log(0.3)).margin(1e-6));
+}
+
+TEST_CASE("out-of-range options are rejected by name", "[sampling][bad-input]") {
+  auto rejects = [](auto mutate, const char* field) {
+    SamplerParams p;
+    mutate(p);
+    try {
+      Sampler s(p);
+      FAIL("accepted bad " << field);
+    } catch (const Error& e) {
+      CHECK(e.status() == gptoss_status_invalid_argument);
+      CHECK(std::string(e.what()).find(field) != std::string::npos);
+    }
+  };
+  rejects([](SamplerParams& p) { p.temperature = -1.0f; }, "temperature");
+  rejects([](SamplerParams& p) { p.temperature = NAN; }, "temperature");
+  rejects([](SamplerParams& p) { p.top_p = 0.0f; }, "top_p");
+  rejects([](SamplerParams& p) { p.top_p = 1.5f; }, "top_p");
+  rejects([](SamplerParams& p) { p.min_p = 1.0f; }, "min_p");
+  rejects([](SamplerParams& p) { p.repetition_penalty = 0.0f; }, "repetition_penalty");
+  rejects([](SamplerParams& p) { p.presence_penalty = INFINITY; }, "presence_penalty");
+  rejects([](SamplerParams& p) { p.top_logprobs = 21; }, "top_logprobs");
+}

@@ -1,0 +1,33 @@
+#include "tools/make_model/presets.hpp"
+
+#include "libgptoss/common/error.hpp"
+
+namespace gptoss::make_model {
+
+Preset preset(const std::string& name, uint32_t num_layers) {
+  ModelConfig c;  // defaults: gpt-oss-20b
+  bool sharded = true;
+  if (name == "20b") {
+    // defaults as they are
+  } else if (name == "120b") {
+    c.num_layers = 36;
+    c.num_experts = 128;
+  } else if (name == "tiny" || name == "conformance") {
+    c.num_layers = name == "tiny" ? 2 : 4;
+    c.hidden_size = 64;
+    c.num_heads = 8;
+    c.num_kv_heads = 1;
+    c.intermediate_size = 64;
+    sharded = false;
+  } else {
+    fail(gptoss_status_invalid_argument, "unknown preset \"{}\" (tiny, conformance, 20b, 120b)",
+         name);
+  }
+  if (num_layers > 0) c.num_layers = num_layers;
+  c.layer_is_sliding.clear();
+  for (uint32_t l = 0; l < c.num_layers; ++l) c.layer_is_sliding.push_back(l % 2 == 0);
+  c.validate();
+  return {name, c, sharded};
+}
+
+}  // namespace gptoss::make_model
