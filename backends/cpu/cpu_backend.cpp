@@ -11,66 +11,47 @@
 #include <thread>
 
 #include "formats.hpp"
+#include "kernels.hpp"
+#include "ops.hpp"
 
 namespace gptoss::cpu {
 
 const gptoss_host_api* g_host = nullptr;
 
-void decode_row(const Weight& w, size_t row, float* out) {
-  const uint8_t* p = w.data + row * w.row_bytes;
-  switch (w.dtype) {
-    case gptoss_dtype_f32:
-      std::memcpy(out, p, w.cols * 4);
-      break;
-    case gptoss_dtype_bf16:
-      for (size_t i = 0; i < w.cols; ++i) {
-        uint16_t h;
-        std::memcpy(&h, p + 2 * i, 2);
-        out[i] = bf16_to_f32(h);
-      }
-      break;
-    case gptoss_dtype_f16:
-      for (size_t i = 0; i < w.cols; ++i) {
-        uint16_t h;
-        std::memcpy(&h, p + 2 * i, 2);
-        out[i] = f16_to_f32(h);
-      }
-      break;
-    case gptoss_dtype_q8_0:
-      for (size_t b = 0; b < w.cols / 32; ++b) q8_0_decode_block(p + 34 * b, out + 32 * b);
-      break;
-    case gptoss_dtype_mxfp4: {
-      const uint8_t* s = w.scales + row * (w.cols / 32);
-      for (size_t b = 0; b < w.cols / 32; ++b) mxfp4_decode_block(p + 16 * b, s[b], out + 32 * b);
-      break;
-    }
-  }
-}
-
 namespace {
-
-constexpr size_t kMmapThreshold = size_t(1) << 20;
 
 int32_t device_count() { return 1; }
 
 void device_describe(int32_t, char* out, size_t capacity) {
   if (capacity == 0) return;
-  std::snprintf(out, capacity, "CPU (%u hardware threads, scalar reference kernels)",
-                std::thread::hardware_concurrency());
+  std::snprintf(out, capacity, "CPU (%u hardware threads, %s kernels)",
+                std::thread::hardware_concurrency(), isa_name(isa_selected()));
 }
 
 gptoss_status device_open(int32_t device, uint32_t num_threads, void** dev_out) {
   if (device != 0 || dev_out == nullptr) return gptoss_status_invalid_argument;
   if (num_threads == 0) num_threads = std::max(1u, std::thread::hardware_concurrency());
   try {
-    *dev_out = new Device(num_threads);
+    const Isa isa = isa_selected();
+    *dev_out = new Device(num_threads, isa);
+    if (g_host != nullptr && g_host->log != nullptr) {
+      char msg[96];
+      std::snprintf(msg, sizeof msg, "cpu backend: %u threads, %s kernels", num_threads,
+                    isa_name(isa));
+      g_host->log(gptoss_log_level_info, msg);
+    }
   } catch (...) {
     return gptoss_status_insufficient_resources;
   }
   return gptoss_status_success;
 }
 
-void device_close(void* dev) { delete static_cast<Device*>(dev); }
+void device_close(void* dev_) {
+  auto* dev = static_cast<Device*>(dev_);
+  if (dev == nullptr) return;
+  for (const auto& [bytes, p] : dev->cached) munmap(p, bytes);
+  delete dev;
+}
 
 const char* last_error(void* dev) {
   return dev ? static_cast<Device*>(dev)->last_error.c_str() : "";
@@ -83,21 +64,45 @@ gptoss_status stream_create(void* dev, void** stream_out) {
 void stream_destroy(void*, void* stream) { delete static_cast<Stream*>(stream); }
 gptoss_status stream_synchronize(void*) { return gptoss_status_success; }  // ops are synchronous
 
+// Every buffer is an anonymous mapping (zero-filled lazily: a large KV pool costs memory only
+// as it fills). The core allocates a step's buffers anew at every forward step; unmapping and
+// faulting them in again each decode step cost more than the step's arithmetic on small
+// models, so freed buffers up to kCacheMaxBuffer are kept (kCacheMaxTotal in all) and handed
+// out again, zeroed, to an allocation of the same page-rounded size.
+constexpr size_t kCacheMaxBuffer = size_t(64) << 20;
+constexpr size_t kCacheMaxTotal = size_t(256) << 20;
+
+size_t page_round(size_t bytes) {
+  static const size_t page = size_t(sysconf(_SC_PAGESIZE));
+  return (bytes + page - 1) / page * page;
+}
+
 gptoss_status buffer_alloc(void* dev_, size_t bytes, void** buf_out) {
   auto* dev = static_cast<Device*>(dev_);
-  if (bytes == 0) bytes = 64;
-  if (bytes >= kMmapThreshold) {
-    // Anonymous mappings are zero-filled lazily: a large KV pool costs memory only as it fills.
-    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) return gptoss_status_insufficient_memory;
+  if (buf_out == nullptr) return gptoss_status_invalid_argument;
+  bytes = page_round(bytes == 0 ? 1 : bytes);
+  {
+    std::lock_guard<std::mutex> lock(dev->alloc_mutex);
+    auto it = dev->cached.find(bytes);
+    if (it != dev->cached.end()) {
+      void* p = it->second;
+      dev->cached.erase(it);
+      dev->cached_bytes -= bytes;
+      dev->mapped.emplace(p, bytes);
+      std::memset(p, 0, bytes);
+      *buf_out = p;
+      return gptoss_status_success;
+    }
+  }
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return gptoss_status_insufficient_memory;
+  try {
     std::lock_guard<std::mutex> lock(dev->alloc_mutex);
     dev->mapped.emplace(p, bytes);
-    *buf_out = p;
-    return gptoss_status_success;
+  } catch (const std::bad_alloc&) {
+    munmap(p, bytes);
+    return gptoss_status_insufficient_memory;
   }
-  void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
-  if (p == nullptr) return gptoss_status_insufficient_memory;
-  std::memset(p, 0, bytes);
   *buf_out = p;
   return gptoss_status_success;
 }
@@ -105,16 +110,20 @@ gptoss_status buffer_alloc(void* dev_, size_t bytes, void** buf_out) {
 void buffer_free(void* dev_, void* buf) {
   if (buf == nullptr) return;
   auto* dev = static_cast<Device*>(dev_);
-  {
-    std::lock_guard<std::mutex> lock(dev->alloc_mutex);
-    auto it = dev->mapped.find(buf);
-    if (it != dev->mapped.end()) {
-      munmap(buf, it->second);
-      dev->mapped.erase(it);
+  std::lock_guard<std::mutex> lock(dev->alloc_mutex);
+  auto it = dev->mapped.find(buf);
+  if (it == dev->mapped.end()) return;  // not ours: ignore rather than corrupt the heap
+  const size_t bytes = it->second;
+  dev->mapped.erase(it);
+  if (bytes <= kCacheMaxBuffer && dev->cached_bytes + bytes <= kCacheMaxTotal) {
+    try {
+      dev->cached.emplace(bytes, buf);
+      dev->cached_bytes += bytes;
       return;
+    } catch (const std::bad_alloc&) {
     }
   }
-  std::free(buf);
+  munmap(buf, bytes);
 }
 
 gptoss_status buffer_write(void*, void* buf, size_t offset, const void* host, size_t bytes) {
@@ -196,24 +205,6 @@ gptoss_status weight_upload(void* dev_, const gptoss_tensor_desc* desc, void** w
 void weight_free(void*, void* weight) { delete static_cast<Weight*>(weight); }
 
 }  // namespace
-
-// Kernels (cpu_ops.cpp).
-gptoss_status op_embedding(void*, const void*, const void*, size_t, void*);
-gptoss_status op_rmsnorm(void*, const void*, const void*, size_t, size_t, float, void*);
-gptoss_status op_linear(void*, const void*, const void*, const void*, size_t, size_t, size_t,
-                        void*);
-gptoss_status op_rope(void*, void*, const void*, size_t, size_t, size_t,
-                      const gptoss_rope_params*);
-gptoss_status op_kv_write(void*, void*, void*, gptoss_kv_dtype, const void*, const void*,
-                          const void*, size_t, size_t);
-gptoss_status op_attention(void*, const void*, const void*, const void*, gptoss_kv_dtype,
-                           const void*, const void*, const void*, size_t, size_t, size_t, size_t,
-                           size_t, float, void*);
-gptoss_status op_router(void*, const void*, const void*, const void*, size_t, size_t, size_t,
-                        size_t, void*, void*);
-gptoss_status op_moe(void*, const void*, const void*, const void*, const void*, const void*,
-                     const void*, const void*, size_t, size_t, size_t, size_t, float, void*);
-gptoss_status op_add(void*, void*, const void*, size_t);
 
 const gptoss_backend_api kApi = {
     /* .struct_size        = */ sizeof(gptoss_backend_api),

@@ -2,6 +2,7 @@
 // Internal types of the CPU backend plugin.
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -9,15 +10,20 @@
 #include <vector>
 
 #include "gptoss/backend.h"
+#include "kernels.hpp"
 #include "thread_pool.hpp"
 
 namespace gptoss::cpu {
 
 struct Device {
-  explicit Device(unsigned threads) : pool(threads) {}
+  Device(unsigned threads, Isa isa_) : pool(threads), isa(isa_), kernels(&kernels_for(isa_)) {}
   ThreadPool pool;
+  Isa isa;                 // Isa::scalar runs the reference ops (ref_* of ops.hpp)
+  const Kernels* kernels;
   std::mutex alloc_mutex;
-  std::unordered_map<void*, size_t> mapped;  // buffers from mmap, with their sizes
+  std::unordered_map<void*, size_t> mapped;  // live buffers (anonymous mappings) and sizes
+  std::multimap<size_t, void*> cached;       // freed buffers kept for reuse, by size
+  size_t cached_bytes = 0;
   std::string last_error;
 };
 

@@ -9,6 +9,7 @@
 
 #include "cpu_backend.hpp"
 #include "formats.hpp"
+#include "ops.hpp"
 
 namespace gptoss::cpu {
 namespace {
@@ -42,7 +43,7 @@ std::vector<float> decode_all(const Weight* b, size_t rows, size_t cols) {
 
 }  // namespace
 
-gptoss_status op_embedding(void* stream, const void* weight, const void* tokens, size_t n,
+gptoss_status ref_embedding(void* stream, const void* weight, const void* tokens, size_t n,
                            void* out) {
   const Weight& w = W(weight);
   for (size_t t = 0; t < n; ++t) {
@@ -55,7 +56,7 @@ gptoss_status op_embedding(void* stream, const void* weight, const void* tokens,
   return gptoss_status_success;
 }
 
-gptoss_status op_rmsnorm(void* stream, const void* x, const void* scale, size_t n, size_t dim,
+gptoss_status ref_rmsnorm(void* stream, const void* x, const void* scale, size_t n, size_t dim,
                          float eps, void* out) {
   const Weight& s = W(scale);
   pool_of(stream).parallel_for(n, [&](size_t b, size_t e, unsigned) {
@@ -73,7 +74,7 @@ gptoss_status op_rmsnorm(void* stream, const void* x, const void* scale, size_t 
   return gptoss_status_success;
 }
 
-gptoss_status op_linear(void* stream, const void* x, const void* weight, const void* bias,
+gptoss_status ref_linear(void* stream, const void* x, const void* weight, const void* bias,
                         size_t n_tokens, size_t n_in, size_t n_out, void* out) {
   const Weight& w = W(weight);
   const Weight* bw = static_cast<const Weight*>(bias);
@@ -119,7 +120,7 @@ static void yarn_inv_freq(const gptoss_rope_params& p, size_t head_dim, std::vec
   }
 }
 
-gptoss_status op_rope(void* stream, void* x, const void* positions, size_t n_tokens,
+gptoss_status ref_rope(void* stream, void* x, const void* positions, size_t n_tokens,
                       size_t n_heads, size_t head_dim, const gptoss_rope_params* params) {
   if (params == nullptr || head_dim % 2 != 0) return gptoss_status_invalid_argument;
   std::vector<double> inv;
@@ -167,7 +168,7 @@ static void load_head(const void* cache, gptoss_kv_dtype dtype, size_t offset, f
   }
 }
 
-gptoss_status op_kv_write(void*, void* k_cache, void* v_cache, gptoss_kv_dtype dtype,
+gptoss_status ref_kv_write(void*, void* k_cache, void* v_cache, gptoss_kv_dtype dtype,
                           const void* k, const void* v, const void* slots, size_t n_tokens,
                           size_t kv_dim) {
   for (size_t t = 0; t < n_tokens; ++t) {
@@ -178,7 +179,7 @@ gptoss_status op_kv_write(void*, void* k_cache, void* v_cache, gptoss_kv_dtype d
   return gptoss_status_success;
 }
 
-gptoss_status op_attention(void* stream, const void* q, const void* k_cache, const void* v_cache,
+gptoss_status ref_attention(void* stream, const void* q, const void* k_cache, const void* v_cache,
                            gptoss_kv_dtype dtype, const void* sinks, const void* tokens,
                            const void* page_table, size_t n_tokens, size_t n_heads,
                            size_t n_kv_heads, size_t head_dim, size_t page_size, float scale,
@@ -227,7 +228,7 @@ gptoss_status op_attention(void* stream, const void* q, const void* k_cache, con
   return gptoss_status_success;
 }
 
-gptoss_status op_router(void* stream, const void* x, const void* weight, const void* bias,
+gptoss_status ref_router(void* stream, const void* x, const void* weight, const void* bias,
                         size_t n_tokens, size_t dim, size_t n_experts, size_t top_k,
                         void* expert_ids, void* expert_weights) {
   const Weight& w = W(weight);
@@ -259,7 +260,7 @@ gptoss_status op_router(void* stream, const void* x, const void* weight, const v
   return gptoss_status_success;
 }
 
-gptoss_status op_moe(void* stream, const void* x, const void* expert_ids,
+gptoss_status ref_moe(void* stream, const void* x, const void* expert_ids,
                      const void* expert_weights, const void* mlp1, const void* mlp1_bias,
                      const void* mlp2, const void* mlp2_bias, size_t n_tokens, size_t dim,
                      size_t inter, size_t top_k, float limit, void* out) {
@@ -315,7 +316,7 @@ gptoss_status op_moe(void* stream, const void* x, const void* expert_ids,
   return gptoss_status_success;
 }
 
-gptoss_status op_add(void*, void* x, const void* y, size_t n) {
+gptoss_status ref_add(void*, void* x, const void* y, size_t n) {
   for (size_t i = 0; i < n; ++i) F(x)[i] += F(y)[i];
   return gptoss_status_success;
 }

@@ -1,0 +1,40 @@
+// Instruction-set selection: cpuid at device_open, optionally lowered by GPTOSS_CPU_ISA.
+#include <cstdlib>
+#include <cstring>
+
+#include "kernels.hpp"
+
+namespace gptoss::cpu {
+
+const char* isa_name(Isa isa) {
+  switch (isa) {
+    case Isa::scalar: return "scalar";
+    case Isa::avx2: return "avx2";
+    case Isa::avx512: return "avx512";
+  }
+  return "?";
+}
+
+Isa isa_detect() {
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vl"))
+    return Isa::avx512;
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return Isa::avx2;
+#endif
+  return Isa::scalar;
+}
+
+Isa isa_selected() {
+  const Isa best = isa_detect();
+  const char* env = std::getenv("GPTOSS_CPU_ISA");
+  if (env == nullptr) return best;
+  Isa want = best;
+  if (std::strcmp(env, "scalar") == 0) want = Isa::scalar;
+  else if (std::strcmp(env, "avx2") == 0) want = Isa::avx2;
+  else if (std::strcmp(env, "avx512") == 0) want = Isa::avx512;
+  return int(want) < int(best) ? want : best;
+}
+
+}  // namespace gptoss::cpu

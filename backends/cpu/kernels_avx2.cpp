@@ -1,0 +1,248 @@
+// AVX2+FMA kernel table (built with -mavx2 -mfma, called only when cpuid reports both).
+// Same structure as kernels_avx512.cpp with 8-wide vectors; MXFP4 codes are widened with
+// a byte shuffle to int8 (2 x the E2M1 value, an exact integer), converted to fp32 and the
+// block products scaled by 2^(e-127) / 2 (exact: powers of two).
+//   n_tok == 1: 4 rows at a time share every load of x.
+//   n_tok > 1: 16 rows decoded once into an fp32 panel, then 4 rows x 3 tokens register tiles.
+#include <immintrin.h>
+
+#include "cpu_backend.hpp"
+#include "kernels.hpp"
+
+namespace gptoss::cpu {
+namespace {
+
+constexpr size_t kPanelRows = 16;
+
+inline float hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+inline __m128i mxfp4_lut2() {  // 2 x E2M1 value as int8
+  return _mm_setr_epi8(0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12);
+}
+inline __m256 i8x8_to_ps(__m128i v) { return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(v)); }
+inline __m256 bf16x8(const uint16_t* p) {
+  return _mm256_castsi256_ps(
+      _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))), 16));
+}
+inline float bf16_scalar(uint16_t h) {
+  const uint32_t bits = uint32_t(h) << 16;
+  float f;
+  __builtin_memcpy(&f, &bits, 4);
+  return f;
+}
+
+// The 32 values of one MXFP4 block as four vectors of 2 x value (kernel order).
+inline void mxfp4_block2(const uint8_t* c, __m256 out[4]) {
+  const __m128i m4 = _mm_set1_epi8(0x0f), lut = mxfp4_lut2();
+  const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(c));
+  const __m128i lo = _mm_shuffle_epi8(lut, _mm_and_si128(q, m4));
+  const __m128i hi = _mm_shuffle_epi8(lut, _mm_and_si128(_mm_srli_epi16(q, 4), m4));
+  out[0] = i8x8_to_ps(lo);
+  out[1] = i8x8_to_ps(_mm_srli_si128(lo, 8));
+  out[2] = i8x8_to_ps(hi);
+  out[3] = i8x8_to_ps(_mm_srli_si128(hi, 8));
+}
+
+template <int R>
+void gemv_mxfp4(const Weight& w, size_t r0, const float* x, float* y) {
+  const float* st = e8m0_table();
+  const size_t nb = w.cols / 32;
+  const uint8_t* c[R];
+  const uint8_t* s[R];
+  __m256 acc[R];
+  for (int r = 0; r < R; ++r) {
+    c[r] = w.data + (r0 + size_t(r)) * w.row_bytes;
+    s[r] = w.scales + (r0 + size_t(r)) * nb;
+    acc[r] = _mm256_setzero_ps();
+  }
+  for (size_t b = 0; b < nb; ++b) {
+    __m256 xv[4];
+    for (int j = 0; j < 4; ++j) xv[j] = _mm256_loadu_ps(x + 32 * b + 8 * size_t(j));
+    for (int r = 0; r < R; ++r) {
+      __m256 v[4];
+      mxfp4_block2(c[r] + 16 * b, v);
+      __m256 p = _mm256_mul_ps(v[0], xv[0]);
+      p = _mm256_fmadd_ps(v[1], xv[1], p);
+      p = _mm256_fmadd_ps(v[2], xv[2], p);
+      p = _mm256_fmadd_ps(v[3], xv[3], p);
+      acc[r] = _mm256_fmadd_ps(p, _mm256_set1_ps(st[s[r][b]]), acc[r]);
+    }
+  }
+  for (int r = 0; r < R; ++r) y[r] = 0.5f * hsum(acc[r]);
+}
+
+template <int R>
+void gemv_bf16(const Weight& w, size_t r0, const float* x, float* y) {
+  const size_t K = w.cols;
+  const uint16_t* row[R];
+  __m256 acc[R];
+  for (int r = 0; r < R; ++r) {
+    row[r] = reinterpret_cast<const uint16_t*>(w.data + (r0 + size_t(r)) * w.row_bytes);
+    acc[r] = _mm256_setzero_ps();
+  }
+  size_t k = 0;
+  for (; k + 8 <= K; k += 8) {
+    const __m256 xv = _mm256_loadu_ps(x + k);
+    for (int r = 0; r < R; ++r) acc[r] = _mm256_fmadd_ps(bf16x8(row[r] + k), xv, acc[r]);
+  }
+  for (int r = 0; r < R; ++r) {
+    float s = hsum(acc[r]);
+    for (size_t j = k; j < K; ++j) s += bf16_scalar(row[r][j]) * x[j];
+    y[r] = s;
+  }
+}
+
+template <int R>
+void gemv_f32(const Weight& w, size_t r0, const float* x, float* y) {
+  const size_t K = w.cols;
+  const float* row[R];
+  __m256 acc[R];
+  for (int r = 0; r < R; ++r) {
+    row[r] = reinterpret_cast<const float*>(w.data + (r0 + size_t(r)) * w.row_bytes);
+    acc[r] = _mm256_setzero_ps();
+  }
+  size_t k = 0;
+  for (; k + 8 <= K; k += 8) {
+    const __m256 xv = _mm256_loadu_ps(x + k);
+    for (int r = 0; r < R; ++r) acc[r] = _mm256_fmadd_ps(_mm256_loadu_ps(row[r] + k), xv, acc[r]);
+  }
+  for (int r = 0; r < R; ++r) {
+    float s = hsum(acc[r]);
+    for (size_t j = k; j < K; ++j) s += row[r][j] * x[j];
+    y[r] = s;
+  }
+}
+
+using GemvFn = void (*)(const Weight&, size_t, const float*, float*);
+
+void gemv(const Weight& w, size_t r0, size_t n_rows, const float* x, float* y) {
+  GemvFn f4, f1;
+  switch (w.dtype) {
+    case gptoss_dtype_mxfp4: f4 = gemv_mxfp4<4>; f1 = gemv_mxfp4<1>; break;
+    case gptoss_dtype_bf16: f4 = gemv_bf16<4>; f1 = gemv_bf16<1>; break;
+    default: f4 = gemv_f32<4>; f1 = gemv_f32<1>; break;
+  }
+  size_t i = 0;
+  for (; i + 4 <= n_rows; i += 4) f4(w, r0 + i, x, y + i);
+  for (; i < n_rows; ++i) f1(w, r0 + i, x, y + i);
+}
+
+void decode_panel(const Weight& w, size_t r0, size_t n, float* panel) {
+  const size_t K = w.cols;
+  if (w.dtype == gptoss_dtype_mxfp4) {
+    const float* st = e8m0_table();
+    for (size_t r = 0; r < n; ++r) {
+      const uint8_t* c = w.data + (r0 + r) * w.row_bytes;
+      const uint8_t* s = w.scales + (r0 + r) * (K / 32);
+      float* o = panel + r * K;
+      for (size_t b = 0; b < K / 32; ++b) {
+        __m256 v[4];
+        mxfp4_block2(c + 16 * b, v);
+        const __m256 sc = _mm256_set1_ps(0.5f * st[s[b]]);
+        for (int j = 0; j < 4; ++j) _mm256_storeu_ps(o + 32 * b + 8 * size_t(j), _mm256_mul_ps(v[j], sc));
+      }
+    }
+  } else {  // bf16
+    for (size_t r = 0; r < n; ++r) {
+      const uint16_t* src = reinterpret_cast<const uint16_t*>(w.data + (r0 + r) * w.row_bytes);
+      float* o = panel + r * K;
+      size_t k = 0;
+      for (; k + 8 <= K; k += 8) _mm256_storeu_ps(o + k, bf16x8(src + k));
+      for (; k < K; ++k) o[k] = bf16_scalar(src[k]);
+    }
+  }
+}
+
+template <int TR, int TN>
+void tile(const float* w, size_t ldw, const float* x, size_t ldx, size_t K, float* y, size_t ldy) {
+  __m256 acc[TR][TN];
+  for (int r = 0; r < TR; ++r)
+    for (int n = 0; n < TN; ++n) acc[r][n] = _mm256_setzero_ps();
+  size_t k = 0;
+  for (; k + 8 <= K; k += 8) {
+    __m256 xv[TN];
+    for (int n = 0; n < TN; ++n) xv[n] = _mm256_loadu_ps(x + size_t(n) * ldx + k);
+    for (int r = 0; r < TR; ++r) {
+      const __m256 wv = _mm256_loadu_ps(w + size_t(r) * ldw + k);
+      for (int n = 0; n < TN; ++n) acc[r][n] = _mm256_fmadd_ps(wv, xv[n], acc[r][n]);
+    }
+  }
+  for (int r = 0; r < TR; ++r)
+    for (int n = 0; n < TN; ++n) {
+      float s = hsum(acc[r][n]);
+      for (size_t j = k; j < K; ++j) s += w[size_t(r) * ldw + j] * x[size_t(n) * ldx + j];
+      y[size_t(n) * ldy + size_t(r)] = s;
+    }
+}
+
+using TileFn = void (*)(const float*, size_t, const float*, size_t, size_t, float*, size_t);
+const TileFn kTiles[4][3] = {
+    {tile<1, 1>, tile<1, 2>, tile<1, 3>},
+    {tile<2, 1>, tile<2, 2>, tile<2, 3>},
+    {tile<3, 1>, tile<3, 2>, tile<3, 3>},
+    {tile<4, 1>, tile<4, 2>, tile<4, 3>},
+};
+
+void gemm(const Weight& w, size_t r0, size_t n_rows, const float* x, size_t ldx, size_t n_tok,
+          float* y, size_t ldy) {
+  const size_t K = w.cols;
+  float* panel = w.dtype == gptoss_dtype_f32 ? nullptr : thread_scratch(kPanelRows * K, 3);
+  for (size_t p = 0; p < n_rows; p += kPanelRows) {
+    const size_t pr = n_rows - p < kPanelRows ? n_rows - p : kPanelRows;
+    const float* pw;
+    if (panel == nullptr) {
+      pw = reinterpret_cast<const float*>(w.data + (r0 + p) * w.row_bytes);
+    } else {
+      decode_panel(w, r0 + p, pr, panel);
+      pw = panel;
+    }
+    for (size_t t = 0; t < n_tok; t += 3) {
+      const size_t tn = n_tok - t < 3 ? n_tok - t : 3;
+      for (size_t q = 0; q < pr; q += 4) {
+        const size_t tr = pr - q < 4 ? pr - q : 4;
+        kTiles[tr - 1][tn - 1](pw + q * K, K, x + t * ldx, ldx, K, y + t * ldy + p + q, ldy);
+      }
+    }
+  }
+}
+
+void matmul(const Weight& w, size_t r0, size_t n_rows, const float* x, size_t ldx, size_t n_tok,
+            float* y, size_t ldy) {
+  if (w.dtype != gptoss_dtype_mxfp4 && w.dtype != gptoss_dtype_bf16 && w.dtype != gptoss_dtype_f32)
+    return matmul_fallback(w, r0, n_rows, x, ldx, n_tok, y, ldy);
+  if (n_tok == 1) return gemv(w, r0, n_rows, x, y);
+  gemm(w, r0, n_rows, x, ldx, n_tok, y, ldy);
+}
+
+float dot(const float* a, const float* b, size_t n) {
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
+    acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), acc1);
+  }
+  for (; i + 8 <= n; i += 8) acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
+  float s = hsum(_mm256_add_ps(acc0, acc1));
+  for (; i < n; ++i) s += a[i] * b[i];
+  return s;
+}
+
+void scale_add(float* acc, float a, float p, const float* v, size_t n) {
+  const __m256 va = _mm256_set1_ps(a), vp = _mm256_set1_ps(p);
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(acc + i, _mm256_fmadd_ps(vp, _mm256_loadu_ps(v + i),
+                                              _mm256_mul_ps(va, _mm256_loadu_ps(acc + i))));
+  for (; i < n; ++i) acc[i] = acc[i] * a + p * v[i];
+}
+
+}  // namespace
+
+extern const Kernels kKernelsAvx2;
+const Kernels kKernelsAvx2 = {Isa::avx2, matmul, dot, scale_add};
+
+}  // namespace gptoss::cpu

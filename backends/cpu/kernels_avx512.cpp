@@ -1,0 +1,246 @@
+// AVX-512 (F/BW/VL) kernel table. Built with -mavx512f -mavx512bw -mavx512vl -mfma and only
+// called when cpuid reports them. fp32 activations and accumulation throughout (exact mode):
+// weights are widened to fp32 in registers (bf16: a shift; MXFP4: a 16-entry permute of the
+// E2M1 values, then one multiply by the block scale per 32 products).
+//
+// Work split (by the caller): each call owns a range of output rows.
+//   n_tok == 1: 4 rows at a time share every load of x (GEMV; memory-bound).
+//   n_tok > 1: 16 rows are decoded once into an fp32 panel (in L2), then 4x4 register tiles
+//   (4 rows x 4 tokens, 16 accumulators) sweep the panel for every group of 4 tokens.
+#include <immintrin.h>
+
+#include "cpu_backend.hpp"
+#include "kernels.hpp"
+
+namespace gptoss::cpu {
+namespace {
+
+constexpr size_t kPanelRows = 16;
+
+inline __m512 mxfp4_lut() {
+  return _mm512_setr_ps(0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f, -0.0f, -0.5f, -1.0f,
+                        -1.5f, -2.0f, -3.0f, -4.0f, -6.0f);
+}
+inline __m512 bf16x16(const uint16_t* p) {
+  return _mm512_castsi512_ps(
+      _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))), 16));
+}
+inline __m512 bf16x16_masked(const uint16_t* p, __mmask16 m) {
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, p)), 16));
+}
+inline __mmask16 tail_mask(size_t rem) { return __mmask16((1u << rem) - 1u); }
+
+template <int R>
+void gemv_mxfp4(const Weight& w, size_t r0, const float* x, float* y) {
+  const __m512 lut = mxfp4_lut();
+  const float* st = e8m0_table();
+  const size_t nb = w.cols / 32;
+  const uint8_t* c[R];
+  const uint8_t* s[R];
+  __m512 acc[R];
+  for (int r = 0; r < R; ++r) {
+    c[r] = w.data + (r0 + size_t(r)) * w.row_bytes;
+    s[r] = w.scales + (r0 + size_t(r)) * nb;
+    acc[r] = _mm512_setzero_ps();
+  }
+  for (size_t b = 0; b < nb; ++b) {
+    const __m512 xe = _mm512_loadu_ps(x + 32 * b), xo = _mm512_loadu_ps(x + 32 * b + 16);
+    for (int r = 0; r < R; ++r) {
+      const __m512i q = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(c[r] + 16 * b)));
+      const __m512 lo = _mm512_permutexvar_ps(q, lut);  // uses the low 4 bits of each lane
+      const __m512 hi = _mm512_permutexvar_ps(_mm512_srli_epi32(q, 4), lut);
+      const __m512 p = _mm512_fmadd_ps(hi, xo, _mm512_mul_ps(lo, xe));
+      acc[r] = _mm512_fmadd_ps(p, _mm512_set1_ps(st[s[r][b]]), acc[r]);
+    }
+  }
+  for (int r = 0; r < R; ++r) y[r] = _mm512_reduce_add_ps(acc[r]);
+}
+
+template <int R>
+void gemv_bf16(const Weight& w, size_t r0, const float* x, float* y) {
+  const size_t K = w.cols;
+  const uint16_t* row[R];
+  __m512 acc[R];
+  for (int r = 0; r < R; ++r) {
+    row[r] = reinterpret_cast<const uint16_t*>(w.data + (r0 + size_t(r)) * w.row_bytes);
+    acc[r] = _mm512_setzero_ps();
+  }
+  size_t k = 0;
+  for (; k + 16 <= K; k += 16) {
+    const __m512 xv = _mm512_loadu_ps(x + k);
+    for (int r = 0; r < R; ++r) acc[r] = _mm512_fmadd_ps(bf16x16(row[r] + k), xv, acc[r]);
+  }
+  if (k < K) {
+    const __mmask16 m = tail_mask(K - k);
+    const __m512 xv = _mm512_maskz_loadu_ps(m, x + k);
+    for (int r = 0; r < R; ++r) acc[r] = _mm512_fmadd_ps(bf16x16_masked(row[r] + k, m), xv, acc[r]);
+  }
+  for (int r = 0; r < R; ++r) y[r] = _mm512_reduce_add_ps(acc[r]);
+}
+
+template <int R>
+void gemv_f32(const Weight& w, size_t r0, const float* x, float* y) {
+  const size_t K = w.cols;
+  const float* row[R];
+  __m512 acc[R];
+  for (int r = 0; r < R; ++r) {
+    row[r] = reinterpret_cast<const float*>(w.data + (r0 + size_t(r)) * w.row_bytes);
+    acc[r] = _mm512_setzero_ps();
+  }
+  size_t k = 0;
+  for (; k + 16 <= K; k += 16) {
+    const __m512 xv = _mm512_loadu_ps(x + k);
+    for (int r = 0; r < R; ++r) acc[r] = _mm512_fmadd_ps(_mm512_loadu_ps(row[r] + k), xv, acc[r]);
+  }
+  if (k < K) {
+    const __mmask16 m = tail_mask(K - k);
+    const __m512 xv = _mm512_maskz_loadu_ps(m, x + k);
+    for (int r = 0; r < R; ++r)
+      acc[r] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, row[r] + k), xv, acc[r]);
+  }
+  for (int r = 0; r < R; ++r) y[r] = _mm512_reduce_add_ps(acc[r]);
+}
+
+using GemvFn = void (*)(const Weight&, size_t, const float*, float*);
+
+void gemv(const Weight& w, size_t r0, size_t n_rows, const float* x, float* y) {
+  GemvFn f4, f1;
+  switch (w.dtype) {
+    case gptoss_dtype_mxfp4: f4 = gemv_mxfp4<4>; f1 = gemv_mxfp4<1>; break;
+    case gptoss_dtype_bf16: f4 = gemv_bf16<4>; f1 = gemv_bf16<1>; break;
+    default: f4 = gemv_f32<4>; f1 = gemv_f32<1>; break;
+  }
+  size_t i = 0;
+  for (; i + 4 <= n_rows; i += 4) f4(w, r0 + i, x, y + i);
+  for (; i < n_rows; ++i) f1(w, r0 + i, x, y + i);
+}
+
+// Rows [r0, r0 + n) of w into panel (row stride w.cols), fp32, kernel order.
+void decode_panel(const Weight& w, size_t r0, size_t n, float* panel) {
+  const size_t K = w.cols;
+  if (w.dtype == gptoss_dtype_mxfp4) {
+    const __m512 lut = mxfp4_lut();
+    const float* st = e8m0_table();
+    for (size_t r = 0; r < n; ++r) {
+      const uint8_t* c = w.data + (r0 + r) * w.row_bytes;
+      const uint8_t* s = w.scales + (r0 + r) * (K / 32);
+      float* o = panel + r * K;
+      for (size_t b = 0; b < K / 32; ++b) {
+        const __m512i q = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(c + 16 * b)));
+        const __m512 sc = _mm512_set1_ps(st[s[b]]);
+        _mm512_storeu_ps(o + 32 * b, _mm512_mul_ps(_mm512_permutexvar_ps(q, lut), sc));
+        _mm512_storeu_ps(o + 32 * b + 16,
+                         _mm512_mul_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(q, 4), lut), sc));
+      }
+    }
+  } else {  // bf16
+    for (size_t r = 0; r < n; ++r) {
+      const uint16_t* src = reinterpret_cast<const uint16_t*>(w.data + (r0 + r) * w.row_bytes);
+      float* o = panel + r * K;
+      size_t k = 0;
+      for (; k + 16 <= K; k += 16) _mm512_storeu_ps(o + k, bf16x16(src + k));
+      if (k < K) {
+        const __mmask16 m = tail_mask(K - k);
+        _mm512_mask_storeu_ps(o + k, m, bf16x16_masked(src + k, m));
+      }
+    }
+  }
+}
+
+// y[n * ldy + r] = dot(w + r * ldw, x + n * ldx) over K, for r < TR, n < TN.
+template <int TR, int TN>
+void tile(const float* w, size_t ldw, const float* x, size_t ldx, size_t K, float* y, size_t ldy) {
+  __m512 acc[TR][TN];
+  for (int r = 0; r < TR; ++r)
+    for (int n = 0; n < TN; ++n) acc[r][n] = _mm512_setzero_ps();
+  size_t k = 0;
+  for (; k + 16 <= K; k += 16) {
+    __m512 xv[TN];
+    for (int n = 0; n < TN; ++n) xv[n] = _mm512_loadu_ps(x + size_t(n) * ldx + k);
+    for (int r = 0; r < TR; ++r) {
+      const __m512 wv = _mm512_loadu_ps(w + size_t(r) * ldw + k);
+      for (int n = 0; n < TN; ++n) acc[r][n] = _mm512_fmadd_ps(wv, xv[n], acc[r][n]);
+    }
+  }
+  if (k < K) {
+    const __mmask16 m = tail_mask(K - k);
+    __m512 xv[TN];
+    for (int n = 0; n < TN; ++n) xv[n] = _mm512_maskz_loadu_ps(m, x + size_t(n) * ldx + k);
+    for (int r = 0; r < TR; ++r) {
+      const __m512 wv = _mm512_maskz_loadu_ps(m, w + size_t(r) * ldw + k);
+      for (int n = 0; n < TN; ++n) acc[r][n] = _mm512_fmadd_ps(wv, xv[n], acc[r][n]);
+    }
+  }
+  for (int r = 0; r < TR; ++r)
+    for (int n = 0; n < TN; ++n) y[size_t(n) * ldy + size_t(r)] = _mm512_reduce_add_ps(acc[r][n]);
+}
+
+using TileFn = void (*)(const float*, size_t, const float*, size_t, size_t, float*, size_t);
+const TileFn kTiles[4][4] = {
+    {tile<1, 1>, tile<1, 2>, tile<1, 3>, tile<1, 4>},
+    {tile<2, 1>, tile<2, 2>, tile<2, 3>, tile<2, 4>},
+    {tile<3, 1>, tile<3, 2>, tile<3, 3>, tile<3, 4>},
+    {tile<4, 1>, tile<4, 2>, tile<4, 3>, tile<4, 4>},
+};
+
+void gemm(const Weight& w, size_t r0, size_t n_rows, const float* x, size_t ldx, size_t n_tok,
+          float* y, size_t ldy) {
+  const size_t K = w.cols;
+  float* panel = w.dtype == gptoss_dtype_f32 ? nullptr : thread_scratch(kPanelRows * K, 3);
+  for (size_t p = 0; p < n_rows; p += kPanelRows) {
+    const size_t pr = n_rows - p < kPanelRows ? n_rows - p : kPanelRows;
+    const float* pw;
+    if (panel == nullptr) {
+      pw = reinterpret_cast<const float*>(w.data + (r0 + p) * w.row_bytes);
+    } else {
+      decode_panel(w, r0 + p, pr, panel);
+      pw = panel;
+    }
+    for (size_t t = 0; t < n_tok; t += 4) {
+      const size_t tn = n_tok - t < 4 ? n_tok - t : 4;
+      for (size_t q = 0; q < pr; q += 4) {
+        const size_t tr = pr - q < 4 ? pr - q : 4;
+        kTiles[tr - 1][tn - 1](pw + q * K, K, x + t * ldx, ldx, K, y + t * ldy + p + q, ldy);
+      }
+    }
+  }
+}
+
+void matmul(const Weight& w, size_t r0, size_t n_rows, const float* x, size_t ldx, size_t n_tok,
+            float* y, size_t ldy) {
+  if (w.dtype != gptoss_dtype_mxfp4 && w.dtype != gptoss_dtype_bf16 && w.dtype != gptoss_dtype_f32)
+    return matmul_fallback(w, r0, n_rows, x, ldx, n_tok, y, ldy);
+  if (n_tok == 1) return gemv(w, r0, n_rows, x, y);
+  gemm(w, r0, n_rows, x, ldx, n_tok, y, ldy);
+}
+
+float dot(const float* a, const float* b, size_t n) {
+  __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+  size_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    acc0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), acc0);
+    acc1 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 16), _mm512_loadu_ps(b + i + 16), acc1);
+  }
+  for (; i < n; i += 16) {
+    const __mmask16 m = tail_mask(n - i < 16 ? n - i : 16);
+    acc0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i), acc0);
+  }
+  return _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
+}
+
+void scale_add(float* acc, float a, float p, const float* v, size_t n) {
+  const __m512 va = _mm512_set1_ps(a), vp = _mm512_set1_ps(p);
+  for (size_t i = 0; i < n; i += 16) {
+    const __mmask16 m = tail_mask(n - i < 16 ? n - i : 16);
+    const __m512 r = _mm512_fmadd_ps(vp, _mm512_maskz_loadu_ps(m, v + i),
+                                     _mm512_mul_ps(va, _mm512_maskz_loadu_ps(m, acc + i)));
+    _mm512_mask_storeu_ps(acc + i, m, r);
+  }
+}
+
+}  // namespace
+
+extern const Kernels kKernelsAvx512;
+const Kernels kKernelsAvx512 = {Isa::avx512, matmul, dot, scale_add};
+
+}  // namespace gptoss::cpu

@@ -1,0 +1,137 @@
+// The scalar kernel table: the reference of the SIMD tables, and the fallback for dtypes the
+// SIMD tables do not specialise (f16, Q8_0).
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <vector>
+
+#include "cpu_backend.hpp"
+#include "formats.hpp"
+#include "kernels.hpp"
+
+namespace gptoss::cpu {
+
+void decode_row(const Weight& w, size_t row, float* out) {
+  const uint8_t* p = w.data + row * w.row_bytes;
+  switch (w.dtype) {
+    case gptoss_dtype_f32:
+      std::memcpy(out, p, w.cols * 4);
+      break;
+    case gptoss_dtype_bf16:
+      for (size_t i = 0; i < w.cols; ++i) {
+        uint16_t h;
+        std::memcpy(&h, p + 2 * i, 2);
+        out[i] = bf16_to_f32(h);
+      }
+      break;
+    case gptoss_dtype_f16:
+      for (size_t i = 0; i < w.cols; ++i) {
+        uint16_t h;
+        std::memcpy(&h, p + 2 * i, 2);
+        out[i] = f16_to_f32(h);
+      }
+      break;
+    case gptoss_dtype_q8_0:
+      for (size_t b = 0; b < w.cols / 32; ++b) q8_0_decode_block(p + 34 * b, out + 32 * b);
+      break;
+    case gptoss_dtype_mxfp4: {
+      const uint8_t* s = w.scales + row * (w.cols / 32);
+      for (size_t b = 0; b < w.cols / 32; ++b) mxfp4_decode_block(p + 16 * b, s[b], out + 32 * b);
+      break;
+    }
+  }
+}
+
+const float* e8m0_table() {
+  static const auto table = [] {
+    std::vector<float> t(256);
+    for (int e = 0; e < 256; ++e) t[size_t(e)] = e8m0_to_f32(uint8_t(e));
+    return t;
+  }();
+  return table.data();
+}
+
+void decode_row_kernel_order(const Weight& w, size_t row, float* out) {
+  if (w.dtype != gptoss_dtype_mxfp4) {
+    decode_row(w, row, out);
+    return;
+  }
+  const uint8_t* p = w.data + row * w.row_bytes;
+  const uint8_t* s = w.scales + row * (w.cols / 32);
+  for (size_t b = 0; b < w.cols / 32; ++b) {
+    const float scale = e8m0_to_f32(s[b]);
+    for (size_t j = 0; j < 16; ++j) {
+      out[32 * b + j] = kMxfp4Values[p[16 * b + j] & 0x0f] * scale;
+      out[32 * b + 16 + j] = kMxfp4Values[p[16 * b + j] >> 4] * scale;
+    }
+  }
+}
+
+void permute_for_mxfp4(const float* x, size_t ldx, size_t n_tok, size_t cols, float* dst) {
+  for (size_t t = 0; t < n_tok; ++t)
+    for (size_t j = 0; j < cols; ++j) dst[t * cols + mxfp4_kernel_pos(j)] = x[t * ldx + j];
+}
+
+namespace {
+
+float dot_scalar(const float* a, const float* b, size_t n) {
+  float s = 0.0f;
+  for (size_t i = 0; i < n; ++i) s += a[i] * b[i];
+  return s;
+}
+
+void scale_add_scalar(float* acc, float a, float p, const float* v, size_t n) {
+  for (size_t i = 0; i < n; ++i) acc[i] = acc[i] * a + p * v[i];
+}
+
+// Each weight row is decoded once and used for every token.
+void matmul_scalar(const Weight& w, size_t r0, size_t n_rows, const float* x, size_t ldx,
+                   size_t n_tok, float* y, size_t ldy) {
+  thread_local std::vector<float> row;
+  row.resize(w.cols);
+  for (size_t i = 0; i < n_rows; ++i) {
+    decode_row_kernel_order(w, r0 + i, row.data());
+    for (size_t t = 0; t < n_tok; ++t) y[t * ldy + i] = dot_scalar(x + t * ldx, row.data(), w.cols);
+  }
+}
+
+}  // namespace
+
+extern const Kernels kKernelsAvx2;
+extern const Kernels kKernelsAvx512;
+const Kernels kKernelsScalar = {Isa::scalar, matmul_scalar, dot_scalar, scale_add_scalar};
+
+const Kernels& kernels_for(Isa isa) {
+  switch (isa) {
+    case Isa::avx512: return kKernelsAvx512;
+    case Isa::avx2: return kKernelsAvx2;
+    case Isa::scalar: break;
+  }
+  return kKernelsScalar;
+}
+
+float* thread_scratch(size_t n, int slot) {
+  struct Buf {
+    float* p = nullptr;
+    size_t n = 0;
+    ~Buf() { std::free(p); }
+  };
+  thread_local Buf bufs[4];
+  Buf& b = bufs[slot & 3];
+  if (b.n < n) {
+    std::free(b.p);
+    const size_t bytes = (n * sizeof(float) + 63) / 64 * 64;
+    b.p = static_cast<float*>(std::aligned_alloc(64, bytes));
+    if (b.p == nullptr) throw std::bad_alloc();
+    b.n = n;
+  }
+  return b.p;
+}
+
+// For the SIMD tables: the dtypes they do not specialise.
+void matmul_fallback(const Weight& w, size_t r0, size_t n_rows, const float* x, size_t ldx,
+                     size_t n_tok, float* y, size_t ldy) {
+  matmul_scalar(w, r0, n_rows, x, ldx, n_tok, y, ldy);
+}
+
+}  // namespace gptoss::cpu

@@ -1,0 +1,114 @@
+// Fast dense ops: linear (attention projections, unembedding) and the router, on the kernel
+// table of the device's instruction-set level. Cheap elementwise ops reuse the reference.
+#include <algorithm>
+#include <cmath>
+#include <new>
+#include <numeric>
+#include <vector>
+
+#include "ops.hpp"
+#include "ops_util.hpp"
+
+namespace gptoss::cpu {
+using namespace ops;
+
+namespace {
+
+// Rows per piece of dynamically scheduled work: a GEMM panel, ~50 KB of bf16 weights at the
+// real hidden size.
+constexpr size_t kRowGrain = 16;
+
+// x in the order the kernels expect for w (kernel order for MXFP4), reusing `storage`.
+const float* activations_for(const Weight& w, const float* x, size_t n_tok,
+                             std::vector<float>& storage) {
+  if (w.dtype != gptoss_dtype_mxfp4) return x;
+  storage.resize(n_tok * w.cols);
+  permute_for_mxfp4(x, w.cols, n_tok, w.cols, storage.data());
+  return storage.data();
+}
+
+}  // namespace
+
+gptoss_status op_embedding(void* s, const void* w, const void* t, size_t n, void* out) {
+  return ref_embedding(s, w, t, n, out);
+}
+gptoss_status op_rmsnorm(void* s, const void* x, const void* g, size_t n, size_t d, float eps,
+                         void* out) {
+  return ref_rmsnorm(s, x, g, n, d, eps, out);
+}
+gptoss_status op_rope(void* s, void* x, const void* pos, size_t n, size_t nh, size_t hd,
+                      const gptoss_rope_params* p) {
+  return ref_rope(s, x, pos, n, nh, hd, p);
+}
+gptoss_status op_kv_write(void* s, void* kc, void* vc, gptoss_kv_dtype dt, const void* k,
+                          const void* v, const void* slots, size_t n, size_t kv_dim) {
+  return ref_kv_write(s, kc, vc, dt, k, v, slots, n, kv_dim);
+}
+gptoss_status op_add(void* s, void* x, const void* y, size_t n) { return ref_add(s, x, y, n); }
+
+gptoss_status op_linear(void* stream, const void* x, const void* weight, const void* bias,
+                        size_t n_tokens, size_t n_in, size_t n_out, void* out) {
+  Device& dev = device_of(stream);
+  if (dev.isa == Isa::scalar)
+    return ref_linear(stream, x, weight, bias, n_tokens, n_in, n_out, out);
+  const Weight& w = W(weight);
+  const Weight* bw = static_cast<const Weight*>(bias);
+  if (w.cols != n_in || w.rows != n_out) return gptoss_status_invalid_argument;
+  if (bw != nullptr && bw->rows * bw->cols != n_out) return gptoss_status_invalid_argument;
+  try {
+    std::vector<float> xs, b;
+    const float* xin = activations_for(w, F(x), n_tokens, xs);
+    if (bw != nullptr) {
+      b.resize(n_out);
+      decode_row(*bw, 0, b.data());
+    }
+    // Each piece owns a range of output rows for every token: each weight row is read once.
+    for_each_piece(dev.pool, n_out, kRowGrain, double(n_out) * double(n_in) * double(n_tokens), [&](size_t r0, size_t r1) {
+      float* o = F(out) + r0;
+      dev.kernels->matmul(w, r0, r1 - r0, xin, n_in, n_tokens, o, n_out);
+      if (!b.empty())
+        for (size_t t = 0; t < n_tokens; ++t)
+          for (size_t r = r0; r < r1; ++r) F(out)[t * n_out + r] += b[r];
+    });
+  } catch (const std::bad_alloc&) {
+    return gptoss_status_insufficient_memory;
+  }
+  return gptoss_status_success;
+}
+
+gptoss_status op_router(void* stream, const void* x, const void* weight, const void* bias,
+                        size_t n_tokens, size_t dim, size_t n_experts, size_t top_k,
+                        void* expert_ids, void* expert_weights) {
+  Device& dev = device_of(stream);
+  if (dev.isa == Isa::scalar)
+    return ref_router(stream, x, weight, bias, n_tokens, dim, n_experts, top_k, expert_ids,
+                      expert_weights);
+  const Weight& w = W(weight);
+  if (w.rows != n_experts || w.cols != dim || top_k == 0 || top_k > n_experts)
+    return gptoss_status_invalid_argument;
+  try {
+    std::vector<float> logits(n_tokens * n_experts);
+    const gptoss_status st =
+        op_linear(stream, x, weight, bias, n_tokens, dim, n_experts, logits.data());
+    if (st != gptoss_status_success) return st;
+    std::vector<size_t> order(n_experts);
+    for (size_t t = 0; t < n_tokens; ++t) {
+      const float* l = logits.data() + t * n_experts;
+      std::iota(order.begin(), order.end(), size_t(0));
+      std::partial_sort(order.begin(), order.begin() + std::ptrdiff_t(top_k), order.end(),
+                        [&](size_t a, size_t c) { return l[a] > l[c] || (l[a] == l[c] && a < c); });
+      const float m = l[order[0]];
+      float sum = 0.0f;
+      for (size_t k = 0; k < top_k; ++k) sum += std::exp(l[order[k]] - m);
+      for (size_t k = 0; k < top_k; ++k) {
+        static_cast<int32_t*>(expert_ids)[t * top_k + k] = int32_t(order[k]);
+        F(expert_weights)[t * top_k + k] = std::exp(l[order[k]] - m) / sum;
+      }
+    }
+  } catch (const std::bad_alloc&) {
+    return gptoss_status_insufficient_memory;
+  }
+  return gptoss_status_success;
+}
+
+}  // namespace gptoss::cpu

@@ -1,0 +1,140 @@
+// Fast MoE block. Tokens are grouped by expert so that each active expert's weights stream
+// from memory once per call, whatever the number of tokens (decode: 1 token per expert, a
+// GEMV; prefill: a GEMM over the expert's tokens):
+//   1. gather:  X_e = rows of x routed to expert e (kernel order), experts ascending
+//   2. mlp1 + SwiGLU, fused: each piece computes 32 rows (16 glu/linear pairs) of
+//      h = mlp1[e] X_e for all of e's tokens in a scratch tile and writes the activations
+//      straight into A_e (kernel order of mlp2), so h never reaches memory
+//   3. mlp2:    Y_e = mlp2[e] A_e, pieces of 32 output rows
+//   4. out[t] = sum over k of weight[t, k] * (Y + b2), in k order as the reference does.
+// Steps 2 and 3 are one dynamically scheduled pass each over (expert, row range) pieces.
+#include <algorithm>
+#include <cmath>
+#include <new>
+#include <vector>
+
+#include "ops.hpp"
+#include "ops_util.hpp"
+
+namespace gptoss::cpu {
+using namespace ops;
+
+namespace {
+constexpr size_t kMoeRowGrain = 32;  // rows of mlp1 / mlp2 per piece
+
+struct ExpertGroup {
+  size_t expert;
+  size_t first;  // index of its first row in the grouped arrays
+  size_t count;  // tokens routed to it
+};
+}  // namespace
+
+gptoss_status op_moe(void* stream, const void* x, const void* expert_ids,
+                     const void* expert_weights, const void* mlp1, const void* mlp1_bias,
+                     const void* mlp2, const void* mlp2_bias, size_t n_tokens, size_t dim,
+                     size_t inter, size_t top_k, float limit, void* out) {
+  Device& dev = device_of(stream);
+  if (dev.isa == Isa::scalar)
+    return ref_moe(stream, x, expert_ids, expert_weights, mlp1, mlp1_bias, mlp2, mlp2_bias,
+                   n_tokens, dim, inter, top_k, limit, out);
+  const Weight &w1 = W(mlp1), &w2 = W(mlp2);
+  const Weight* b1 = static_cast<const Weight*>(mlp1_bias);
+  const Weight* b2 = static_cast<const Weight*>(mlp2_bias);
+  const size_t n_experts = size_t(w1.shape[0]);
+  if (w1.ndim != 3 || size_t(w1.shape[1]) != 2 * inter || w1.cols != dim || w2.ndim != 3 ||
+      size_t(w2.shape[1]) != dim || w2.cols != inter || size_t(w2.shape[0]) != n_experts)
+    return gptoss_status_invalid_argument;
+  if ((b1 && (b1->rows != n_experts || b1->cols != 2 * inter)) ||
+      (b2 && (b2->rows != n_experts || b2->cols != dim)))
+    return gptoss_status_invalid_argument;
+  const size_t n_slots = n_tokens * top_k;
+  for (size_t i = 0; i < n_slots; ++i) {
+    const int32_t ex = I(expert_ids)[i];
+    if (ex < 0 || size_t(ex) >= n_experts) return gptoss_status_invalid_argument;
+  }
+  try {
+    // Group the (token, k) slots by expert; slot_row[tk] = its row in the grouped arrays.
+    std::vector<size_t> count(n_experts, 0), slot_row(n_slots);
+    for (size_t i = 0; i < n_slots; ++i) ++count[size_t(I(expert_ids)[i])];
+    std::vector<ExpertGroup> groups;
+    std::vector<size_t> cursor(n_experts, 0);
+    for (size_t e = 0, first = 0; e < n_experts; ++e) {
+      if (count[e] == 0) continue;
+      groups.push_back({e, first, count[e]});
+      cursor[e] = first;
+      first += count[e];
+    }
+    for (size_t i = 0; i < n_slots; ++i) slot_row[i] = cursor[size_t(I(expert_ids)[i])]++;
+
+    const bool perm1 = w1.dtype == gptoss_dtype_mxfp4, perm2 = w2.dtype == gptoss_dtype_mxfp4;
+    std::vector<float> xg(n_slots * dim), act(n_slots * inter), yg(n_slots * dim);
+    for (size_t i = 0; i < n_slots; ++i) {
+      const float* src = F(x) + (i / top_k) * dim;
+      float* dst = xg.data() + slot_row[i] * dim;
+      if (perm1)
+        permute_for_mxfp4(src, dim, 1, dim, dst);
+      else
+        std::copy(src, src + dim, dst);
+    }
+    // Biases of the active experts only.
+    std::vector<float> bias1(groups.size() * 2 * inter, 0.0f), bias2(n_experts * dim, 0.0f);
+    for (size_t g = 0; g < groups.size(); ++g) {
+      if (b1) decode_row(*b1, groups[g].expert, bias1.data() + g * 2 * inter);
+      if (b2) decode_row(*b2, groups[g].expert, bias2.data() + groups[g].expert * dim);
+    }
+
+    // Pieces: (group, row range); piece p of group g covers rows [p * grain, ...).
+    auto run_pieces = [&](size_t rows_per_expert, auto&& body) {
+      const size_t per = (rows_per_expert + kMoeRowGrain - 1) / kMoeRowGrain;
+      const double work = double(n_slots) * double(rows_per_expert) * double(dim);
+      for_each_piece(dev.pool, groups.size() * per, 1, work, [&](size_t b, size_t e) {
+        for (size_t p = b; p < e; ++p) {
+          const size_t r0 = (p % per) * kMoeRowGrain;
+          body(groups[p / per], p / per, r0, std::min(rows_per_expert, r0 + kMoeRowGrain));
+        }
+      });
+    };
+
+    run_pieces(2 * inter, [&](const ExpertGroup& g, size_t gi, size_t r0, size_t r1) {
+      float* h = thread_scratch(g.count * kMoeRowGrain, 0);
+      dev.kernels->matmul(w1, g.expert * 2 * inter + r0, r1 - r0, xg.data() + g.first * dim, dim,
+                          g.count, h, kMoeRowGrain);
+      const float* bb = bias1.data() + gi * 2 * inter;
+      for (size_t n = 0; n < g.count; ++n) {
+        float* a = act.data() + (g.first + n) * inter;
+        for (size_t r = r0; r < r1; r += 2) {
+          float glu = h[n * kMoeRowGrain + (r - r0)] + bb[r];
+          float lin = h[n * kMoeRowGrain + (r - r0) + 1] + bb[r + 1];
+          glu = std::min(glu, limit);
+          lin = std::clamp(lin, -limit, limit);
+          const size_t i = r / 2;
+          a[perm2 ? mxfp4_kernel_pos(i) : i] = glu / (1.0f + std::exp(-1.702f * glu)) * (lin + 1.0f);
+        }
+      }
+    });
+
+    run_pieces(dim, [&](const ExpertGroup& g, size_t, size_t r0, size_t r1) {
+      dev.kernels->matmul(w2, g.expert * dim + r0, r1 - r0, act.data() + g.first * inter, inter,
+                          g.count, yg.data() + g.first * dim + r0, dim);
+    });
+
+    for_each_piece(dev.pool, n_tokens, 8, double(n_slots) * double(dim), [&](size_t t0, size_t t1) {
+      for (size_t t = t0; t < t1; ++t) {
+        float* o = F(out) + t * dim;
+        std::fill(o, o + dim, 0.0f);
+        for (size_t k = 0; k < top_k; ++k) {
+          const size_t tk = t * top_k + k;
+          const float wk = F(expert_weights)[tk];
+          const float* y = yg.data() + slot_row[tk] * dim;
+          const float* bb = bias2.data() + size_t(I(expert_ids)[tk]) * dim;
+          for (size_t r = 0; r < dim; ++r) o[r] += wk * (y[r] + bb[r]);
+        }
+      }
+    });
+  } catch (const std::bad_alloc&) {
+    return gptoss_status_insufficient_memory;
+  }
+  return gptoss_status_success;
+}
+
+}  // namespace gptoss::cpu

@@ -1,0 +1,43 @@
+#pragma once
+// Small helpers shared by the fast ops.
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+
+#include "cpu_backend.hpp"
+
+namespace gptoss::cpu::ops {
+
+inline Device& device_of(void* stream) { return *static_cast<Stream*>(stream)->dev; }
+inline const Weight& W(const void* w) { return *static_cast<const Weight*>(w); }
+inline const float* F(const void* p) { return static_cast<const float*>(p); }
+inline float* F(void* p) { return static_cast<float*>(p); }
+inline const int32_t* I(const void* p) { return static_cast<const int32_t*>(p); }
+
+// Runs f(begin, end) over [0, n) in pieces of `grain`, taken by whichever pool thread is free
+// (the machine is shared: a static split waits for the slowest core). Every output must be
+// computed by one piece, so results do not depend on which thread ran it.
+//
+// `work` (multiply-adds, roughly) below kMinParallelWork runs on the calling thread alone: waking
+// a worker and waiting for it costs microseconds, more than such an op (tiny models, router).
+constexpr double kMinParallelWork = 1 << 18;
+
+template <typename Fn>
+void for_each_piece(ThreadPool& pool, size_t n, size_t grain, double work, Fn&& f) {
+  if (n == 0) return;
+  grain = std::max<size_t>(1, grain);
+  if (n <= grain || pool.size() == 1 || work < kMinParallelWork) {
+    f(size_t(0), n);
+    return;
+  }
+  std::atomic<size_t> next{0};
+  pool.run_on_all([&](unsigned) {
+    for (;;) {
+      const size_t b = next.fetch_add(grain, std::memory_order_relaxed);
+      if (b >= n) break;
+      f(b, std::min(n, b + grain));
+    }
+  });
+}
+
+}  // namespace gptoss::cpu::ops

@@ -1,0 +1,33 @@
+#pragma once
+// Pieces of gptoss-bench.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace gptoss::bench {
+
+struct Options {
+  std::string model;
+  std::string tokenizer_json;
+  size_t n_prompt = 512, n_gen = 128, reps = 5;
+  unsigned threads = 0;  // 0 = all cores
+  bool json = false;
+  bool kernels = false;
+};
+
+struct Stat {
+  double mean = 0, std = 0;
+};
+Stat stat_of(const std::vector<double>& v);
+
+// Read bandwidth in GB/s: `threads` threads summing a buffer of `bytes`, best of a few runs.
+double measure_read_bandwidth(unsigned threads, size_t bytes);
+
+// Peak resident set size of this process in bytes (VmHWM).
+size_t peak_rss_bytes();
+
+int run_model_bench(const Options& o);
+int run_kernel_bench(const Options& o);
+
+}  // namespace gptoss::bench

@@ -1,0 +1,73 @@
+// gptoss-bench: prefill/decode throughput of a model through the public C API, like
+// llama-bench, and per-kernel microbenchmarks of the CPU backend (--kernels).
+//
+//   gptoss-bench -m MODEL [-p 512] [-n 128] [-t THREADS] [-r 5] [--tokenizer-json PATH]
+//                [--output md|json]
+//   gptoss-bench --kernels [-t THREADS] [--output md|json]
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "bench.hpp"
+
+namespace {
+void usage() {
+  std::fprintf(stderr,
+               "usage: gptoss-bench -m MODEL [-p N_PROMPT=512] [-n N_GEN=128] [-t THREADS]\n"
+               "                    [-r REPS=5] [--tokenizer-json PATH] [--output md|json]\n"
+               "       gptoss-bench --kernels [-t THREADS] [--output md|json]\n");
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  gptoss::bench::Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&]() -> const char* {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "gptoss-bench: %s needs a value\n", a.c_str());
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    auto count = [&]() -> size_t {
+      const char* v = value();
+      char* end = nullptr;
+      const unsigned long long n = std::strtoull(v, &end, 10);
+      if (end == v || *end != '\0') {
+        std::fprintf(stderr, "gptoss-bench: %s: not a number: %s\n", a.c_str(), v);
+        std::exit(2);
+      }
+      return size_t(n);
+    };
+    if (a == "-m" || a == "--model") o.model = value();
+    else if (a == "-p" || a == "--n-prompt") o.n_prompt = count();
+    else if (a == "-n" || a == "--n-gen") o.n_gen = count();
+    else if (a == "-t" || a == "--threads") o.threads = unsigned(count());
+    else if (a == "-r" || a == "--repetitions") o.reps = count();
+    else if (a == "--tokenizer-json") o.tokenizer_json = value();
+    else if (a == "--kernels") o.kernels = true;
+    else if (a == "-o" || a == "--output") {
+      const std::string v = value();
+      if (v != "md" && v != "json") {
+        usage();
+        return 2;
+      }
+      o.json = v == "json";
+    } else if (a == "-h" || a == "--help") {
+      usage();
+      return 0;
+    } else {
+      std::fprintf(stderr, "gptoss-bench: unknown argument %s\n", a.c_str());
+      usage();
+      return 2;
+    }
+  }
+  if (o.kernels) return gptoss::bench::run_kernel_bench(o);
+  if (o.model.empty() || o.n_prompt == 0 || o.reps == 0) {
+    usage();
+    return 2;
+  }
+  return gptoss::bench::run_model_bench(o);
+}

@@ -1,0 +1,74 @@
+// A plain multi-threaded memory read test (the ceiling decode speed is compared against) and
+// peak RSS.
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bench.hpp"
+
+namespace gptoss::bench {
+
+Stat stat_of(const std::vector<double>& v) {
+  Stat s;
+  if (v.empty()) return s;
+  for (double x : v) s.mean += x;
+  s.mean /= double(v.size());
+  if (v.size() > 1) {
+    double ss = 0;
+    for (double x : v) ss += (x - s.mean) * (x - s.mean);
+    s.std = std::sqrt(ss / double(v.size() - 1));
+  }
+  return s;
+}
+
+double measure_read_bandwidth(unsigned threads, size_t bytes) {
+  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  const size_t n = bytes / sizeof(uint64_t);
+  std::vector<uint64_t> buf(n);
+  for (size_t i = 0; i < n; ++i) buf[i] = i * 0x9e3779b97f4a7c15ull;  // touch every page
+  double best = 0;
+  for (int run = 0; run < 4; ++run) {
+    std::vector<uint64_t> sums(threads * 8);
+    std::vector<std::thread> pool;
+    const auto t0 = std::chrono::steady_clock::now();
+    for (unsigned t = 0; t < threads; ++t)
+      pool.emplace_back([&, t] {
+        const uint64_t* p = buf.data() + n * t / threads;
+        const size_t m = n * (t + 1) / threads - n * t / threads;
+        uint64_t a[8] = {0, 0, 0, 0, 0, 0, 0, 0};  // independent chains: vectorised adds
+        size_t i = 0;
+        for (; i + 8 <= m; i += 8)
+          for (int j = 0; j < 8; ++j) a[j] += p[i + size_t(j)];
+        for (; i < m; ++i) a[0] += p[i];
+        for (int j = 0; j < 8; ++j) sums[t * 8 + size_t(j)] = a[j];
+      });
+    for (auto& th : pool) th.join();
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    uint64_t check = 0;
+    for (uint64_t x : sums) check += x;
+    if (check == 42) std::fprintf(stderr, " ");  // keeps the sums alive
+    best = std::max(best, double(bytes) / s / 1e9);
+  }
+  return best;
+}
+
+size_t peak_rss_bytes() {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind("VmHWM:", 0) == 0) return size_t(std::stoull(line.substr(6))) * 1024;
+  rusage ru;
+  std::memset(&ru, 0, sizeof ru);
+  getrusage(RUSAGE_SELF, &ru);
+  return size_t(ru.ru_maxrss) * 1024;
+}
+
+}  // namespace gptoss::bench

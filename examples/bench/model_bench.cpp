@@ -1,0 +1,153 @@
+// The model benchmark: load time, prefill and decode tok/s over repetitions, time to first
+// token, achieved bandwidth against a read test of the same run, peak RSS. Public C API only.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bench.hpp"
+#include "gptoss.h"
+
+namespace gptoss::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+bool ok(gptoss_status st, const char* what) {
+  if (st == gptoss_status_success) return true;
+  std::fprintf(stderr, "gptoss-bench: %s: %s: %s\n", what, gptoss_status_to_string(st),
+               gptoss_get_last_error_message());
+  return false;
+}
+
+// Bytes a decode step reads, from the model's shapes, assuming the gpt-oss checkpoint's
+// storage: MXFP4 experts (16 bytes + 1 scale byte per 32 values), bf16 everything else, f32 KV
+// at the mean context position of the generation.
+double decode_bytes_per_token(const gptoss_model_info& m, double mean_pos) {
+  const double H = double(m.hidden_size), I = double(m.intermediate_size);
+  const double q = double(m.num_heads * m.head_dim), kv = double(m.num_kv_heads * m.head_dim);
+  const double mx = 17.0 / 32.0;  // bytes per MXFP4 value
+  const double attn = 2.0 * (2 * q * H + 2 * kv * H + q + 2 * kv + H + double(m.num_heads));
+  const double router = 2.0 * double(m.num_experts) * (H + 1);
+  const double experts = double(m.num_active_experts) * (mx * 3 * I * H + 2.0 * (2 * I + H));
+  double bytes = double(m.num_layers) * (attn + router + experts + 2 * 4 * H);
+  bytes += 2.0 * double(m.vocab_size) * H + 2 * H + 4 * H;  // unembedding, embedding row, norm
+  // KV: half the layers full attention, half a sliding window.
+  const double kv_per_pos = 2 * kv * 4;
+  const double full = double(m.num_layers) / 2, sliding = double(m.num_layers) - full;
+  bytes += kv_per_pos * (full * mean_pos + sliding * std::min(mean_pos, double(m.sliding_window)));
+  return bytes;
+}
+
+}  // namespace
+
+int run_model_bench(const Options& o) {
+  const double read_bw = measure_read_bandwidth(o.threads, size_t(512) << 20);
+
+  gptoss_model_options mo;
+  gptoss_model_options_init(&mo);
+  mo.num_threads = o.threads;
+  if (!o.tokenizer_json.empty()) mo.tokenizer_path = o.tokenizer_json.c_str();
+  gptoss_model_t model = nullptr;
+  const auto t_load = Clock::now();
+  if (!ok(gptoss_model_create_with_options(o.model.c_str(), &mo, &model), "loading the model"))
+    return 1;
+  const double load_s = since(t_load);
+  gptoss_model_info info{};
+  info.struct_size = sizeof info;
+  if (!ok(gptoss_model_get_info(model, &info), "model info")) return 1;
+
+  gptoss_context_options co;
+  gptoss_context_options_init(&co);
+  co.context_length = o.n_prompt + o.n_gen + 8;
+  co.max_batch_tokens = std::max<size_t>(o.n_prompt, 1);
+  gptoss_context_t ctx = nullptr;
+  if (!ok(gptoss_context_create_with_options(model, &co, &ctx), "creating a context")) return 1;
+  gptoss_sampler_options so;
+  gptoss_sampler_options_init(&so);
+  so.temperature = 0.0f;
+  gptoss_sampler_t sampler = nullptr;
+  if (!ok(gptoss_sampler_create(&so, &sampler), "creating a sampler")) return 1;
+
+  // A fixed pseudo-random prompt of ordinary text tokens.
+  std::vector<uint32_t> prompt(o.n_prompt);
+  const size_t id_range = std::min<size_t>(info.vocab_size, 199000) - 1000;
+  for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = uint32_t(1000 + (i * 7919 + 13) % id_range);
+
+  // One repetition; returns false on an API error.
+  auto run = [&](size_t n_prompt, size_t n_gen, double* prefill_s, double* ttft_s,
+                 double* decode_s) {
+    if (!ok(gptoss_context_reset(ctx), "reset")) return false;
+    if (!ok(gptoss_context_append_tokens(ctx, n_prompt, prompt.data()), "append")) return false;
+    const auto t0 = Clock::now();
+    if (!ok(gptoss_context_process(ctx), "prefill")) return false;
+    *prefill_s = since(t0);
+    uint32_t tok = 0;
+    if (!ok(gptoss_context_sample(ctx, sampler, &tok), "sample")) return false;
+    *ttft_s = since(t0);
+    const auto t1 = Clock::now();
+    for (size_t i = 0; i < n_gen; ++i) {
+      if (!ok(gptoss_context_append_tokens(ctx, 1, &tok), "append")) return false;
+      if (!ok(gptoss_context_sample(ctx, sampler, &tok), "decode")) return false;
+    }
+    *decode_s = since(t1);
+    return true;
+  };
+
+  // Warm-up (pages the weights in, starts the threads); not counted.
+  double a, b, c;
+  if (!run(std::min<size_t>(o.n_prompt, 32), std::min<size_t>(o.n_gen, 2), &a, &b, &c)) return 1;
+  std::vector<double> pp, tg, ttft;
+  for (size_t r = 0; r < o.reps; ++r) {
+    if (!run(o.n_prompt, o.n_gen, &a, &b, &c)) return 1;
+    pp.push_back(double(o.n_prompt) / a);
+    ttft.push_back(b);
+    if (o.n_gen > 0) tg.push_back(double(o.n_gen) / c);
+  }
+  const Stat spp = stat_of(pp), stg = stat_of(tg), sttft = stat_of(ttft);
+  const double bytes_tok = decode_bytes_per_token(info, double(o.n_prompt) + double(o.n_gen) / 2);
+  const double gbs = stg.mean * bytes_tok / 1e9;
+  const size_t rss = peak_rss_bytes();
+  const unsigned threads = o.threads ? o.threads : std::max(1u, std::thread::hardware_concurrency());
+  std::string name = o.model;
+  while (name.size() > 1 && name.back() == '/') name.pop_back();
+  if (const auto slash = name.find_last_of('/'); slash != std::string::npos) name = name.substr(slash + 1);
+
+  if (o.json) {
+    std::printf(
+        "{\"model\": \"%s\", \"backend\": \"%s\", \"threads\": %u, \"n_prompt\": %zu, \"n_gen\": %zu, "
+        "\"repetitions\": %zu, \"prefill_tok_s\": {\"mean\": %.4f, \"std\": %.4f}, "
+        "\"decode_tok_s\": {\"mean\": %.4f, \"std\": %.4f}, \"ttft_s\": {\"mean\": %.6f, \"std\": %.6f}, "
+        "\"load_s\": %.4f, \"peak_rss_bytes\": %zu, \"decode_bytes_per_token\": %.0f, "
+        "\"achieved_gbs\": %.3f, \"bandwidth_gbs\": %.3f, \"bandwidth_pct\": %.2f}\n",
+        name.c_str(), info.backend, threads, o.n_prompt, o.n_gen, o.reps, spp.mean, spp.std,
+        stg.mean, stg.std, sttft.mean, sttft.std, load_s, rss, bytes_tok, gbs, read_bw,
+        100.0 * gbs / read_bw);
+  } else {
+    std::printf("| model | backend | threads | test | t/s | ms/tok | GB/s | %% of read BW |\n");
+    std::printf("| --- | --- | ---: | --- | ---: | ---: | ---: | ---: |\n");
+    std::printf("| %s | %s | %u | pp%zu | %.2f ± %.2f | %.2f | | |\n", name.c_str(), info.backend,
+                threads, o.n_prompt, spp.mean, spp.std, 1e3 / spp.mean);
+    if (o.n_gen > 0)
+      std::printf("| %s | %s | %u | tg%zu | %.2f ± %.2f | %.2f | %.2f | %.1f %% |\n", name.c_str(),
+                  info.backend, threads, o.n_gen, stg.mean, stg.std, 1e3 / stg.mean, gbs,
+                  100.0 * gbs / read_bw);
+    std::printf("\n| load | time to first token | peak RSS | read bandwidth (measured) | bytes/decode token |\n");
+    std::printf("| ---: | ---: | ---: | ---: | ---: |\n");
+    std::printf("| %.2f s | %.1f ± %.1f ms | %.1f MiB | %.2f GB/s | %.1f MB |\n", load_s,
+                1e3 * sttft.mean, 1e3 * sttft.std, double(rss) / (1 << 20), read_bw, bytes_tok / 1e6);
+    std::printf("\n(%zu repetitions after one warm-up; bytes/token assume MXFP4 experts, bf16 dense weights, f32 KV)\n",
+                o.reps);
+  }
+  gptoss_sampler_release(sampler);
+  gptoss_context_release(ctx);
+  gptoss_model_release(model);
+  return 0;
+}
+
+}  // namespace gptoss::bench

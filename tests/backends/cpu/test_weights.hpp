@@ -1,0 +1,81 @@
+#pragma once
+// Random weights and activations for the CPU kernel tests: never zeros (a kernel that skips
+// work or reads the wrong row must show), deterministic per seed.
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "cpu_backend.hpp"
+#include "formats.hpp"
+
+namespace gptoss::cpu::test {
+
+inline std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(lo, hi);
+  std::vector<float> v(n);
+  for (auto& x : v) {
+    x = d(rng);
+    if (x == 0.0f) x = 0.25f;
+  }
+  return v;
+}
+
+// A weight of shape [rows, cols] (or [experts, rows/experts, cols] with `experts` > 0) owning
+// random data of `dtype`. MXFP4 scales are spread over 2^(min_exp) .. 2^(min_exp + 11).
+inline Weight random_weight(gptoss_dtype dtype, size_t rows, size_t cols, uint32_t seed,
+                            size_t experts = 0, int min_exp = -6) {
+  Weight w;
+  w.dtype = dtype;
+  w.ndim = experts ? 3 : 2;
+  if (experts) {
+    w.shape[0] = int64_t(experts);
+    w.shape[1] = int64_t(rows / experts);
+    w.shape[2] = int64_t(cols);
+  } else {
+    w.shape[0] = int64_t(rows);
+    w.shape[1] = int64_t(cols);
+  }
+  w.rows = rows;
+  w.cols = cols;
+  std::mt19937 rng(seed);
+  const std::vector<float> vals = random_floats(rows * cols, seed ^ 0x9e3779b9u);
+  switch (dtype) {
+    case gptoss_dtype_f32:
+      w.row_bytes = cols * 4;
+      w.owned_data.resize(rows * w.row_bytes);
+      std::memcpy(w.owned_data.data(), vals.data(), w.owned_data.size());
+      break;
+    case gptoss_dtype_bf16: {
+      w.row_bytes = cols * 2;
+      w.owned_data.resize(rows * w.row_bytes);
+      for (size_t i = 0; i < rows * cols; ++i) {
+        const uint16_t h = f32_to_bf16(vals[i]);
+        std::memcpy(w.owned_data.data() + 2 * i, &h, 2);
+      }
+      break;
+    }
+    case gptoss_dtype_mxfp4: {
+      w.row_bytes = cols / 2;
+      w.owned_data.resize(rows * w.row_bytes);
+      w.owned_scales.resize(rows * cols / 32);
+      for (auto& b : w.owned_data) b = uint8_t(rng());  // all 16 codes, both nibbles
+      for (auto& s : w.owned_scales) s = uint8_t(127 + min_exp + int(rng() % 12));
+      break;
+    }
+    default:
+      break;
+  }
+  w.data = w.owned_data.data();
+  w.scales = w.owned_scales.empty() ? nullptr : w.owned_scales.data();
+  return w;
+}
+
+inline std::vector<Isa> supported_isas() {
+  std::vector<Isa> v;
+  for (Isa i : {Isa::scalar, Isa::avx2, Isa::avx512})
+    if (int(i) <= int(isa_detect())) v.push_back(i);
+  return v;
+}
+
+}  // namespace gptoss::cpu::test
