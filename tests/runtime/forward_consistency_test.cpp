@@ -1,6 +1,7 @@
 // Self-consistency of the forward pass through the C API: prefill vs decode, batching,
 // both loaders, truncation, partial models, bf16 KV.
 #include <cmath>
+#include <cstdlib>
 
 #include "support/c_api.hpp"
 
@@ -20,7 +21,10 @@ TEST_CASE("prefill of a whole prompt equals token-by-token decode", "[runtime]")
   CHECK(max_abs_diff(logits_of(prefill.get()), logits_of(decode.get())) <= 1e-4);
 }
 
-TEST_CASE("a batch of 3 contexts equals processing each alone", "[runtime]") {
+// Batched and alone must agree: bit for bit with the scalar reference kernels; with SIMD
+// kernels the summation order of a matmul depends on how many tokens it sees, so within
+// float rounding.
+static void check_batch_equals_alone(double tolerance) {
   auto model = load_conformance_model();
   const std::vector<std::vector<uint32_t>> prompts = {prompt_ids("p1_short"), prompt_ids("p2_harmony"),
                                                       prompt_ids("p3_long")};
@@ -50,9 +54,19 @@ TEST_CASE("a batch of 3 contexts equals processing each alone", "[runtime]") {
     GPTOSS_REQUIRE_OK(gptoss_contexts_process(raw.data(), raw.size()));
     for (size_t i = 0; i < prompts.size(); ++i) {
       INFO("prompt " << i << (shared ? " shared pool" : " private pools"));
-      CHECK(max_abs_diff(logits_of(raw[i]), alone[i]) == 0.0);
+      CHECK(max_abs_diff(logits_of(raw[i]), alone[i]) <= tolerance);
     }
   }
+}
+
+TEST_CASE("a batch of 3 contexts equals processing each alone", "[runtime]") {
+  check_batch_equals_alone(1e-5);
+}
+
+TEST_CASE("with the scalar reference kernels a batch is bit-identical to each alone", "[runtime]") {
+  setenv("GPTOSS_CPU_ISA", "scalar", 1);  // read when the model opens its device
+  check_batch_equals_alone(0.0);
+  unsetenv("GPTOSS_CPU_ISA");
 }
 
 TEST_CASE("HF and GGUF checkpoints of the same weights give identical logits", "[runtime]") {
