@@ -1,5 +1,7 @@
 #include "libgptoss/model/canonical.hpp"
 
+#include <fmt/core.h>
+
 #include <fmt/format.h>
 
 #include "libgptoss/common/error.hpp"
@@ -59,5 +61,33 @@ gptoss_tensor_desc make_desc(const TensorSpec& spec, gptoss_dtype dtype) {
   for (size_t i = 0; i < spec.shape.size(); ++i) d.shape[i] = spec.shape[i];
   return d;
 }
+
+std::string hf_tensor_name(const TensorSpec& s) {
+  const std::string p = fmt::format("model.layers.{}.", s.layer);
+  switch (s.role) {
+    case gptoss_tensor_embedding: return "model.embed_tokens.weight";
+    case gptoss_tensor_unembedding: return "lm_head.weight";
+    case gptoss_tensor_final_norm: return "model.norm.weight";
+    case gptoss_tensor_attn_norm: return p + "input_layernorm.weight";
+    case gptoss_tensor_attn_q: return p + "self_attn.q_proj.weight";
+    case gptoss_tensor_attn_q_bias: return p + "self_attn.q_proj.bias";
+    case gptoss_tensor_attn_k: return p + "self_attn.k_proj.weight";
+    case gptoss_tensor_attn_k_bias: return p + "self_attn.k_proj.bias";
+    case gptoss_tensor_attn_v: return p + "self_attn.v_proj.weight";
+    case gptoss_tensor_attn_v_bias: return p + "self_attn.v_proj.bias";
+    case gptoss_tensor_attn_out: return p + "self_attn.o_proj.weight";
+    case gptoss_tensor_attn_out_bias: return p + "self_attn.o_proj.bias";
+    case gptoss_tensor_attn_sinks: return p + "self_attn.sinks";
+    case gptoss_tensor_mlp_norm: return p + "post_attention_layernorm.weight";
+    case gptoss_tensor_router: return p + "mlp.router.weight";
+    case gptoss_tensor_router_bias: return p + "mlp.router.bias";
+    case gptoss_tensor_mlp1: return p + "mlp.experts.gate_up_proj";
+    case gptoss_tensor_mlp1_bias: return p + "mlp.experts.gate_up_proj_bias";
+    case gptoss_tensor_mlp2: return p + "mlp.experts.down_proj";
+    case gptoss_tensor_mlp2_bias: return p + "mlp.experts.down_proj_bias";
+  }
+  fail(gptoss_status_internal, "no checkpoint name for role {}", static_cast<int>(s.role));
+}
+
 
 }  // namespace gptoss

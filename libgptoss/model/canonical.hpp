@@ -28,4 +28,8 @@ std::string shape_string(const std::vector<int64_t>& shape);
 // A desc for `spec` with the given dtype/data (scales empty); the caller fills data fields.
 gptoss_tensor_desc make_desc(const TensorSpec& spec, gptoss_dtype dtype);
 
+// The tensor's name in a Hugging Face gpt-oss checkpoint. For MXFP4 matrices it is the stem:
+// the file holds STEM_blocks and STEM_scales.
+std::string hf_tensor_name(const TensorSpec& spec);
+
 }  // namespace gptoss

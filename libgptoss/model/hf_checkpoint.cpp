@@ -17,35 +17,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The checkpoint's tensor name for a canonical dense tensor or an MXFP4 matrix's blocks
-// (scales: the same stem + "_scales").
-std::string hf_name(const TensorSpec& s) {
-  const std::string p = fmt::format("model.layers.{}.", s.layer);
-  switch (s.role) {
-    case gptoss_tensor_embedding: return "model.embed_tokens.weight";
-    case gptoss_tensor_unembedding: return "lm_head.weight";
-    case gptoss_tensor_final_norm: return "model.norm.weight";
-    case gptoss_tensor_attn_norm: return p + "input_layernorm.weight";
-    case gptoss_tensor_attn_q: return p + "self_attn.q_proj.weight";
-    case gptoss_tensor_attn_q_bias: return p + "self_attn.q_proj.bias";
-    case gptoss_tensor_attn_k: return p + "self_attn.k_proj.weight";
-    case gptoss_tensor_attn_k_bias: return p + "self_attn.k_proj.bias";
-    case gptoss_tensor_attn_v: return p + "self_attn.v_proj.weight";
-    case gptoss_tensor_attn_v_bias: return p + "self_attn.v_proj.bias";
-    case gptoss_tensor_attn_out: return p + "self_attn.o_proj.weight";
-    case gptoss_tensor_attn_out_bias: return p + "self_attn.o_proj.bias";
-    case gptoss_tensor_attn_sinks: return p + "self_attn.sinks";
-    case gptoss_tensor_mlp_norm: return p + "post_attention_layernorm.weight";
-    case gptoss_tensor_router: return p + "mlp.router.weight";
-    case gptoss_tensor_router_bias: return p + "mlp.router.bias";
-    case gptoss_tensor_mlp1: return p + "mlp.experts.gate_up_proj_blocks";
-    case gptoss_tensor_mlp1_bias: return p + "mlp.experts.gate_up_proj_bias";
-    case gptoss_tensor_mlp2: return p + "mlp.experts.down_proj_blocks";
-    case gptoss_tensor_mlp2_bias: return p + "mlp.experts.down_proj_bias";
-  }
-  fail(gptoss_status_internal, "no checkpoint name for role {}", static_cast<int>(s.role));
-}
-
 struct Binding {
   const safetensors::TensorInfo* data;
   const safetensors::TensorInfo* scales;  // mxfp4 only
@@ -130,7 +101,7 @@ class HfCheckpoint final : public WeightSource {
   }
 
   Binding bind(const std::string& dir, const TensorSpec& s) const {
-    const std::string name = hf_name(s);
+    const std::string name = hf_tensor_name(s) + (s.mxfp4 ? "_blocks" : "");
     const auto& data = require(dir, name, s);
     if (!s.mxfp4) {
       gptoss_dtype dtype;
@@ -145,7 +116,7 @@ class HfCheckpoint final : public WeightSource {
     }
     // [E, rows, cols] in blocks of 32 along cols: blocks U8 [E, rows, cols/32, 16] and
     // scales U8 [E, rows, cols/32].
-    const std::string scales_name = name.substr(0, name.size() - 7) + "_scales";
+    const std::string scales_name = hf_tensor_name(s) + "_scales";
     const auto& scales = require(dir, scales_name, s);
     for (const auto* t : {&data, &scales})
       if (t->dtype != "U8")

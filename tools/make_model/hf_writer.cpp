@@ -25,33 +25,6 @@ struct Planned {
   std::function<void(OutputFile&)> write;
 };
 
-std::string hf_name(const TensorSpec& s) {
-  const std::string p = "model.layers." + std::to_string(s.layer) + ".";
-  switch (s.role) {
-    case gptoss_tensor_embedding: return "model.embed_tokens.weight";
-    case gptoss_tensor_unembedding: return "lm_head.weight";
-    case gptoss_tensor_final_norm: return "model.norm.weight";
-    case gptoss_tensor_attn_norm: return p + "input_layernorm.weight";
-    case gptoss_tensor_attn_q: return p + "self_attn.q_proj.weight";
-    case gptoss_tensor_attn_q_bias: return p + "self_attn.q_proj.bias";
-    case gptoss_tensor_attn_k: return p + "self_attn.k_proj.weight";
-    case gptoss_tensor_attn_k_bias: return p + "self_attn.k_proj.bias";
-    case gptoss_tensor_attn_v: return p + "self_attn.v_proj.weight";
-    case gptoss_tensor_attn_v_bias: return p + "self_attn.v_proj.bias";
-    case gptoss_tensor_attn_out: return p + "self_attn.o_proj.weight";
-    case gptoss_tensor_attn_out_bias: return p + "self_attn.o_proj.bias";
-    case gptoss_tensor_attn_sinks: return p + "self_attn.sinks";
-    case gptoss_tensor_mlp_norm: return p + "post_attention_layernorm.weight";
-    case gptoss_tensor_router: return p + "mlp.router.weight";
-    case gptoss_tensor_router_bias: return p + "mlp.router.bias";
-    case gptoss_tensor_mlp1: return p + "mlp.experts.gate_up_proj";
-    case gptoss_tensor_mlp1_bias: return p + "mlp.experts.gate_up_proj_bias";
-    case gptoss_tensor_mlp2: return p + "mlp.experts.down_proj";
-    case gptoss_tensor_mlp2_bias: return p + "mlp.experts.down_proj_bias";
-  }
-  return "?";
-}
-
 uint64_t product(const std::vector<int64_t>& shape) {
   uint64_t n = 1;
   for (int64_t d : shape) n *= static_cast<uint64_t>(d);
@@ -64,7 +37,7 @@ std::vector<Planned> plan(const ModelConfig& config, uint64_t seed) {
     const uint64_t n = product(s.shape);
     if (!s.mxfp4) {
       DenseGenerator gen = dense_generator(s, seed);
-      out.push_back({hf_name(s), "BF16", s.shape, n * 2, [gen, n](OutputFile& f) {
+      out.push_back({hf_tensor_name(s), "BF16", s.shape, n * 2, [gen, n](OutputFile& f) {
                        std::vector<uint16_t> buf(std::min(n, kChunk));
                        for (uint64_t i = 0; i < n; i += buf.size()) {
                          const uint64_t m = std::min<uint64_t>(buf.size(), n - i);
@@ -88,9 +61,9 @@ std::vector<Planned> plan(const ModelConfig& config, uint64_t seed) {
       };
     };
     std::vector<int64_t> bshape = {s.shape[0], s.shape[1], s.shape[2] / 32, 16};
-    out.push_back({hf_name(s) + "_blocks", "U8", bshape, blocks * 16, writer(false)});
+    out.push_back({hf_tensor_name(s) + "_blocks", "U8", bshape, blocks * 16, writer(false)});
     bshape.pop_back();
-    out.push_back({hf_name(s) + "_scales", "U8", bshape, blocks, writer(true)});
+    out.push_back({hf_tensor_name(s) + "_scales", "U8", bshape, blocks, writer(true)});
   }
   return out;
 }
