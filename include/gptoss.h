@@ -4,6 +4,8 @@
  * This is the one header applications include. It is plain C99 and also valid C++.
  *
  * Conventions (they hold for every function below unless its comment says otherwise):
+ *  - Enums taken as arguments end in a *_max_enum_ member so that any int a C caller passes is
+ *    a valid value of the type; unknown values are rejected with invalid_argument.
  *  - Every call returns enum gptoss_status. On failure a thread-local message says why:
  *    gptoss_get_last_error_message(). On failure, out-parameters are left untouched.
  *  - Handles are reference counted: *_create gives a handle with one reference, *_retain adds
@@ -79,7 +81,8 @@ enum gptoss_log_level {
   gptoss_log_level_info = 2,
   gptoss_log_level_warning = 3,
   gptoss_log_level_error = 4,
-  gptoss_log_level_off = 6
+  gptoss_log_level_off = 6,
+  gptoss_log_level_max_enum_ = 0x7fffffff /* not a level: keeps every int value valid */
 };
 
 typedef void (*gptoss_log_callback_t)(enum gptoss_log_level level, const char* message,
@@ -118,7 +121,8 @@ enum gptoss_special_token {
   gptoss_special_token_end_untrusted = 10, /* not in o200k_harmony: invalid_argument */
   gptoss_special_token_startoftext = 11,   /* <|startoftext|> 199998 */
   gptoss_special_token_endoftext = 12,     /* <|endoftext|>   199999 */
-  gptoss_special_token_endofprompt = 13    /* <|endofprompt|> 200018 */
+  gptoss_special_token_endofprompt = 13,   /* <|endofprompt|> 200018 */
+  gptoss_special_token_max_enum_ = 0x7fffffff /* not a token: keeps every int value valid */
 };
 
 /* Flags of gptoss_tokenizer_encode. */
@@ -182,7 +186,8 @@ GPTOSS_API enum gptoss_status gptoss_tokenizer_get_num_tokens(gptoss_tokenizer_t
 
 enum gptoss_kv_dtype {
   gptoss_kv_dtype_f32 = 0, /* exact; the conformance tolerance applies to it */
-  gptoss_kv_dtype_bf16 = 1 /* half the memory */
+  gptoss_kv_dtype_bf16 = 1, /* half the memory */
+  gptoss_kv_dtype_max_enum_ = 0x7fffffff /* not a dtype: keeps every int value valid */
 };
 
 struct gptoss_model_options {
