@@ -90,4 +90,13 @@ std::string hf_tensor_name(const TensorSpec& s) {
 }
 
 
+void for_each_spec(const std::vector<TensorSpec>& specs, uint32_t num_layers,
+                   uint32_t model_layers, const std::function<void(size_t)>& visit) {
+  if (num_layers > model_layers)
+    fail(gptoss_status_invalid_argument, "{} layers requested, the model has {}", num_layers,
+         model_layers);
+  for (size_t i = 0; i < specs.size(); ++i)
+    if (specs[i].layer < static_cast<int32_t>(num_layers)) visit(i);
+}
+
 }  // namespace gptoss

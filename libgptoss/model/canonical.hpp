@@ -1,4 +1,5 @@
 #pragma once
+#include <functional>
 // The canonical tensor set of a gpt-oss model (include/gptoss/backend.h), derived from its
 // config alone: what every loader must deliver, in load order, with the exact shapes.
 #include <cstdint>
@@ -27,6 +28,12 @@ std::string shape_string(const std::vector<int64_t>& shape);
 
 // A desc for `spec` with the given dtype/data (scales empty); the caller fills data fields.
 gptoss_tensor_desc make_desc(const TensorSpec& spec, gptoss_dtype dtype);
+
+// Calls visit(i) for every spec of the global tensors and of the first `num_layers` layers,
+// in order; invalid_argument when num_layers exceeds the model's `model_layers`. The one loop
+// every checkpoint format's for_each_tensor runs.
+void for_each_spec(const std::vector<TensorSpec>& specs, uint32_t num_layers,
+                   uint32_t model_layers, const std::function<void(size_t)>& visit);
 
 // The tensor's name in a Hugging Face gpt-oss checkpoint. For MXFP4 matrices it is the stem:
 // the file holds STEM_blocks and STEM_scales.

@@ -105,12 +105,8 @@ class GgufCheckpoint final : public WeightSource {
 
   void for_each_tensor(uint32_t num_layers,
                        const std::function<void(const gptoss_tensor_desc&)>& fn) const override {
-    if (num_layers > config_.num_layers)
-      fail(gptoss_status_invalid_argument, "{} layers requested, the model has {}", num_layers,
-           config_.num_layers);
-    for (size_t i = 0; i < specs_.size(); ++i) {
+    for_each_spec(specs_, num_layers, config_.num_layers, [&](size_t i) {
       const TensorSpec& s = specs_[i];
-      if (s.layer >= static_cast<int32_t>(num_layers)) continue;
       const Binding& b = bindings_[i];
       gptoss_tensor_desc d = make_desc(s, b.dtype);
       if (s.mxfp4) {
@@ -123,7 +119,7 @@ class GgufCheckpoint final : public WeightSource {
         d.flags = GPTOSS_TENSOR_PERSISTENT;
         fn(d);
       }
-    }
+    });
   }
 
  private:

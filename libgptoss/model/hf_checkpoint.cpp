@@ -44,14 +44,9 @@ class HfCheckpoint final : public WeightSource {
 
   void for_each_tensor(uint32_t num_layers,
                        const std::function<void(const gptoss_tensor_desc&)>& fn) const override {
-    if (num_layers > config_.num_layers)
-      fail(gptoss_status_invalid_argument, "{} layers requested, the model has {}", num_layers,
-           config_.num_layers);
-    for (size_t i = 0; i < specs_.size(); ++i) {
-      const TensorSpec& s = specs_[i];
-      if (s.layer >= static_cast<int32_t>(num_layers)) continue;
+    for_each_spec(specs_, num_layers, config_.num_layers, [&](size_t i) {
       const Binding& b = bindings_[i];
-      gptoss_tensor_desc d = make_desc(s, b.dtype);
+      gptoss_tensor_desc d = make_desc(specs_[i], b.dtype);
       d.data = b.data->data;
       d.data_size = b.data->size;
       if (b.scales) {
@@ -60,7 +55,7 @@ class HfCheckpoint final : public WeightSource {
       }
       d.flags = GPTOSS_TENSOR_PERSISTENT;  // points into the files, which live as long as we do
       fn(d);
-    }
+    });
   }
 
  private:
