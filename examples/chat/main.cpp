@@ -7,6 +7,8 @@
 #include "api.hpp"
 #include "cli_options.hpp"
 #include "conversation.hpp"
+#include "generation.hpp"
+#include "model_loader.hpp"
 #include "modes.hpp"
 
 namespace gptoss_cli {
@@ -34,6 +36,14 @@ void print_model_info(gptoss_model_t model, uint64_t seed) {
                info.num_layers, info.num_layers_total, info.hidden_size, info.num_experts,
                info.num_active_experts, info.vocab_size, static_cast<double>(info.num_parameters),
                static_cast<unsigned long long>(seed));
+}
+
+Session open_session(const Options& options) {
+  Model model = load_model(options);
+  Tokenizer tokenizer = model_tokenizer(model.get());
+  const uint64_t seed = resolve_seed(options);
+  if (options.verbose) print_model_info(model.get(), seed);
+  return {std::move(model), std::move(tokenizer), seed};
 }
 
 }  // namespace gptoss_cli

@@ -10,7 +10,6 @@
 
 #include "completion.hpp"
 #include "conversation.hpp"
-#include "model_loader.hpp"
 #include "modes.hpp"
 
 namespace gptoss_cli {
@@ -58,10 +57,7 @@ const char* kHelp =
 }  // namespace
 
 int run_chat(const Options& options) {
-  Model model = load_model(options);
-  Tokenizer tokenizer = model_tokenizer(model.get());
-  const uint64_t seed = resolve_seed(options);
-  if (options.verbose) print_model_info(model.get(), seed);
+  auto [model, tokenizer, seed] = open_session(options);
   KvCache kvcache = make_kvcache(model.get(), options, 1);
   Context context = make_context(model.get(), options, kvcache.get());
   Sampler sampler = make_sampler(options, seed);

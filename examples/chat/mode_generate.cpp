@@ -7,7 +7,6 @@
 #include <nlohmann/json.hpp>
 
 #include "completion.hpp"
-#include "model_loader.hpp"
 #include "modes.hpp"
 
 namespace gptoss_cli {
@@ -22,10 +21,7 @@ int run_generate(const Options& options) {
   std::string prompt = *options.input;
   if (prompt == "-") prompt.assign(std::istreambuf_iterator<char>(std::cin), {});
 
-  Model model = load_model(options);
-  Tokenizer tokenizer = model_tokenizer(model.get());
-  const uint64_t seed = resolve_seed(options);
-  if (options.verbose) print_model_info(model.get(), seed);
+  auto [model, tokenizer, seed] = open_session(options);
 
   KvCache kvcache = make_kvcache(model.get(), options, 1);
   Context context = make_context(model.get(), options, kvcache.get());

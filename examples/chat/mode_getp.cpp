@@ -8,7 +8,6 @@
 #include <nlohmann/json.hpp>
 
 #include "completion.hpp"
-#include "model_loader.hpp"
 #include "modes.hpp"
 
 namespace gptoss_cli {
@@ -145,10 +144,7 @@ int run_getp(const Options& options) {
     out = file.get();
   }
 
-  Model model = load_model(options);
-  Tokenizer tokenizer = model_tokenizer(model.get());
-  const uint64_t seed = resolve_seed(options);
-  if (options.verbose) print_model_info(model.get(), seed);
+  auto [model, tokenizer, seed] = open_session(options);
   const size_t batch = std::min(options.batch, std::max<size_t>(prompts.size(), 1));
   KvCache kvcache = make_kvcache(model.get(), options, batch);
 

@@ -20,4 +20,13 @@ std::vector<uint32_t> prompt_tokens(gptoss_tokenizer_t tokenizer, const Options&
 // Model facts on stderr (--verbose).
 void print_model_info(gptoss_model_t model, uint64_t seed);
 
+// What every mode starts from: the loaded model, its tokenizer and the sampling seed (the
+// model facts are printed with --verbose).
+struct Session {
+  Model model;
+  Tokenizer tokenizer;
+  uint64_t seed;
+};
+Session open_session(const Options& options);
+
 }  // namespace gptoss_cli
