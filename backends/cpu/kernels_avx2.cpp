@@ -8,11 +8,10 @@
 
 #include "cpu_backend.hpp"
 #include "kernels.hpp"
+#include "matmul_driver.hpp"
 
 namespace gptoss::cpu {
 namespace {
-
-constexpr size_t kPanelRows = 16;
 
 inline float hsum(__m256 v) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -117,20 +116,6 @@ void gemv_f32(const Weight& w, size_t r0, const float* x, float* y) {
   }
 }
 
-using GemvFn = void (*)(const Weight&, size_t, const float*, float*);
-
-void gemv(const Weight& w, size_t r0, size_t n_rows, const float* x, float* y) {
-  GemvFn f4, f1;
-  switch (w.dtype) {
-    case gptoss_dtype_mxfp4: f4 = gemv_mxfp4<4>; f1 = gemv_mxfp4<1>; break;
-    case gptoss_dtype_bf16: f4 = gemv_bf16<4>; f1 = gemv_bf16<1>; break;
-    default: f4 = gemv_f32<4>; f1 = gemv_f32<1>; break;
-  }
-  size_t i = 0;
-  for (; i + 4 <= n_rows; i += 4) f4(w, r0 + i, x, y + i);
-  for (; i < n_rows; ++i) f1(w, r0 + i, x, y + i);
-}
-
 void decode_panel(const Weight& w, size_t r0, size_t n, float* panel) {
   const size_t K = w.cols;
   if (w.dtype == gptoss_dtype_mxfp4) {
@@ -179,43 +164,22 @@ void tile(const float* w, size_t ldw, const float* x, size_t ldx, size_t K, floa
     }
 }
 
-using TileFn = void (*)(const float*, size_t, const float*, size_t, size_t, float*, size_t);
-const TileFn kTiles[4][3] = {
-    {tile<1, 1>, tile<1, 2>, tile<1, 3>},
-    {tile<2, 1>, tile<2, 2>, tile<2, 3>},
-    {tile<3, 1>, tile<3, 2>, tile<3, 3>},
-    {tile<4, 1>, tile<4, 2>, tile<4, 3>},
+const MatmulKernels<3> kMatmul = {
+    {gemv_mxfp4<4>, gemv_mxfp4<1>},
+    {gemv_bf16<4>, gemv_bf16<1>},
+    {gemv_f32<4>, gemv_f32<1>},
+    decode_panel,
+    {
+      {tile<1, 1>, tile<1, 2>, tile<1, 3>},
+      {tile<2, 1>, tile<2, 2>, tile<2, 3>},
+      {tile<3, 1>, tile<3, 2>, tile<3, 3>},
+      {tile<4, 1>, tile<4, 2>, tile<4, 3>},
+    },
 };
-
-void gemm(const Weight& w, size_t r0, size_t n_rows, const float* x, size_t ldx, size_t n_tok,
-          float* y, size_t ldy) {
-  const size_t K = w.cols;
-  float* panel = w.dtype == gptoss_dtype_f32 ? nullptr : thread_scratch(kPanelRows * K, 3);
-  for (size_t p = 0; p < n_rows; p += kPanelRows) {
-    const size_t pr = n_rows - p < kPanelRows ? n_rows - p : kPanelRows;
-    const float* pw;
-    if (panel == nullptr) {
-      pw = reinterpret_cast<const float*>(w.data + (r0 + p) * w.row_bytes);
-    } else {
-      decode_panel(w, r0 + p, pr, panel);
-      pw = panel;
-    }
-    for (size_t t = 0; t < n_tok; t += 3) {
-      const size_t tn = n_tok - t < 3 ? n_tok - t : 3;
-      for (size_t q = 0; q < pr; q += 4) {
-        const size_t tr = pr - q < 4 ? pr - q : 4;
-        kTiles[tr - 1][tn - 1](pw + q * K, K, x + t * ldx, ldx, K, y + t * ldy + p + q, ldy);
-      }
-    }
-  }
-}
 
 void matmul(const Weight& w, size_t r0, size_t n_rows, const float* x, size_t ldx, size_t n_tok,
             float* y, size_t ldy) {
-  if (w.dtype != gptoss_dtype_mxfp4 && w.dtype != gptoss_dtype_bf16 && w.dtype != gptoss_dtype_f32)
-    return matmul_fallback(w, r0, n_rows, x, ldx, n_tok, y, ldy);
-  if (n_tok == 1) return gemv(w, r0, n_rows, x, y);
-  gemm(w, r0, n_rows, x, ldx, n_tok, y, ldy);
+  matmul_with(kMatmul, w, r0, n_rows, x, ldx, n_tok, y, ldy);
 }
 
 float dot(const float* a, const float* b, size_t n) {

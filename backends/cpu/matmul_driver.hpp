@@ -1,0 +1,79 @@
+#pragma once
+// The ISA-independent half of the SIMD matmuls: which row kernel serves which dtype, and how
+// the GEMM walks 16-row panels in register tiles. Each kernels_<isa>.cpp fills a
+// MatmulKernels with its own intrinsics and calls matmul_with(). Everything here is in an
+// anonymous namespace, so each ISA's translation unit (built with its own -m flags) gets its
+// own copy and no code compiled for one ISA can be linked into another's.
+#include <cstddef>
+
+#include "cpu_backend.hpp"
+#include "kernels.hpp"
+
+namespace gptoss::cpu {
+namespace {
+
+using GemvFn = void (*)(const Weight&, size_t r0, const float* x, float* y);
+using PanelFn = void (*)(const Weight&, size_t r0, size_t n, float* panel);
+// y[n * ldy + r] = dot(w + r * ldw, x + n * ldx) over K, for r < rows, n < tokens of the tile.
+using TileFn = void (*)(const float* w, size_t ldw, const float* x, size_t ldx, size_t K,
+                        float* y, size_t ldy);
+
+constexpr size_t kPanelRows = 16;
+
+// One ISA's kernels. gemv_*[0] handles 4 rows at once, [1] one row; tiles[r - 1][t - 1]
+// multiplies r <= 4 weight rows by t <= TileTokens tokens.
+template <size_t TileTokens>
+struct MatmulKernels {
+  GemvFn gemv_mxfp4[2], gemv_bf16[2], gemv_f32[2];
+  PanelFn decode_panel;  // rows to fp32 in kernel order (not used for f32 weights)
+  TileFn tiles[4][TileTokens];
+};
+
+// n_tok == 1: 4 rows at a time share every load of x.
+template <size_t T>
+void gemv_rows(const MatmulKernels<T>& k, const Weight& w, size_t r0, size_t n_rows,
+               const float* x, float* y) {
+  const GemvFn* f = w.dtype == gptoss_dtype_mxfp4 ? k.gemv_mxfp4
+                    : w.dtype == gptoss_dtype_bf16 ? k.gemv_bf16
+                                                   : k.gemv_f32;
+  size_t i = 0;
+  for (; i + 4 <= n_rows; i += 4) f[0](w, r0 + i, x, y + i);
+  for (; i < n_rows; ++i) f[1](w, r0 + i, x, y + i);
+}
+
+// n_tok > 1: 16 rows decoded once into an fp32 panel, then register tiles over it.
+template <size_t T>
+void gemm_panels(const MatmulKernels<T>& k, const Weight& w, size_t r0, size_t n_rows,
+                 const float* x, size_t ldx, size_t n_tok, float* y, size_t ldy) {
+  const size_t K = w.cols;
+  float* panel = w.dtype == gptoss_dtype_f32 ? nullptr : thread_scratch(kPanelRows * K, 3);
+  for (size_t p = 0; p < n_rows; p += kPanelRows) {
+    const size_t pr = n_rows - p < kPanelRows ? n_rows - p : kPanelRows;
+    const float* pw;
+    if (panel == nullptr) {
+      pw = reinterpret_cast<const float*>(w.data + (r0 + p) * w.row_bytes);
+    } else {
+      k.decode_panel(w, r0 + p, pr, panel);
+      pw = panel;
+    }
+    for (size_t t = 0; t < n_tok; t += T) {
+      const size_t tn = n_tok - t < T ? n_tok - t : T;
+      for (size_t q = 0; q < pr; q += 4) {
+        const size_t tr = pr - q < 4 ? pr - q : 4;
+        k.tiles[tr - 1][tn - 1](pw + q * K, K, x + t * ldx, ldx, K, y + t * ldy + p + q, ldy);
+      }
+    }
+  }
+}
+
+template <size_t T>
+void matmul_with(const MatmulKernels<T>& k, const Weight& w, size_t r0, size_t n_rows,
+                 const float* x, size_t ldx, size_t n_tok, float* y, size_t ldy) {
+  if (w.dtype != gptoss_dtype_mxfp4 && w.dtype != gptoss_dtype_bf16 && w.dtype != gptoss_dtype_f32)
+    return matmul_fallback(w, r0, n_rows, x, ldx, n_tok, y, ldy);
+  if (n_tok == 1) return gemv_rows(k, w, r0, n_rows, x, y);
+  gemm_panels(k, w, r0, n_rows, x, ldx, n_tok, y, ldy);
+}
+
+}  // namespace
+}  // namespace gptoss::cpu
