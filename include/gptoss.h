@@ -190,6 +190,16 @@ enum gptoss_kv_dtype {
   gptoss_kv_dtype_max_enum_ = 0x7fffffff /* not a dtype: keeps every int value valid */
 };
 
+/* How matmuls treat activations. Weights are never changed. */
+enum gptoss_precision {
+  gptoss_precision_fast = 0,  /* default: the backend may quantize activations where that is
+                                 faster (CPU: int8 per 32-block against MXFP4 experts on CPUs
+                                 with AVX-512 VNNI, as llama.cpp does); logits then differ
+                                 from the float64 reference by about as much as llama.cpp's */
+  gptoss_precision_exact = 1, /* fp32 activations and accumulation everywhere */
+  gptoss_precision_max_enum_ = 0x7fffffff /* not a precision: keeps every int value valid */
+};
+
 struct gptoss_model_options {
   size_t struct_size;     /* sizeof(struct gptoss_model_options) */
   const char* backend;    /* "auto" (default), "cpu", "cuda", "hip" */
@@ -200,6 +210,7 @@ struct gptoss_model_options {
   int32_t use_mmap;       /* 1 = memory-map weight files (default), 0 = read them */
   const char* tokenizer_path; /* tokenizer.json to use instead of the one beside the model
                                  (HF) or in its metadata (GGUF); NULL = default */
+  enum gptoss_precision precision; /* default gptoss_precision_fast */
 };
 
 /* Fills defaults. Returns invalid_argument on NULL. */

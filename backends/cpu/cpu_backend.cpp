@@ -53,6 +53,14 @@ void device_close(void* dev_) {
   delete dev;
 }
 
+gptoss_status device_set_precision(void* dev, gptoss_precision precision) {
+  if (dev == nullptr) return gptoss_status_invalid_argument;
+  if (precision != gptoss_precision_fast && precision != gptoss_precision_exact)
+    return gptoss_status_invalid_argument;
+  static_cast<Device*>(dev)->quantize_activations = precision == gptoss_precision_fast;
+  return gptoss_status_success;
+}
+
 const char* last_error(void* dev) {
   return dev ? static_cast<Device*>(dev)->last_error.c_str() : "";
 }
@@ -235,6 +243,7 @@ const gptoss_backend_api kApi = {
     /* .router             = */ op_router,
     /* .moe                = */ op_moe,
     /* .add                = */ op_add,
+    /* .device_set_precision = */ device_set_precision,
 };
 
 }  // namespace gptoss::cpu

@@ -20,6 +20,9 @@ struct Device {
   ThreadPool pool;
   Isa isa;                 // Isa::scalar runs the reference ops (ref_* of ops.hpp)
   const Kernels* kernels;
+  // gptoss_precision_fast: MXFP4 matmuls take int8-quantized activations where the level has
+  // the kernels for it (kernels->matmul_mxfp4_q8); exact keeps every matmul in fp32.
+  bool quantize_activations = true;
   std::mutex alloc_mutex;
   std::unordered_map<void*, size_t> mapped;  // live buffers (anonymous mappings) and sizes
   std::multimap<size_t, void*> cached;       // freed buffers kept for reuse, by size

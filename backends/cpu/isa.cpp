@@ -11,6 +11,7 @@ const char* isa_name(Isa isa) {
     case Isa::scalar: return "scalar";
     case Isa::avx2: return "avx2";
     case Isa::avx512: return "avx512";
+    case Isa::avx512vnni: return "avx512vnni";
   }
   return "?";
 }
@@ -20,7 +21,7 @@ Isa isa_detect() {
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
       __builtin_cpu_supports("avx512vl"))
-    return Isa::avx512;
+    return __builtin_cpu_supports("avx512vnni") ? Isa::avx512vnni : Isa::avx512;
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return Isa::avx2;
 #endif
   return Isa::scalar;
@@ -34,6 +35,7 @@ Isa isa_selected() {
   if (std::strcmp(env, "scalar") == 0) want = Isa::scalar;
   else if (std::strcmp(env, "avx2") == 0) want = Isa::avx2;
   else if (std::strcmp(env, "avx512") == 0) want = Isa::avx512;
+  else if (std::strcmp(env, "avx512vnni") == 0) want = Isa::avx512vnni;
   return int(want) < int(best) ? want : best;
 }
 

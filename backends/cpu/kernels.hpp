@@ -16,14 +16,37 @@ namespace gptoss::cpu {
 
 struct Weight;
 
-enum class Isa : int { scalar = 0, avx2 = 1, avx512 = 2 };
+// Levels in increasing order; each includes the ones below it. avx512vnni adds the int8 dot
+// product (vpdpbusd) that the fast precision mode uses for MXFP4 weights.
+enum class Isa : int { scalar = 0, avx2 = 1, avx512 = 2, avx512vnni = 3 };
 
 const char* isa_name(Isa isa);
 // The best level this CPU supports (cpuid via __builtin_cpu_supports).
 Isa isa_detect();
-// isa_detect(), lowered by GPTOSS_CPU_ISA=scalar|avx2|avx512 (a level above what the CPU
+// isa_detect(), lowered by GPTOSS_CPU_ISA=scalar|avx2|avx512|avx512vnni (a level above what the CPU
 // supports is clamped to it; an unknown value is ignored).
 Isa isa_selected();
+
+// Activations quantized for the fast mode (Q8 as in llama.cpp's MXFP4 x Q8 dot): per token and
+// per 32-block of the kernel-ordered row, d = max|x| / 127 and q = round-to-nearest-even(x / d)
+// as int8. Rows are zero-padded to a whole number of 64-element block pairs and 16 blocks so
+// the SIMD kernels never need a tail. Filled by quantize_q8; storage owned by the caller
+// (Q8Storage in ops_util.hpp).
+//
+// The kernels multiply int8 x by MXFP4 codes mapped to u8 as 2v + 12 (v the E2M1 value, so
+// 0..24): vpdpbusd wants one unsigned operand. Then per block b of a row with scale s_b:
+//   dot_b = s_b * d_b * sum(v q) = (s_b * d_b / 2) * (sum((2v + 12) q) - 12 * sum(q))
+// half_d holds d_b / 2, q12f holds 12 * sum(q) and neg_q12 holds -12 * sum(q) per block.
+struct Q8Acts {
+  size_t n_tok;
+  size_t cols;        // logical columns (multiple of 32)
+  size_t q_stride;    // bytes per token in q (multiple of 64, >= cols)
+  size_t b_stride;    // entries per token in half_d / q12f / neg_q12 (multiple of 16)
+  int8_t* q;
+  float* half_d;
+  float* q12f;
+  int32_t* neg_q12;
+};
 
 struct Kernels {
   Isa isa;
@@ -34,7 +57,19 @@ struct Kernels {
   float (*dot)(const float* a, const float* b, size_t n);
   // acc[i] = acc[i] * a + p * v[i]
   void (*scale_add)(float* acc, float a, float p, const float* v, size_t n);
+  // Fast mode; NULL at levels without an int8 dot product (the ops then use matmul).
+  // x (n_tok rows, kernel order, stride ldx) -> out (sized for n_tok x x_cols).
+  void (*quantize_q8)(const float* x, size_t ldx, size_t n_tok, Q8Acts& out);
+  // Like matmul for an MXFP4 weight, with tokens [t0, t0 + n_tok) of quantized activations.
+  void (*matmul_mxfp4_q8)(const Weight& w, size_t r0, size_t n_rows, const Q8Acts& x,
+                          size_t t0, size_t n_tok, float* y, size_t ldy);
 };
+
+// The scalar definitions of the two fast-mode kernels (the reference of the SIMD ones; also
+// what Isa::scalar devices would use, though they run the exact reference ops instead).
+void quantize_q8_reference(const float* x, size_t ldx, size_t n_tok, Q8Acts& out);
+void matmul_mxfp4_q8_reference(const Weight& w, size_t r0, size_t n_rows, const Q8Acts& x,
+                               size_t t0, size_t n_tok, float* y, size_t ldy);
 
 // Kernels of one level (that level must be supported by the CPU to be called).
 const Kernels& kernels_for(Isa isa);

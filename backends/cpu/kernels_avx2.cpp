@@ -207,6 +207,6 @@ void scale_add(float* acc, float a, float p, const float* v, size_t n) {
 }  // namespace
 
 extern const Kernels kKernelsAvx2;
-const Kernels kKernelsAvx2 = {Isa::avx2, matmul, dot, scale_add};
+const Kernels kKernelsAvx2 = {Isa::avx2, matmul, dot, scale_add, nullptr, nullptr};
 
 }  // namespace gptoss::cpu

@@ -205,6 +205,6 @@ void scale_add(float* acc, float a, float p, const float* v, size_t n) {
 }  // namespace
 
 extern const Kernels kKernelsAvx512;
-const Kernels kKernelsAvx512 = {Isa::avx512, matmul, dot, scale_add};
+const Kernels kKernelsAvx512 = {Isa::avx512, matmul, dot, scale_add, nullptr, nullptr};
 
 }  // namespace gptoss::cpu

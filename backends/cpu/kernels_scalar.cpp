@@ -1,5 +1,7 @@
 // The scalar kernel table: the reference of the SIMD tables, and the fallback for dtypes the
 // SIMD tables do not specialise (f16, Q8_0).
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -8,6 +10,7 @@
 #include "cpu_backend.hpp"
 #include "formats.hpp"
 #include "kernels.hpp"
+#include "q8_storage.hpp"
 
 namespace gptoss::cpu {
 
@@ -97,12 +100,96 @@ void matmul_scalar(const Weight& w, size_t r0, size_t n_rows, const float* x, si
 
 }  // namespace
 
+void quantize_q8_reference(const float* x, size_t ldx, size_t n_tok, Q8Acts& out) {
+  const size_t nb = out.cols / 32;
+  for (size_t t = 0; t < n_tok; ++t) {
+    const float* xr = x + t * ldx;
+    int8_t* q = out.q + t * out.q_stride;
+    for (size_t b = 0; b < out.b_stride; ++b) {
+      float d = 0.0f;
+      int32_t sum = 0;
+      if (b < nb) {
+        float amax = 0.0f;
+        for (size_t j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(xr[32 * b + j]));
+        d = amax / 127.0f;
+        const float id = d != 0.0f ? 1.0f / d : 0.0f;
+        for (size_t j = 0; j < 32; ++j) {
+          const float v = std::clamp(std::nearbyint(xr[32 * b + j] * id), -127.0f, 127.0f);
+          q[32 * b + j] = int8_t(v);
+          sum += int32_t(v);
+        }
+      }
+      out.half_d[t * out.b_stride + b] = d * 0.5f;
+      out.q12f[t * out.b_stride + b] = float(12 * sum);
+      out.neg_q12[t * out.b_stride + b] = -12 * sum;
+    }
+    for (size_t i = out.cols; i < out.q_stride; ++i) q[i] = 0;
+  }
+}
+
+void matmul_mxfp4_q8_reference(const Weight& w, size_t r0, size_t n_rows, const Q8Acts& x,
+                               size_t t0, size_t n_tok, float* y, size_t ldy) {
+  const size_t nb = w.cols / 32;
+  for (size_t i = 0; i < n_rows; ++i) {
+    const uint8_t* codes = w.data + (r0 + i) * w.row_bytes;
+    const uint8_t* scales = w.scales + (r0 + i) * nb;
+    for (size_t t = t0; t < t0 + n_tok; ++t) {
+      const int8_t* q = x.q + t * x.q_stride;
+      double acc = 0.0;
+      for (size_t b = 0; b < nb; ++b) {
+        int32_t s = 0;  // sum of (2v) q over the block, exact in integers
+        for (size_t j = 0; j < 16; ++j) {
+          const uint8_t c = codes[16 * b + j];
+          s += int32_t(2.0f * kMxfp4Values[c & 15]) * q[32 * b + j];
+          s += int32_t(2.0f * kMxfp4Values[c >> 4]) * q[32 * b + 16 + j];
+        }
+        acc += double(e8m0_to_f32(scales[b]) * x.half_d[t * x.b_stride + b]) * double(s);
+      }
+      y[(t - t0) * ldy + i] = float(acc);
+    }
+  }
+}
+
+Q8Acts& Q8Storage::prepare(size_t n_tok, size_t cols) {
+  const size_t q_stride = (cols + 63) / 64 * 64;
+  const size_t b_stride = (cols / 32 + 15) / 16 * 16;
+  const size_t need = 64 + n_tok * (q_stride + 12 * b_stride);
+  if (bytes_.size() < need) bytes_.resize(need);
+  uint8_t* p = bytes_.data();
+  p += (64 - reinterpret_cast<uintptr_t>(p) % 64) % 64;
+  view_.n_tok = n_tok;
+  view_.cols = cols;
+  view_.q_stride = q_stride;
+  view_.b_stride = b_stride;
+  view_.q = reinterpret_cast<int8_t*>(p);
+  view_.half_d = reinterpret_cast<float*>(p + n_tok * q_stride);
+  view_.q12f = view_.half_d + n_tok * b_stride;
+  view_.neg_q12 = reinterpret_cast<int32_t*>(view_.q12f + n_tok * b_stride);
+  return view_;
+}
+
 extern const Kernels kKernelsAvx2;
 extern const Kernels kKernelsAvx512;
-const Kernels kKernelsScalar = {Isa::scalar, matmul_scalar, dot_scalar, scale_add_scalar};
+void matmul_mxfp4_q8_avx512vnni(const Weight& w, size_t r0, size_t n_rows, const Q8Acts& x,
+                                size_t t0, size_t n_tok, float* y, size_t ldy);
+void quantize_q8_avx512vnni(const float* x, size_t ldx, size_t n_tok, Q8Acts& out);
+const Kernels kKernelsScalar = {Isa::scalar, matmul_scalar, dot_scalar, scale_add_scalar,
+                                nullptr, nullptr};
 
 const Kernels& kernels_for(Isa isa) {
   switch (isa) {
+    case Isa::avx512vnni: {
+      // The AVX-512 table plus the int8 kernels (built at first use: kKernelsAvx512 lives in
+      // another translation unit, so it cannot be copied by a static initializer here).
+      static const Kernels vnni = [] {
+        Kernels k = kKernelsAvx512;
+        k.isa = Isa::avx512vnni;
+        k.quantize_q8 = quantize_q8_avx512vnni;
+        k.matmul_mxfp4_q8 = matmul_mxfp4_q8_avx512vnni;
+        return k;
+      }();
+      return vnni;
+    }
     case Isa::avx512: return kKernelsAvx512;
     case Isa::avx2: return kKernelsAvx2;
     case Isa::scalar: break;

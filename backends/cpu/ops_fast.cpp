@@ -8,6 +8,7 @@
 
 #include "ops.hpp"
 #include "ops_util.hpp"
+#include "q8_storage.hpp"
 
 namespace gptoss::cpu {
 using namespace ops;
@@ -62,10 +63,20 @@ gptoss_status op_linear(void* stream, const void* x, const void* weight, const v
       b.resize(n_out);
       decode_row(*bw, 0, b.data());
     }
+    Q8Storage q8;
+    const Q8Acts* xq = nullptr;
+    if (use_q8(dev, w)) {
+      Q8Acts& q = q8.prepare(n_tokens, n_in);
+      dev.kernels->quantize_q8(xin, n_in, n_tokens, q);
+      xq = &q;
+    }
     // Each piece owns a range of output rows for every token: each weight row is read once.
     for_each_piece(dev.pool, n_out, kRowGrain, double(n_out) * double(n_in) * double(n_tokens), [&](size_t r0, size_t r1) {
       float* o = F(out) + r0;
-      dev.kernels->matmul(w, r0, r1 - r0, xin, n_in, n_tokens, o, n_out);
+      if (xq != nullptr)
+        dev.kernels->matmul_mxfp4_q8(w, r0, r1 - r0, *xq, 0, n_tokens, o, n_out);
+      else
+        dev.kernels->matmul(w, r0, r1 - r0, xin, n_in, n_tokens, o, n_out);
       if (!b.empty())
         for (size_t t = 0; t < n_tokens; ++t)
           for (size_t r = r0; r < r1; ++r) F(out)[t * n_out + r] += b[r];

@@ -7,6 +7,8 @@
 //      straight into A_e (kernel order of mlp2), so h never reaches memory
 //   3. mlp2:    Y_e = mlp2[e] A_e, pieces of 32 output rows
 //   4. out[t] = sum over k of weight[t, k] * (Y + b2), in k order as the reference does.
+// In the fast precision mode X_e and A_e are quantized to int8 (whole arrays, in pieces over
+// the pool) before the pass that reads them, and the matmuls are the int8 MXFP4 kernels.
 // Steps 2 and 3 are one dynamically scheduled pass each over (expert, row range) pieces.
 #include <algorithm>
 #include <cmath>
@@ -15,6 +17,7 @@
 
 #include "ops.hpp"
 #include "ops_util.hpp"
+#include "q8_storage.hpp"
 
 namespace gptoss::cpu {
 using namespace ops;
@@ -83,6 +86,23 @@ gptoss_status op_moe(void* stream, const void* x, const void* expert_ids,
       if (b2) decode_row(*b2, groups[g].expert, bias2.data() + groups[g].expert * dim);
     }
 
+    // Fast mode: int8 copies of xg (and later act) for the int8 kernels.
+    const bool q1 = use_q8(dev, w1), q2 = use_q8(dev, w2);
+    Q8Storage xq_mem, aq_mem;
+    auto quantize = [&](const std::vector<float>& src, size_t cols, Q8Storage& mem) -> const Q8Acts& {
+      Q8Acts& q = mem.prepare(n_slots, cols);
+      for_each_piece(dev.pool, n_slots, 16, double(n_slots) * double(cols) * 0.25, [&](size_t a, size_t e) {
+        Q8Acts part = q;  // rows [a, e): same layout, shifted pointers
+        part.q += a * q.q_stride;
+        part.half_d += a * q.b_stride;
+        part.q12f += a * q.b_stride;
+        part.neg_q12 += a * q.b_stride;
+        dev.kernels->quantize_q8(src.data() + a * cols, cols, e - a, part);
+      });
+      return q;
+    };
+    const Q8Acts* xq = q1 ? &quantize(xg, dim, xq_mem) : nullptr;
+
     // Pieces: (group, row range); piece p of group g covers rows [p * grain, ...).
     auto run_pieces = [&](size_t rows_per_expert, auto&& body) {
       const size_t per = (rows_per_expert + kMoeRowGrain - 1) / kMoeRowGrain;
@@ -97,8 +117,12 @@ gptoss_status op_moe(void* stream, const void* x, const void* expert_ids,
 
     run_pieces(2 * inter, [&](const ExpertGroup& g, size_t gi, size_t r0, size_t r1) {
       float* h = thread_scratch(g.count * kMoeRowGrain, 0);
-      dev.kernels->matmul(w1, g.expert * 2 * inter + r0, r1 - r0, xg.data() + g.first * dim, dim,
-                          g.count, h, kMoeRowGrain);
+      if (xq != nullptr)
+        dev.kernels->matmul_mxfp4_q8(w1, g.expert * 2 * inter + r0, r1 - r0, *xq, g.first,
+                                     g.count, h, kMoeRowGrain);
+      else
+        dev.kernels->matmul(w1, g.expert * 2 * inter + r0, r1 - r0, xg.data() + g.first * dim,
+                            dim, g.count, h, kMoeRowGrain);
       const float* bb = bias1.data() + gi * 2 * inter;
       for (size_t n = 0; n < g.count; ++n) {
         float* a = act.data() + (g.first + n) * inter;
@@ -113,9 +137,14 @@ gptoss_status op_moe(void* stream, const void* x, const void* expert_ids,
       }
     });
 
+    const Q8Acts* aq = q2 ? &quantize(act, inter, aq_mem) : nullptr;
     run_pieces(dim, [&](const ExpertGroup& g, size_t, size_t r0, size_t r1) {
-      dev.kernels->matmul(w2, g.expert * dim + r0, r1 - r0, act.data() + g.first * inter, inter,
-                          g.count, yg.data() + g.first * dim + r0, dim);
+      float* y = yg.data() + g.first * dim + r0;
+      if (aq != nullptr)
+        dev.kernels->matmul_mxfp4_q8(w2, g.expert * dim + r0, r1 - r0, *aq, g.first, g.count, y, dim);
+      else
+        dev.kernels->matmul(w2, g.expert * dim + r0, r1 - r0, act.data() + g.first * inter, inter,
+                            g.count, y, dim);
     });
 
     for_each_piece(dev.pool, n_tokens, 8, double(n_slots) * double(dim), [&](size_t t0, size_t t1) {

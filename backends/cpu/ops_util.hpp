@@ -14,6 +14,12 @@ inline const float* F(const void* p) { return static_cast<const float*>(p); }
 inline float* F(void* p) { return static_cast<float*>(p); }
 inline const int32_t* I(const void* p) { return static_cast<const int32_t*>(p); }
 
+// The int8 fast path applies to an MXFP4 weight on this device (see Device::quantize_activations).
+inline bool use_q8(const Device& dev, const Weight& w) {
+  return dev.quantize_activations && w.dtype == gptoss_dtype_mxfp4 &&
+         dev.kernels->matmul_mxfp4_q8 != nullptr;
+}
+
 // Runs f(begin, end) over [0, n) in pieces of `grain`, taken by whichever pool thread is free
 // (the machine is shared: a static split waits for the slowest core). Every output must be
 // computed by one piece, so results do not depend on which thread ran it.

@@ -14,6 +14,7 @@ struct Options {
   unsigned threads = 0;  // 0 = all cores
   bool json = false;
   bool kernels = false;
+  bool exact = false;  // --precision exact
 };
 
 struct Stat {

@@ -2,7 +2,7 @@
 // llama-bench, and per-kernel microbenchmarks of the CPU backend (--kernels).
 //
 //   gptoss-bench -m MODEL [-p 512] [-n 128] [-t THREADS] [-r 5] [--tokenizer-json PATH]
-//                [--output md|json]
+//                [--precision fast|exact] [--output md|json]
 //   gptoss-bench --kernels [-t THREADS] [--output md|json]
 #include <cstdio>
 #include <cstdlib>
@@ -15,7 +15,8 @@ namespace {
 void usage() {
   std::fprintf(stderr,
                "usage: gptoss-bench -m MODEL [-p N_PROMPT=512] [-n N_GEN=128] [-t THREADS]\n"
-               "                    [-r REPS=5] [--tokenizer-json PATH] [--output md|json]\n"
+               "                    [-r REPS=5] [--tokenizer-json PATH] [--precision fast|exact]\n"
+               "                    [--output md|json]\n"
                "       gptoss-bench --kernels [-t THREADS] [--output md|json]\n");
 }
 }  // namespace
@@ -48,6 +49,14 @@ int main(int argc, char** argv) {
     else if (a == "-r" || a == "--repetitions") o.reps = count();
     else if (a == "--tokenizer-json") o.tokenizer_json = value();
     else if (a == "--kernels") o.kernels = true;
+    else if (a == "--precision") {
+      const std::string v = value();
+      if (v != "fast" && v != "exact") {
+        std::fprintf(stderr, "gptoss-bench: --precision must be fast or exact, got %s\n", v.c_str());
+        return 2;
+      }
+      o.exact = v == "exact";
+    }
     else if (a == "-o" || a == "--output") {
       const std::string v = value();
       if (v != "md" && v != "json") {

@@ -52,6 +52,7 @@ int run_model_bench(const Options& o) {
   gptoss_model_options mo;
   gptoss_model_options_init(&mo);
   mo.num_threads = o.threads;
+  mo.precision = o.exact ? gptoss_precision_exact : gptoss_precision_fast;
   if (!o.tokenizer_json.empty()) mo.tokenizer_path = o.tokenizer_json.c_str();
   gptoss_model_t model = nullptr;
   const auto t_load = Clock::now();
@@ -118,24 +119,25 @@ int run_model_bench(const Options& o) {
   while (name.size() > 1 && name.back() == '/') name.pop_back();
   if (const auto slash = name.find_last_of('/'); slash != std::string::npos) name = name.substr(slash + 1);
 
+  const char* prec = o.exact ? "exact" : "fast";
   if (o.json) {
     std::printf(
-        "{\"model\": \"%s\", \"backend\": \"%s\", \"threads\": %u, \"n_prompt\": %zu, \"n_gen\": %zu, "
+        "{\"model\": \"%s\", \"backend\": \"%s\", \"precision\": \"%s\", \"threads\": %u, \"n_prompt\": %zu, \"n_gen\": %zu, "
         "\"repetitions\": %zu, \"prefill_tok_s\": {\"mean\": %.4f, \"std\": %.4f}, "
         "\"decode_tok_s\": {\"mean\": %.4f, \"std\": %.4f}, \"ttft_s\": {\"mean\": %.6f, \"std\": %.6f}, "
         "\"load_s\": %.4f, \"peak_rss_bytes\": %zu, \"decode_bytes_per_token\": %.0f, "
         "\"achieved_gbs\": %.3f, \"bandwidth_gbs\": %.3f, \"bandwidth_pct\": %.2f}\n",
-        name.c_str(), info.backend, threads, o.n_prompt, o.n_gen, o.reps, spp.mean, spp.std,
+        name.c_str(), info.backend, prec, threads, o.n_prompt, o.n_gen, o.reps, spp.mean, spp.std,
         stg.mean, stg.std, sttft.mean, sttft.std, load_s, rss, bytes_tok, gbs, read_bw,
         100.0 * gbs / read_bw);
   } else {
-    std::printf("| model | backend | threads | test | t/s | ms/tok | GB/s | %% of read BW |\n");
-    std::printf("| --- | --- | ---: | --- | ---: | ---: | ---: | ---: |\n");
-    std::printf("| %s | %s | %u | pp%zu | %.2f ± %.2f | %.2f | | |\n", name.c_str(), info.backend,
-                threads, o.n_prompt, spp.mean, spp.std, 1e3 / spp.mean);
+    std::printf("| model | backend | precision | threads | test | t/s | ms/tok | GB/s | %% of read BW |\n");
+    std::printf("| --- | --- | --- | ---: | --- | ---: | ---: | ---: | ---: |\n");
+    std::printf("| %s | %s | %s | %u | pp%zu | %.2f ± %.2f | %.2f | | |\n", name.c_str(), info.backend,
+                prec, threads, o.n_prompt, spp.mean, spp.std, 1e3 / spp.mean);
     if (o.n_gen > 0)
-      std::printf("| %s | %s | %u | tg%zu | %.2f ± %.2f | %.2f | %.2f | %.1f %% |\n", name.c_str(),
-                  info.backend, threads, o.n_gen, stg.mean, stg.std, 1e3 / stg.mean, gbs,
+      std::printf("| %s | %s | %s | %u | tg%zu | %.2f ± %.2f | %.2f | %.2f | %.1f %% |\n", name.c_str(),
+                  info.backend, prec, threads, o.n_gen, stg.mean, stg.std, 1e3 / stg.mean, gbs,
                   100.0 * gbs / read_bw);
     std::printf("\n| load | time to first token | peak RSS | read bandwidth (measured) | bytes/decode token |\n");
     std::printf("| ---: | ---: | ---: | ---: | ---: |\n");

@@ -58,6 +58,12 @@ const std::map<std::string, Setter>& value_flags() {
          o.backend = v;
        }},
       {"--threads", [](Options& o, const std::string& v) { o.threads = parse_count<uint32_t>("--threads", v, 0); }},
+      {"--precision",
+       [](Options& o, const std::string& v) {
+         if (v != "fast" && v != "exact")
+           throw UsageError("--precision must be fast or exact, got '" + v + "'");
+         o.exact = v == "exact";
+       }},
       {"--layers", [](Options& o, const std::string& v) { o.layers = parse_count<uint32_t>("--layers", v, 1); }},
       {"--context", [](Options& o, const std::string& v) { o.context_length = parse_count<size_t>("--context", v, 0); }},
       {"--max-kv", [](Options& o, const std::string& v) { o.max_kv = parse_count<size_t>("--max-kv", v, 1); }},
@@ -134,6 +140,8 @@ void print_usage(std::FILE* out) {
       "  --tokenizer PATH          tokenizer.json to use instead of the model's\n"
       "  --backend NAME            auto (default), cpu, cuda, hip\n"
       "  --threads N               CPU threads (0 = all cores)\n"
+      "  --precision fast|exact    fast (default) may quantize activations to int8;\n"
+      "                            exact keeps fp32 activations\n"
       "  --layers N                use only the first N layers\n"
       "  --context N               tokens per context (default 8192; 0 = model maximum)\n"
       "  --max-kv N                share one KV pool of N tokens between contexts\n"

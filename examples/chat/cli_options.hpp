@@ -21,6 +21,7 @@ struct Options {
   std::string tokenizer_path;  // empty: the model's own
   std::string backend = "auto";
   uint32_t threads = 0;        // 0: all cores
+  bool exact = false;          // --precision exact
   uint32_t layers = 0;         // 0: all
   size_t context_length = 8192;
   size_t max_kv = 0;           // tokens of a shared KV pool; 0: a private pool per context

@@ -170,6 +170,7 @@ Model load_model(const Options& options) {
   check(gptoss_model_options_init(&model_options), "gptoss_model_options_init");
   model_options.backend = options.backend.c_str();
   model_options.num_threads = options.threads;
+  model_options.precision = options.exact ? gptoss_precision_exact : gptoss_precision_fast;
   model_options.num_layers = options.layers;
   if (!options.tokenizer_path.empty()) model_options.tokenizer_path = options.tokenizer_path.c_str();
 

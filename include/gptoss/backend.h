@@ -38,7 +38,7 @@ extern "C" {
 #endif
 
 #define GPTOSS_BACKEND_ABI_MAJOR 1
-#define GPTOSS_BACKEND_ABI_MINOR 0
+#define GPTOSS_BACKEND_ABI_MINOR 1
 
 /* Element types of weights. */
 enum gptoss_dtype {
@@ -204,6 +204,12 @@ struct gptoss_backend_api {
                             size_t intermediate, size_t top_k, float swiglu_limit, void* out);
   /* x[i] += y[i] for i < n. */
   enum gptoss_status (*add)(void* stream, void* x, const void* y, size_t n);
+
+  /* ABI 1.1 */
+  /* Optional (NULL: the backend computes one way, treated as exact). Called once after
+   * device_open, before any weight_upload. gptoss_precision_exact: fp32 activations and
+   * accumulation; gptoss_precision_fast: the backend may quantize activations. */
+  enum gptoss_status (*device_set_precision)(void* dev, enum gptoss_precision precision);
 };
 
 typedef uint32_t (*gptoss_backend_score_fn)(void);

@@ -13,6 +13,7 @@ gptoss_model_options default_model_options() {
   o.num_layers = 0;
   o.use_mmap = 1;
   o.tokenizer_path = nullptr;
+  o.precision = gptoss_precision_fast;
   return o;
 }
 }  // namespace
@@ -38,6 +39,9 @@ GPTOSS_API enum gptoss_status gptoss_model_create_with_options(
     }
     if (o.use_mmap != 0 && o.use_mmap != 1)
       fail(gptoss_status_invalid_argument, "options->use_mmap must be 0 or 1, not {}", o.use_mmap);
+    if (o.precision != gptoss_precision_fast && o.precision != gptoss_precision_exact)
+      fail(gptoss_status_invalid_argument, "options->precision must be gptoss_precision_fast (0) or "
+           "gptoss_precision_exact (1), not {}", int(o.precision));
     if (o.device < 0) fail(gptoss_status_invalid_argument, "options->device must be >= 0");
     if (o.num_threads > 4096)
       fail(gptoss_status_invalid_argument, "options->num_threads {} is absurd", o.num_threads);
@@ -48,6 +52,7 @@ GPTOSS_API enum gptoss_status gptoss_model_create_with_options(
     lo.num_layers = o.num_layers;
     lo.use_mmap = o.use_mmap != 0;
     if (o.tokenizer_path) lo.tokenizer_path = o.tokenizer_path;
+    lo.precision = o.precision;
     auto handle = std::make_unique<gptoss_model>();
     handle->model = Model::load(path, lo);
     *model_out = handle.release();

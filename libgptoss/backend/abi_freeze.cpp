@@ -40,6 +40,8 @@ GPTOSS_SLOT_AT(attention, 20);
 GPTOSS_SLOT_AT(router, 21);
 GPTOSS_SLOT_AT(moe, 22);
 GPTOSS_SLOT_AT(add, 23);
+// ABI 1.1
+GPTOSS_SLOT_AT(device_set_precision, 24);
 
 static_assert(sizeof(gptoss_tensor_desc) == 104, "gptoss_tensor_desc layout changed");
 static_assert(sizeof(gptoss_attn_token) == 16, "gptoss_attn_token layout changed");

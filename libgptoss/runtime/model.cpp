@@ -7,7 +7,7 @@
 namespace gptoss {
 
 BackendDevice::BackendDevice(std::shared_ptr<const Plugin> plugin, int32_t device,
-                             uint32_t num_threads)
+                             uint32_t num_threads, gptoss_precision precision)
     : plugin_(std::move(plugin)) {
   const int32_t count = plugin_->api->device_count();
   if (device < 0 || device >= count)
@@ -16,6 +16,14 @@ BackendDevice::BackendDevice(std::shared_ptr<const Plugin> plugin, int32_t devic
   const gptoss_status st = plugin_->api->device_open(device, num_threads, &dev_);
   if (st != gptoss_status_success)
     fail(st, "backend '{}' could not open device {}", plugin_->name, device);
+  if (GPTOSS_HAS_SLOT(plugin_->api, device_set_precision)) {
+    const gptoss_status ps = plugin_->api->device_set_precision(dev_, precision);
+    if (ps != gptoss_status_success) {
+      plugin_->api->device_close(dev_);
+      dev_ = nullptr;
+      fail(ps, "backend '{}' refused precision {}", plugin_->name, int(precision));
+    }
+  }
 }
 
 BackendDevice::~BackendDevice() {
@@ -48,7 +56,8 @@ std::shared_ptr<const Model> Model::load(const std::string& path, const LoadOpti
          m->tokenizer_->num_tokens(), m->config_.vocab_size);
 
   auto plugin = BackendRegistry::instance().select(options.backend);
-  m->device_ = std::make_shared<BackendDevice>(plugin, options.device, options.num_threads);
+  m->device_ = std::make_shared<BackendDevice>(plugin, options.device, options.num_threads,
+                                               options.precision);
   m->layers_.assign(m->num_layers_, {});
 
   const auto& api = m->device_->api();

@@ -21,12 +21,14 @@ struct LoadOptions {
   uint32_t num_layers = 0;  // 0 = all
   bool use_mmap = true;
   std::string tokenizer_path;
+  gptoss_precision precision = gptoss_precision_fast;
 };
 
 // A device opened on a backend; closes it last, after everything allocated on it is gone.
 class BackendDevice {
  public:
-  BackendDevice(std::shared_ptr<const Plugin> plugin, int32_t device, uint32_t num_threads);
+  BackendDevice(std::shared_ptr<const Plugin> plugin, int32_t device, uint32_t num_threads,
+                gptoss_precision precision = gptoss_precision_fast);
   ~BackendDevice();
   BackendDevice(const BackendDevice&) = delete;
   BackendDevice& operator=(const BackendDevice&) = delete;

@@ -2,6 +2,13 @@
 // file of one synthetic model, prompts with float64 reference logits) through the public C
 // API, both loaders, in two ways — prefill in chunks that end at each listed position, and
 // one token at a time — and compares every listed position against the reference.
+//
+// --precision exact (default): every listed position within tolerance_abs (router ties
+// excepted). --precision fast: the model runs in gptoss_precision_fast and each run must do at
+// least as well as llama.cpp did against the same reference (llamacpp_vs_ref_all_positions:
+// top-1 agreement, mean |d| and max |d|). llama.cpp's figures cover every position of a
+// prompt; ours cover the positions that have reference rows, which include the hard ones
+// (sliding-window edges, router near-ties).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -45,8 +52,14 @@ std::vector<float> read_f32(const std::string& path) {
   return out;
 }
 
+// llama.cpp's deviation from the reference (manifest: llamacpp_vs_ref_all_positions).
+struct Baseline {
+  double top1 = 0, mean_abs = 0, max_abs = 0;
+};
+
 struct Prompt {
   std::string name;
+  Baseline llamacpp;
   std::vector<uint32_t> ids;
   std::vector<size_t> positions;
   std::set<size_t> ties;
@@ -88,9 +101,14 @@ std::vector<std::vector<float>> run_prompt(gptoss_model_t model, const Prompt& p
 
 int run_logits(const Args& args) {
   std::string formats = "both";
-  bool verbose = false;
+  bool verbose = false, fast = false;
   for (size_t i = 0; i < args.extra.size(); ++i) {
     if (args.extra[i] == "--format" && i + 1 < args.extra.size()) formats = args.extra[++i];
+    else if (args.extra[i] == "--precision" && i + 1 < args.extra.size()) {
+      const std::string v = args.extra[++i];
+      if (v != "fast" && v != "exact") throw std::runtime_error("--precision must be fast or exact");
+      fast = v == "fast";
+    }
     else if (args.extra[i] == "--verbose") verbose = true;
     else throw std::runtime_error("unknown option " + args.extra[i]);
   }
@@ -107,6 +125,11 @@ int run_logits(const Args& args) {
     p.ids = read_ids(args.dir + "/" + jp.at("ids").get<std::string>());
     p.positions = jp.at("positions").get<std::vector<size_t>>();
     for (size_t t : jp.at("router_tie_positions").get<std::vector<size_t>>()) p.ties.insert(t);
+    if (fast) {
+      const auto& b = jp.at("llamacpp_vs_ref_all_positions");
+      p.llamacpp = {b.at("top1_agree").get<double>(), b.at("mean_abs").get<double>(),
+                    b.at("max_abs").get<double>()};
+    }
     p.ref = read_f32(args.dir + "/" + jp.at("ref").get<std::string>());
     if (p.ref.size() != p.positions.size() * vocab)
       throw std::runtime_error(p.name + ": reference has the wrong size");
@@ -128,6 +151,7 @@ int run_logits(const Args& args) {
     gptoss_model_options opt;
     gptoss_model_options_init(&opt);
     opt.backend = "cpu";
+    opt.precision = fast ? gptoss_precision_fast : gptoss_precision_exact;
     if (m.hf) {
       if (args.tokenizer_json.empty())
         throw std::runtime_error("the HF model has no tokenizer.json: pass --tokenizer-json PATH");
@@ -157,12 +181,24 @@ int run_logits(const Args& args) {
                         decode ? "decode" : "prefill", p.positions[r], row_max,
                         p.ties.count(p.positions[r]) ? " (router tie, not checked)" : "");
         }
+        const double mean = s.sum_abs / double(s.n), top1 = double(s.top1) / double(s.rows);
+        if (fast) {
+          const Baseline& b = p.llamacpp;
+          const bool ok = top1 >= b.top1 && mean <= b.mean_abs && s.max_abs <= b.max_abs;
+          (ok ? passed : failed)++;
+          std::printf("%s %-5s %-10s %-7s fast: top-1 %.3f (llama.cpp %.3f), mean|d| %.3g (%.3g), "
+                      "max|d| %.3g (%.3g)\n",
+                      ok ? "PASS" : "FAIL", m.label.c_str(), p.name.c_str(),
+                      decode ? "decode" : "prefill", top1, b.top1, mean, b.mean_abs, s.max_abs,
+                      b.max_abs);
+          continue;
+        }
         const bool ok = s.max_abs_checked <= tol;
         (ok ? passed : failed)++;
         std::printf("%s %-5s %-10s %-7s max|d| %.3g (checked %.3g, tol %.3g), mean|d| %.3g, top-1 %zu/%zu\n",
                     ok ? "PASS" : "FAIL", m.label.c_str(), p.name.c_str(),
                     decode ? "decode" : "prefill", s.max_abs, s.max_abs_checked, tol,
-                    s.sum_abs / double(s.n), s.top1, s.rows);
+                    mean, s.top1, s.rows);
       }
     }
     gptoss_model_release(model);

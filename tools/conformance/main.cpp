@@ -11,7 +11,8 @@ int usage() {
   std::fprintf(stderr,
                "usage: gptoss-conformance <logits|tokenizer|harmony> [--tokenizer-json PATH] "
                "[options] DIR\n"
-               "  logits options: --format hf|gguf|both (default both), --verbose\n");
+               "  logits options: --format hf|gguf|both (default both), --precision exact|fast\n"
+               "                  (default exact), --verbose\n");
   return 2;
 }
 }  // namespace

@@ -23,8 +23,12 @@ void check_close(const std::vector<float>& got, const std::vector<float>& want) 
   CHECK(bad == 0);
 }
 
+// `fast` runs exact (fp32) unless quantize is set: the int8 fast mode has its own test below.
 struct Devices {
-  explicit Devices(Isa isa, unsigned threads = 2) : ref(1, Isa::scalar), fast(threads, isa) {}
+  explicit Devices(Isa isa, unsigned threads = 2, bool quantize = false)
+      : ref(1, Isa::scalar), fast(threads, isa) {
+    fast.quantize_activations = quantize;
+  }
   Device ref, fast;
   Stream ref_stream{&ref}, fast_stream{&fast};
 };

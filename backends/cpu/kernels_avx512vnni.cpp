@@ -1,0 +1,229 @@
+// The fast-mode kernels of the avx512vnni level: MXFP4 weights times int8 activations with
+// vpdpbusd (64 multiply-adds per instruction against 16 for an fp32 FMA, and no widening of
+// weights to fp32). Built with -mavx512vnni on top of the AVX-512 flags; called only when
+// cpuid reports avx512_vnni. The scalar definitions are quantize_q8_reference and
+// matmul_mxfp4_q8_reference (kernels_scalar.cpp); see Q8Acts in kernels.hpp for the algebra.
+//
+// Codes are mapped to unsigned weights u = 2v + 12 by a 16-entry vpshufb table.
+//
+//   n_tok == 1 (decode, memory-bound): "row" layout. A zmm holds one row's two consecutive
+//   blocks b, b+1 as [lo nibbles b | hi nibbles b | lo b+1 | hi b+1], which is exactly the
+//   kernel order of 64 activations, so one vpdpbusd against 64 contiguous int8 activations
+//   gives block b in lanes 0-7 and block b+1 in lanes 8-15. Those int32 sums are scaled by
+//   s_b * d_b / 2 per lane (one permute of 16 precomputed block scales) into an fp32
+//   accumulator; 4 rows share each activation load.
+//
+//   n_tok > 1 (prefill, compute-bound): "lane" layout. A panel of 16 rows is decoded once
+//   into int8 with one row per 32-bit lane: for block b, group g (kernel-order elements
+//   4g..4g+3) is one zmm holding those 4 weights of each of the 16 rows. A token then needs
+//   8 vpdpbusd with its 4 activations broadcast per group, accumulating a whole block per
+//   row in int32, and one convert + scale per block: 16 rows x 32 products in 12 instructions.
+#include <immintrin.h>
+
+#include "cpu_backend.hpp"
+#include "kernels.hpp"
+
+namespace gptoss::cpu {
+namespace {
+
+constexpr size_t kPanelRows = 16;
+
+// nibble code -> 2v + 12 (v = E2M1 value): 0..7 -> 12 + {0,1,2,3,4,6,8,12}, 8..15 negated.
+inline __m512i code_lut() {
+  return _mm512_broadcast_i32x4(_mm_setr_epi8(12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8,
+                                              6, 4, 0));
+}
+
+// 16 E8M0 bytes -> 2^(e - 127) as floats, exactly (e = 0 is the subnormal 2^-127).
+inline __m512 e8m0x16(__m128i bytes) {
+  const __m512i e = _mm512_cvtepu8_epi32(bytes);
+  __m512i bits = _mm512_slli_epi32(e, 23);
+  bits = _mm512_mask_mov_epi32(bits, _mm512_cmpeq_epi32_mask(e, _mm512_setzero_si512()),
+                               _mm512_set1_epi32(0x00400000));
+  return _mm512_castsi512_ps(bits);
+}
+
+inline __mmask16 mask16(size_t n) { return n >= 16 ? __mmask16(0xffff) : __mmask16((1u << n) - 1u); }
+
+void quantize_q8(const float* x, size_t ldx, size_t n_tok, Q8Acts& out) {
+  const size_t nb = out.cols / 32;
+  const __m512 sign = _mm512_set1_ps(-0.0f);
+  for (size_t t = 0; t < n_tok; ++t) {
+    const float* xr = x + t * ldx;
+    int8_t* q = out.q + t * out.q_stride;
+    float* hd = out.half_d + t * out.b_stride;
+    float* qf = out.q12f + t * out.b_stride;
+    int32_t* qi = out.neg_q12 + t * out.b_stride;
+    for (size_t b = 0; b < nb; ++b) {
+      const __m512 a = _mm512_loadu_ps(xr + 32 * b), c = _mm512_loadu_ps(xr + 32 * b + 16);
+      const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_andnot_ps(sign, a),
+                                                            _mm512_andnot_ps(sign, c)));
+      const float d = amax / 127.0f;
+      const float id = d != 0.0f ? 1.0f / d : 0.0f;
+      const __m512i qa = _mm512_cvtps_epi32(_mm512_mul_ps(a, _mm512_set1_ps(id)));
+      const __m512i qc = _mm512_cvtps_epi32(_mm512_mul_ps(c, _mm512_set1_ps(id)));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(q + 32 * b), _mm512_cvtsepi32_epi8(qa));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(q + 32 * b + 16), _mm512_cvtsepi32_epi8(qc));
+      const int32_t sum = _mm512_reduce_add_epi32(_mm512_add_epi32(qa, qc));
+      hd[b] = d * 0.5f;
+      qf[b] = float(12 * sum);
+      qi[b] = -12 * sum;
+    }
+    for (size_t i = out.cols; i < out.q_stride; ++i) q[i] = 0;
+    for (size_t b = nb; b < out.b_stride; ++b) hd[b] = qf[b] = 0.0f, qi[b] = 0;
+  }
+}
+
+// --- n_tok == 1: row layout -------------------------------------------------------------
+
+template <int R>
+void gemv_rows(const Weight& w, size_t r0, const int8_t* xq, const float* hd, const float* q12,
+               float* y) {
+  const size_t nb = w.cols / 32, npairs = (nb + 1) / 2;
+  const __m512i lut = code_lut(), low4 = _mm512_set1_epi8(0x0f);
+  const uint8_t* codes[R];
+  const uint8_t* scales[R];
+  __m512 acc[R], corr[R], cs[R];
+  for (int r = 0; r < R; ++r) {
+    codes[r] = w.data + (r0 + size_t(r)) * w.row_bytes;
+    scales[r] = w.scales + (r0 + size_t(r)) * nb;
+    acc[r] = corr[r] = cs[r] = _mm512_setzero_ps();
+  }
+  for (size_t p = 0; p < npairs; ++p) {
+    const size_t j = p % 8;  // pair within the current 16 blocks
+    if (j == 0) {  // scales of blocks 2p .. 2p + 15 for every row: s_b * d_b / 2
+      const __mmask16 m = mask16(nb - 2 * p);
+      const __m512 h = _mm512_loadu_ps(hd + 2 * p), c12 = _mm512_loadu_ps(q12 + 2 * p);
+      for (int r = 0; r < R; ++r) {
+        cs[r] = _mm512_mul_ps(e8m0x16(_mm_maskz_loadu_epi8(m, scales[r] + 2 * p)), h);
+        corr[r] = _mm512_fmadd_ps(cs[r], c12, corr[r]);
+      }
+    }
+    const __m512i idx = _mm512_add_epi32(
+        _mm512_set1_epi32(int(2 * j)),
+        _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0));
+    // zmm bytes [lo b | hi b | lo b+1 | hi b+1]: lanes 0-7 of the vpdpbusd sum are block 2p,
+    // lanes 8-15 block 2p+1 (the kernel order of the 64 activations at xq + 64p).
+    const __m512i xv = _mm512_loadu_si512(xq + 64 * p);
+    const __mmask32 cm = 2 * p + 1 < nb ? __mmask32(0xffffffffu) : __mmask32(0xffffu);
+    for (int r = 0; r < R; ++r) {
+      const __m256i c = _mm256_maskz_loadu_epi8(cm, codes[r] + 32 * p);
+      const __m512i c2 = _mm512_castsi256_si512(c);
+      const __m512i cc = _mm512_shuffle_i64x2(c2, c2, _MM_SHUFFLE(1, 1, 0, 0));
+      const __m512i nib = _mm512_and_si512(_mm512_mask_srli_epi16(cc, 0xff00ff00u, cc, 4), low4);
+      const __m512i s = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_shuffle_epi8(lut, nib), xv);
+      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_permutexvar_ps(idx, cs[r]), acc[r]);
+    }
+  }
+  for (int r = 0; r < R; ++r) y[r] = _mm512_reduce_add_ps(acc[r]) - _mm512_reduce_add_ps(corr[r]);
+}
+
+// --- n_tok > 1: lane layout ---------------------------------------------------------------
+
+// Rows [r0, r0 + n) (n <= 16; missing rows are zero) of w into panel: per block 8 zmm of
+// weights then one zmm of row scales.
+void decode_panel(const Weight& w, size_t r0, size_t n, __m512i* panel) {
+  const size_t nb = w.cols / 32;
+  const __m512i lut = code_lut(), low4 = _mm512_set1_epi8(0x0f);
+  const uint8_t* row[kPanelRows];
+  for (size_t i = 0; i < kPanelRows; ++i) row[i] = i < n ? w.data + (r0 + i) * w.row_bytes : nullptr;
+  alignas(64) uint8_t sc[kPanelRows];
+  for (size_t b = 0; b < nb; ++b) {
+    // a[k]: 128-bit lane q holds the 16 code bytes of row 4q + k.
+    __m512i lo[4], hi[4];
+    for (int k = 0; k < 4; ++k) {
+      __m512i a = _mm512_setzero_si512();
+      for (int q = 0; q < 4; ++q) {
+        const uint8_t* src = row[4 * q + k];
+        if (src == nullptr) continue;
+        const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 16 * b));
+        a = _mm512_mask_broadcast_i32x4(a, __mmask16(0xfu << (4 * q)), v);
+      }
+      lo[k] = _mm512_shuffle_epi8(lut, _mm512_and_si512(a, low4));
+      hi[k] = _mm512_shuffle_epi8(lut, _mm512_and_si512(_mm512_srli_epi16(a, 4), low4));
+    }
+    // 4x4 transposes of dwords inside each 128-bit lane: dword k of lane q of out[g] is group g
+    // of row 4q + k, i.e. row r lands in lane r.
+    __m512i* out = panel + 9 * b;
+    for (int h = 0; h < 2; ++h) {
+      const __m512i* v = h == 0 ? lo : hi;
+      const __m512i t0 = _mm512_unpacklo_epi32(v[0], v[1]), t1 = _mm512_unpackhi_epi32(v[0], v[1]);
+      const __m512i t2 = _mm512_unpacklo_epi32(v[2], v[3]), t3 = _mm512_unpackhi_epi32(v[2], v[3]);
+      out[4 * h + 0] = _mm512_unpacklo_epi64(t0, t2);
+      out[4 * h + 1] = _mm512_unpackhi_epi64(t0, t2);
+      out[4 * h + 2] = _mm512_unpacklo_epi64(t1, t3);
+      out[4 * h + 3] = _mm512_unpackhi_epi64(t1, t3);
+    }
+    for (size_t i = 0; i < kPanelRows; ++i) sc[i] = i < n ? w.scales[(r0 + i) * nb + b] : 0;
+    __m512 s = e8m0x16(_mm_load_si128(reinterpret_cast<const __m128i*>(sc)));
+    s = _mm512_maskz_mov_ps(mask16(n), s);
+    out[8] = _mm512_castps_si512(s);
+  }
+}
+
+// y[t * ldy + r] for r < n_rows (<= 16), t < TN: the panel times TN tokens.
+template <int TN>
+void panel_tile(const __m512i* panel, size_t nb, const Q8Acts& x, size_t t0, size_t n_rows,
+                float* y, size_t ldy) {
+  __m512 acc[TN];
+  const int8_t* xq[TN];
+  const float* hd[TN];
+  const int32_t* qi[TN];
+  for (int n = 0; n < TN; ++n) {
+    acc[n] = _mm512_setzero_ps();
+    xq[n] = x.q + (t0 + size_t(n)) * x.q_stride;
+    hd[n] = x.half_d + (t0 + size_t(n)) * x.b_stride;
+    qi[n] = x.neg_q12 + (t0 + size_t(n)) * x.b_stride;
+  }
+  for (size_t b = 0; b < nb; ++b) {
+    const __m512i* wp = panel + 9 * b;
+    const __m512 ws = _mm512_castsi512_ps(wp[8]);
+    __m512i wv[8];
+    for (int g = 0; g < 8; ++g) wv[g] = _mm512_load_si512(wp + g);
+    for (int n = 0; n < TN; ++n) {
+      const int32_t* xg = reinterpret_cast<const int32_t*>(xq[n] + 32 * b);
+      __m512i s = _mm512_set1_epi32(qi[n][b]);  // -12 * sum(q): the offset of the codes
+      for (int g = 0; g < 8; ++g) s = _mm512_dpbusd_epi32(s, wv[g], _mm512_set1_epi32(xg[g]));
+      acc[n] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(ws, _mm512_set1_ps(hd[n][b])),
+                               acc[n]);
+    }
+  }
+  const __mmask16 m = mask16(n_rows);
+  for (int n = 0; n < TN; ++n) _mm512_mask_storeu_ps(y + size_t(n) * ldy, m, acc[n]);
+}
+
+using TileFn = void (*)(const __m512i*, size_t, const Q8Acts&, size_t, size_t, float*, size_t);
+constexpr size_t kTileTokens = 8;
+const TileFn kTiles[kTileTokens] = {panel_tile<1>, panel_tile<2>, panel_tile<3>, panel_tile<4>,
+                                    panel_tile<5>, panel_tile<6>, panel_tile<7>, panel_tile<8>};
+
+}  // namespace
+
+void matmul_mxfp4_q8_avx512vnni(const Weight& w, size_t r0, size_t n_rows, const Q8Acts& x,
+                                size_t t0, size_t n_tok, float* y, size_t ldy) {
+  if (n_tok == 1) {
+    const int8_t* xq = x.q + t0 * x.q_stride;
+    const float* hd = x.half_d + t0 * x.b_stride;
+    const float* q12 = x.q12f + t0 * x.b_stride;
+    size_t i = 0;
+    for (; i + 4 <= n_rows; i += 4) gemv_rows<4>(w, r0 + i, xq, hd, q12, y + i);
+    for (; i < n_rows; ++i) gemv_rows<1>(w, r0 + i, xq, hd, q12, y + i);
+    return;
+  }
+  const size_t nb = w.cols / 32;
+  __m512i* panel = reinterpret_cast<__m512i*>(thread_scratch(9 * 16 * nb, 2));
+  for (size_t p = 0; p < n_rows; p += kPanelRows) {
+    const size_t pr = n_rows - p < kPanelRows ? n_rows - p : kPanelRows;
+    decode_panel(w, r0 + p, pr, panel);
+    for (size_t t = 0; t < n_tok; t += kTileTokens) {
+      const size_t tn = n_tok - t < kTileTokens ? n_tok - t : kTileTokens;
+      kTiles[tn - 1](panel, nb, x, t0 + t, pr, y + t * ldy + p, ldy);
+    }
+  }
+}
+
+void quantize_q8_avx512vnni(const float* x, size_t ldx, size_t n_tok, Q8Acts& out) {
+  quantize_q8(x, ldx, n_tok, out);
+}
+
+}  // namespace gptoss::cpu

@@ -1,0 +1,150 @@
+// The fast mode's int8 kernels (quantize_q8, matmul_mxfp4_q8) of every level that has them,
+// on random data, against their scalar definitions (kernels_scalar.cpp) and against the exact
+// fp32 product:
+//   - quantization is bit-identical to the reference (same float operations, RNE rounding);
+//   - the SIMD matmul equals the reference up to fp32 summation order:
+//       |y - ref| <= 1e-6 + 4e-6 * sum_b |s_b d_b / 2| (|S_b| + 12 |Q_b|)
+//     (the integer block sums S_b are exact; only their scaled fp32 sum is rounded);
+//   - the reference is within the quantization bound of the exact dot product:
+//       |ref - w.x| <= sum_b (d_b / 2) sum_k |w_k| * (1 + 1e-5) + 1e-6 * sum |w x|
+//     since each activation moves by at most half a step d_b of its block.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <vector>
+
+#include "backends/cpu/test_weights.hpp"
+#include "kernels.hpp"
+#include "formats.hpp"
+#include "q8_storage.hpp"
+
+namespace gptoss::cpu::test {
+namespace {
+
+std::vector<Isa> q8_isas() {
+  std::vector<Isa> v;
+  for (Isa isa : supported_isas())
+    if (kernels_for(isa).matmul_mxfp4_q8 != nullptr) v.push_back(isa);
+  return v;
+}
+
+// Random activations in kernel order with a few outliers (as in real residual streams), so
+// blocks have very different steps d_b.
+std::vector<float> activations(size_t n_tok, size_t cols, uint32_t seed) {
+  std::vector<float> x = random_floats(n_tok * cols, seed, -1.0f, 1.0f);
+  for (size_t i = 0; i < x.size(); i += 37) x[i] *= 40.0f;
+  for (size_t i = 5; i < x.size(); i += 101) x[i] *= 1e-3f;
+  return x;
+}
+
+void check_quantize(Isa isa, size_t n_tok, size_t cols) {
+  const auto x = activations(n_tok, cols, uint32_t(cols + n_tok));
+  Q8Storage ref_mem, got_mem;
+  Q8Acts& ref = ref_mem.prepare(n_tok, cols);
+  Q8Acts& got = got_mem.prepare(n_tok, cols);
+  quantize_q8_reference(x.data(), cols, n_tok, ref);
+  // Garbage first: the kernel must write every byte of the padding too.
+  for (size_t i = 0; i < n_tok * got.q_stride; ++i) got.q[i] = int8_t(i * 7 + 3);
+  for (size_t i = 0; i < n_tok * got.b_stride; ++i) got.half_d[i] = got.q12f[i] = 1e30f, got.neg_q12[i] = 77;
+  kernels_for(isa).quantize_q8(x.data(), cols, n_tok, got);
+  size_t bad = 0;
+  for (size_t i = 0; i < n_tok * ref.q_stride; ++i) bad += ref.q[i] != got.q[i];
+  for (size_t i = 0; i < n_tok * ref.b_stride; ++i)
+    bad += ref.half_d[i] != got.half_d[i] || ref.q12f[i] != got.q12f[i] || ref.neg_q12[i] != got.neg_q12[i];
+  INFO(isa_name(isa) << " tokens " << n_tok << " cols " << cols);
+  CHECK(bad == 0);
+  // Every block uses its full range and the reconstruction is within half a step.
+  for (size_t t = 0; t < n_tok; ++t)
+    for (size_t b = 0; b < cols / 32; ++b) {
+      int amax = 0;
+      for (size_t j = 0; j < 32; ++j) {
+        const int q = ref.q[t * ref.q_stride + 32 * b + j];
+        amax = std::max(amax, std::abs(q));
+        const float d = 2.0f * ref.half_d[t * ref.b_stride + b];
+        CHECK(std::fabs(x[t * cols + 32 * b + j] - float(q) * d) <= 0.5f * d * 1.0001f);
+      }
+      CHECK(amax == 127);
+    }
+}
+
+void check_matmul(Isa isa, size_t rows, size_t cols, size_t n_tok, size_t first = 0, size_t count = 0) {
+  if (count == 0) count = rows;
+  const Weight w = random_weight(gptoss_dtype_mxfp4, rows, cols, uint32_t(rows * 13 + cols), 0, -12);
+  const auto x = activations(n_tok, cols, uint32_t(cols * 3 + n_tok));
+  Q8Storage mem;
+  Q8Acts& q = mem.prepare(n_tok + 2, cols);
+  // Two extra leading tokens: the kernels must honour t0.
+  std::vector<float> xx(2 * cols, 0.5f);
+  xx.insert(xx.end(), x.begin(), x.end());
+  quantize_q8_reference(xx.data(), cols, n_tok + 2, q);
+  const size_t ldy = count + 5;
+  std::vector<float> want(n_tok * ldy, -777.0f), got(n_tok * ldy, -777.0f);
+  matmul_mxfp4_q8_reference(w, first, count, q, 2, n_tok, want.data(), ldy);
+  kernels_for(isa).matmul_mxfp4_q8(w, first, count, q, 2, n_tok, got.data(), ldy);
+
+  std::vector<float> row(cols);  // kernel order, like x
+  size_t bad = 0, bad_exact = 0;
+  const size_t nb = cols / 32;
+  for (size_t i = 0; i < count; ++i) {
+    decode_row_kernel_order(w, first + i, row.data());
+    for (size_t t = 0; t < n_tok; ++t) {
+      const int8_t* qt = q.q + (t + 2) * q.q_stride;
+      double mag = 0.0, bound = 0.0, exact = 0.0, exact_mag = 0.0;
+      for (size_t b = 0; b < nb; ++b) {
+        const double hd = q.half_d[(t + 2) * q.b_stride + b];
+        const double sb = e8m0_to_f32(w.scales[(first + i) * nb + b]);
+        double wq = 0.0, qabs = 0.0, wabs = 0.0;
+        for (size_t j = 0; j < 32; ++j) {
+          const double wk = row[32 * b + j];
+          wq += std::fabs(wk) * std::abs(qt[32 * b + j]);
+          qabs += std::abs(qt[32 * b + j]);
+          wabs += std::fabs(wk);
+          exact += wk * x[t * cols + 32 * b + j];
+          exact_mag += std::fabs(wk * x[t * cols + 32 * b + j]);
+        }
+        // s_b d_b / 2 * (|S_b| + 12 |Q_b|), with S_b = sum (2v + 12) q and s_b |2v| = 2 |w|.
+        mag += hd * (2.0 * wq + 24.0 * sb * qabs);
+        bound += hd * wabs;
+      }
+      const double y_ref = want[t * ldy + i], y = got[t * ldy + i];
+      if (!(std::fabs(y - y_ref) <= 1e-6 + 4e-6 * mag) && bad++ < 5)
+        UNSCOPED_INFO(isa_name(isa) << " row " << first + i << " token " << t << ": got " << y
+                                    << " reference " << y_ref);
+      if (!(std::fabs(y_ref - exact) <= bound * (1 + 1e-5) + 1e-6 * exact_mag + 1e-30) && bad_exact++ < 5)
+        UNSCOPED_INFO("reference row " << first + i << " token " << t << ": " << y_ref << " vs exact "
+                                       << exact << " (bound " << bound << ")");
+    }
+    for (size_t t = 0; t < n_tok; ++t)
+      for (size_t j = count; j < ldy; ++j) CHECK(got[t * ldy + j] == -777.0f);
+  }
+  INFO(isa_name(isa) << " " << rows << "x" << cols << " tokens " << n_tok);
+  CHECK(bad == 0);
+  CHECK(bad_exact == 0);
+}
+
+}  // namespace
+
+TEST_CASE("q8: quantization is bit-identical to the reference", "[cpu-kernels][q8]") {
+  for (Isa isa : q8_isas())
+    for (size_t cols : {32, 64, 96, 544, 2880})
+      for (size_t n_tok : {1, 3}) check_quantize(isa, n_tok, cols);
+}
+
+TEST_CASE("q8: MXFP4 x int8 matmul, tails of rows, blocks and tokens", "[cpu-kernels][q8]") {
+  for (Isa isa : q8_isas()) {
+    for (size_t cols : {32, 64, 96, 544})        // 1, 2, 3 and 17 blocks (odd pair, 16-block scales)
+      for (size_t rows : {1, 5, 16, 37})
+        for (size_t n_tok : {1, 2, 9, 17}) check_matmul(isa, rows, cols, n_tok);
+    check_matmul(isa, 40, 96, 3, 7, 30);  // a row offset
+  }
+}
+
+TEST_CASE("q8: MXFP4 x int8 matmul at real gpt-oss shapes", "[cpu-kernels][q8]") {
+  for (Isa isa : q8_isas()) {
+    check_matmul(isa, 5760, 2880, 1, 0, 256);
+    check_matmul(isa, 5760, 2880, 1, 5700, 60);
+    check_matmul(isa, 2880, 2880, 12, 2850, 30);
+    check_matmul(isa, 2880, 2880, 64, 0, 48);
+  }
+}
+
+}  // namespace gptoss::cpu::test
