@@ -28,10 +28,14 @@ Isa isa_detect();
 Isa isa_selected();
 
 // Activations quantized for the fast mode (Q8 as in llama.cpp's MXFP4 x Q8 dot): per token and
-// per 32-block of the kernel-ordered row, d = max|x| / 127 and q = round-to-nearest-even(x / d)
-// as int8. Rows are zero-padded to a whole number of 64-element block pairs and 16 blocks so
-// the SIMD kernels never need a tail. Filled by quantize_q8; storage owned by the caller
-// (Q8Storage in ops_util.hpp).
+// per 32-block, d = max|x| / 127 and q = round-to-nearest-even(x / d) as int8. Filled by
+// quantize_q8 from kernel-ordered floats; storage owned by the caller (q8_storage.hpp).
+//
+// Layout of q ("quad order"): blocks in groups of 4; a group's 128 bytes are the 16 even
+// elements of each of its 4 blocks (64 bytes), then their 16 odd elements. That is where a
+// 64-byte load of 4 blocks of MXFP4 codes puts them once split into low and high nibbles, so
+// decode needs no shuffles (q8_pos gives the position). Rows are zero-padded to whole groups
+// and half_d etc. to a multiple of 16 blocks, so the SIMD kernels never need a tail on x.
 //
 // The kernels multiply int8 x by MXFP4 codes mapped to u8 as 2v + 12 (v the E2M1 value, so
 // 0..24): vpdpbusd wants one unsigned operand. Then per block b of a row with scale s_b:
@@ -40,7 +44,7 @@ Isa isa_selected();
 struct Q8Acts {
   size_t n_tok;
   size_t cols;        // logical columns (multiple of 32)
-  size_t q_stride;    // bytes per token in q (multiple of 64, >= cols)
+  size_t q_stride;    // bytes per token in q (multiple of 128, >= cols)
   size_t b_stride;    // entries per token in half_d / q12f / neg_q12 (multiple of 16)
   int8_t* q;
   float* half_d;
@@ -64,6 +68,12 @@ struct Kernels {
   void (*matmul_mxfp4_q8)(const Weight& w, size_t r0, size_t n_rows, const Q8Acts& x,
                           size_t t0, size_t n_tok, float* y, size_t ldy);
 };
+
+// Byte offset in a Q8Acts row of element j (kernel order: j % 32 < 16 even, else odd) of
+// block b. (Not for the SIMD translation units, which compute it inline.)
+inline size_t q8_pos(size_t b, size_t j) {
+  return 128 * (b / 4) + 16 * (b % 4) + (j < 16 ? j : 64 + (j - 16));
+}
 
 // The scalar definitions of the two fast-mode kernels (the reference of the SIMD ones; also
 // what Isa::scalar devices would use, though they run the exact reference ops instead).

@@ -6,12 +6,12 @@
 //
 // Codes are mapped to unsigned weights u = 2v + 12 by a 16-entry vpshufb table.
 //
-//   n_tok == 1 (decode, memory-bound): "row" layout. A zmm holds one row's two consecutive
-//   blocks b, b+1 as [lo nibbles b | hi nibbles b | lo b+1 | hi b+1], which is exactly the
-//   kernel order of 64 activations, so one vpdpbusd against 64 contiguous int8 activations
-//   gives block b in lanes 0-7 and block b+1 in lanes 8-15. Those int32 sums are scaled by
-//   s_b * d_b / 2 per lane (one permute of 16 precomputed block scales) into an fp32
-//   accumulator; 4 rows share each activation load.
+//   n_tok == 1 (decode, memory-bound): "row" layout. One 64-byte load takes 4 blocks of a
+//   row; its low nibbles are the even elements of those blocks and its high nibbles the odd
+//   ones, which is how quantize_q8 lays out the activations ("quad order", kernels.hpp). Two
+//   vpdpbusd then give block b + i of the group in lanes 4i..4i+3; those int32 sums are scaled
+//   by s_b * d_b / 2 (one permute of 16 precomputed block scales) into an fp32 accumulator.
+//   4 rows share each activation load.
 //
 //   n_tok > 1 (prefill, compute-bound): "lane" layout. A panel of 16 rows is decoded once
 //   into int8 with one row per 32-bit lane: for block b, group g (kernel-order elements
@@ -27,6 +27,9 @@ namespace gptoss::cpu {
 namespace {
 
 constexpr size_t kPanelRows = 16;
+// Decode reads each row once, in short runs (a piece is a few rows of 1440 bytes): prefetching
+// this far ahead of every row keeps enough loads in flight to stream at memory speed.
+constexpr size_t kPrefetchBytes = 1024;
 
 // nibble code -> 2v + 12 (v = E2M1 value): 0..7 -> 12 + {0,1,2,3,4,6,8,12}, 8..15 negated.
 inline __m512i code_lut() {
@@ -62,14 +65,19 @@ void quantize_q8(const float* x, size_t ldx, size_t n_tok, Q8Acts& out) {
       const float id = d != 0.0f ? 1.0f / d : 0.0f;
       const __m512i qa = _mm512_cvtps_epi32(_mm512_mul_ps(a, _mm512_set1_ps(id)));
       const __m512i qc = _mm512_cvtps_epi32(_mm512_mul_ps(c, _mm512_set1_ps(id)));
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(q + 32 * b), _mm512_cvtsepi32_epi8(qa));
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(q + 32 * b + 16), _mm512_cvtsepi32_epi8(qc));
+      int8_t* dst = q + 128 * (b / 4) + 16 * (b % 4);  // quad order: evens, then odds at +64
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), _mm512_cvtsepi32_epi8(qa));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 64), _mm512_cvtsepi32_epi8(qc));
       const int32_t sum = _mm512_reduce_add_epi32(_mm512_add_epi32(qa, qc));
       hd[b] = d * 0.5f;
       qf[b] = float(12 * sum);
       qi[b] = -12 * sum;
     }
-    for (size_t i = out.cols; i < out.q_stride; ++i) q[i] = 0;
+    for (size_t b = nb; b < out.q_stride / 32; ++b) {
+      int8_t* dst = q + 128 * (b / 4) + 16 * (b % 4);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), _mm_setzero_si128());
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 64), _mm_setzero_si128());
+    }
     for (size_t b = nb; b < out.b_stride; ++b) hd[b] = qf[b] = 0.0f, qi[b] = 0;
   }
 }
@@ -79,8 +87,9 @@ void quantize_q8(const float* x, size_t ldx, size_t n_tok, Q8Acts& out) {
 template <int R>
 void gemv_rows(const Weight& w, size_t r0, const int8_t* xq, const float* hd, const float* q12,
                float* y) {
-  const size_t nb = w.cols / 32, npairs = (nb + 1) / 2;
+  const size_t nb = w.cols / 32, ngroups = (nb + 3) / 4;
   const __m512i lut = code_lut(), low4 = _mm512_set1_epi8(0x0f);
+  const __m512i lane_block = _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0);
   const uint8_t* codes[R];
   const uint8_t* scales[R];
   __m512 acc[R], corr[R], cs[R];
@@ -89,29 +98,31 @@ void gemv_rows(const Weight& w, size_t r0, const int8_t* xq, const float* hd, co
     scales[r] = w.scales + (r0 + size_t(r)) * nb;
     acc[r] = corr[r] = cs[r] = _mm512_setzero_ps();
   }
-  for (size_t p = 0; p < npairs; ++p) {
-    const size_t j = p % 8;  // pair within the current 16 blocks
-    if (j == 0) {  // scales of blocks 2p .. 2p + 15 for every row: s_b * d_b / 2
-      const __mmask16 m = mask16(nb - 2 * p);
-      const __m512 h = _mm512_loadu_ps(hd + 2 * p), c12 = _mm512_loadu_ps(q12 + 2 * p);
+  for (size_t g = 0; g < ngroups; ++g) {
+    const size_t b0 = 4 * g;
+    if (g % 4 == 0) {  // scales of blocks b0 .. b0 + 15 for every row: s_b * d_b / 2
+      const __m512 h = _mm512_loadu_ps(hd + b0), c12 = _mm512_loadu_ps(q12 + b0);
       for (int r = 0; r < R; ++r) {
-        cs[r] = _mm512_mul_ps(e8m0x16(_mm_maskz_loadu_epi8(m, scales[r] + 2 * p)), h);
+        const __m128i sb = nb - b0 >= 16
+                               ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(scales[r] + b0))
+                               : _mm_maskz_loadu_epi8(mask16(nb - b0), scales[r] + b0);
+        cs[r] = _mm512_mul_ps(e8m0x16(sb), h);
         corr[r] = _mm512_fmadd_ps(cs[r], c12, corr[r]);
       }
     }
-    const __m512i idx = _mm512_add_epi32(
-        _mm512_set1_epi32(int(2 * j)),
-        _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0));
-    // zmm bytes [lo b | hi b | lo b+1 | hi b+1]: lanes 0-7 of the vpdpbusd sum are block 2p,
-    // lanes 8-15 block 2p+1 (the kernel order of the 64 activations at xq + 64p).
-    const __m512i xv = _mm512_loadu_si512(xq + 64 * p);
-    const __mmask32 cm = 2 * p + 1 < nb ? __mmask32(0xffffffffu) : __mmask32(0xffffu);
+    const __m512i idx = _mm512_add_epi32(_mm512_set1_epi32(int(b0 % 16)), lane_block);
+    const __m512i x_even = _mm512_loadu_si512(xq + 128 * g), x_odd = _mm512_loadu_si512(xq + 128 * g + 64);
+    // Plain loads except in a last partial group: masked loads in the stream defeat the
+    // hardware prefetcher (measured: half the bandwidth).
+    const bool whole = b0 + 4 <= nb;
+    const __mmask64 tail = whole ? ~__mmask64(0) : (__mmask64(1) << (16 * (nb - b0))) - 1;
     for (int r = 0; r < R; ++r) {
-      const __m256i c = _mm256_maskz_loadu_epi8(cm, codes[r] + 32 * p);
-      const __m512i c2 = _mm512_castsi256_si512(c);
-      const __m512i cc = _mm512_shuffle_i64x2(c2, c2, _MM_SHUFFLE(1, 1, 0, 0));
-      const __m512i nib = _mm512_and_si512(_mm512_mask_srli_epi16(cc, 0xff00ff00u, cc, 4), low4);
-      const __m512i s = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_shuffle_epi8(lut, nib), xv);
+      const uint8_t* src = codes[r] + 64 * g;
+      _mm_prefetch(reinterpret_cast<const char*>(src) + kPrefetchBytes, _MM_HINT_T0);
+      const __m512i c = whole ? _mm512_loadu_si512(src) : _mm512_maskz_loadu_epi8(tail, src);
+      const __m512i lo = _mm512_shuffle_epi8(lut, _mm512_and_si512(c, low4));
+      const __m512i hi = _mm512_shuffle_epi8(lut, _mm512_and_si512(_mm512_srli_epi16(c, 4), low4));
+      const __m512i s = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, x_even), hi, x_odd);
       acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_permutexvar_ps(idx, cs[r]), acc[r]);
     }
   }
@@ -181,9 +192,12 @@ void panel_tile(const __m512i* panel, size_t nb, const Q8Acts& x, size_t t0, siz
     __m512i wv[8];
     for (int g = 0; g < 8; ++g) wv[g] = _mm512_load_si512(wp + g);
     for (int n = 0; n < TN; ++n) {
-      const int32_t* xg = reinterpret_cast<const int32_t*>(xq[n] + 32 * b);
+      // Quad order: groups 0-3 (evens) at +0, groups 4-7 (odds) at +64.
+      const int32_t* xe = reinterpret_cast<const int32_t*>(xq[n] + 128 * (b / 4) + 16 * (b % 4));
+      const int32_t* xo = xe + 16;
       __m512i s = _mm512_set1_epi32(qi[n][b]);  // -12 * sum(q): the offset of the codes
-      for (int g = 0; g < 8; ++g) s = _mm512_dpbusd_epi32(s, wv[g], _mm512_set1_epi32(xg[g]));
+      for (int g = 0; g < 4; ++g) s = _mm512_dpbusd_epi32(s, wv[g], _mm512_set1_epi32(xe[g]));
+      for (int g = 0; g < 4; ++g) s = _mm512_dpbusd_epi32(s, wv[4 + g], _mm512_set1_epi32(xo[g]));
       acc[n] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(ws, _mm512_set1_ps(hd[n][b])),
                                acc[n]);
     }

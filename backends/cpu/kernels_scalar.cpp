@@ -115,7 +115,7 @@ void quantize_q8_reference(const float* x, size_t ldx, size_t n_tok, Q8Acts& out
         const float id = d != 0.0f ? 1.0f / d : 0.0f;
         for (size_t j = 0; j < 32; ++j) {
           const float v = std::clamp(std::nearbyint(xr[32 * b + j] * id), -127.0f, 127.0f);
-          q[32 * b + j] = int8_t(v);
+          q[q8_pos(b, j)] = int8_t(v);
           sum += int32_t(v);
         }
       }
@@ -123,7 +123,8 @@ void quantize_q8_reference(const float* x, size_t ldx, size_t n_tok, Q8Acts& out
       out.q12f[t * out.b_stride + b] = float(12 * sum);
       out.neg_q12[t * out.b_stride + b] = -12 * sum;
     }
-    for (size_t i = out.cols; i < out.q_stride; ++i) q[i] = 0;
+    for (size_t b = nb; b < out.q_stride / 32; ++b)
+      for (size_t j = 0; j < 32; ++j) q[q8_pos(b, j)] = 0;
   }
 }
 
@@ -140,8 +141,8 @@ void matmul_mxfp4_q8_reference(const Weight& w, size_t r0, size_t n_rows, const 
         int32_t s = 0;  // sum of (2v) q over the block, exact in integers
         for (size_t j = 0; j < 16; ++j) {
           const uint8_t c = codes[16 * b + j];
-          s += int32_t(2.0f * kMxfp4Values[c & 15]) * q[32 * b + j];
-          s += int32_t(2.0f * kMxfp4Values[c >> 4]) * q[32 * b + 16 + j];
+          s += int32_t(2.0f * kMxfp4Values[c & 15]) * q[q8_pos(b, j)];
+          s += int32_t(2.0f * kMxfp4Values[c >> 4]) * q[q8_pos(b, 16 + j)];
         }
         acc += double(e8m0_to_f32(scales[b]) * x.half_d[t * x.b_stride + b]) * double(s);
       }
@@ -151,7 +152,7 @@ void matmul_mxfp4_q8_reference(const Weight& w, size_t r0, size_t n_rows, const 
 }
 
 Q8Acts& Q8Storage::prepare(size_t n_tok, size_t cols) {
-  const size_t q_stride = (cols + 63) / 64 * 64;
+  const size_t q_stride = (cols + 127) / 128 * 128;
   const size_t b_stride = (cols / 32 + 15) / 16 * 16;
   const size_t need = 64 + n_tok * (q_stride + 12 * b_stride);
   if (bytes_.size() < need) bytes_.resize(need);

@@ -57,7 +57,7 @@ void check_quantize(Isa isa, size_t n_tok, size_t cols) {
     for (size_t b = 0; b < cols / 32; ++b) {
       int amax = 0;
       for (size_t j = 0; j < 32; ++j) {
-        const int q = ref.q[t * ref.q_stride + 32 * b + j];
+        const int q = ref.q[t * ref.q_stride + q8_pos(b, j)];
         amax = std::max(amax, std::abs(q));
         const float d = 2.0f * ref.half_d[t * ref.b_stride + b];
         CHECK(std::fabs(x[t * cols + 32 * b + j] - float(q) * d) <= 0.5f * d * 1.0001f);
@@ -95,8 +95,8 @@ void check_matmul(Isa isa, size_t rows, size_t cols, size_t n_tok, size_t first 
         double wq = 0.0, qabs = 0.0, wabs = 0.0;
         for (size_t j = 0; j < 32; ++j) {
           const double wk = row[32 * b + j];
-          wq += std::fabs(wk) * std::abs(qt[32 * b + j]);
-          qabs += std::abs(qt[32 * b + j]);
+          wq += std::fabs(wk) * std::abs(qt[q8_pos(b, j)]);
+          qabs += std::abs(qt[q8_pos(b, j)]);
           wabs += std::fabs(wk);
           exact += wk * x[t * cols + 32 * b + j];
           exact_mag += std::fabs(wk * x[t * cols + 32 * b + j]);
