@@ -136,20 +136,25 @@ void gemv_rows(const Weight& w, size_t r0, const int8_t* xq, const float* hd, co
 void decode_panel(const Weight& w, size_t r0, size_t n, __m512i* panel) {
   const size_t nb = w.cols / 32;
   const __m512i lut = code_lut(), low4 = _mm512_set1_epi8(0x0f);
+  alignas(16) static const uint8_t zeros[16] = {};
   const uint8_t* row[kPanelRows];
-  for (size_t i = 0; i < kPanelRows; ++i) row[i] = i < n ? w.data + (r0 + i) * w.row_bytes : nullptr;
-  alignas(64) uint8_t sc[kPanelRows];
+  size_t step[kPanelRows];  // 16 bytes per block, 0 for a missing row (reads zeros forever)
+  for (size_t i = 0; i < kPanelRows; ++i) {
+    row[i] = i < n ? w.data + (r0 + i) * w.row_bytes : zeros;
+    step[i] = i < n ? 16 : 0;
+  }
+  const __mmask16 valid = mask16(n);
   for (size_t b = 0; b < nb; ++b) {
-    // a[k]: 128-bit lane q holds the 16 code bytes of row 4q + k.
+    // a[k]: 128-bit lane q holds the 16 code bytes of row 4q + k (plain loads: masked ones
+    // stall this strided walk over 16 rows).
     __m512i lo[4], hi[4];
     for (int k = 0; k < 4; ++k) {
-      __m512i a = _mm512_setzero_si512();
-      for (int q = 0; q < 4; ++q) {
-        const uint8_t* src = row[4 * q + k];
-        if (src == nullptr) continue;
-        const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 16 * b));
-        a = _mm512_mask_broadcast_i32x4(a, __mmask16(0xfu << (4 * q)), v);
-      }
+      const auto ld = [&](int q) {
+        return _mm_loadu_si128(reinterpret_cast<const __m128i*>(row[4 * q + k] + step[4 * q + k] * b));
+      };
+      const __m256i a01 = _mm256_inserti128_si256(_mm256_castsi128_si256(ld(0)), ld(1), 1);
+      const __m256i a23 = _mm256_inserti128_si256(_mm256_castsi128_si256(ld(2)), ld(3), 1);
+      const __m512i a = _mm512_inserti64x4(_mm512_castsi256_si512(a01), a23, 1);
       lo[k] = _mm512_shuffle_epi8(lut, _mm512_and_si512(a, low4));
       hi[k] = _mm512_shuffle_epi8(lut, _mm512_and_si512(_mm512_srli_epi16(a, 4), low4));
     }
@@ -160,15 +165,21 @@ void decode_panel(const Weight& w, size_t r0, size_t n, __m512i* panel) {
       const __m512i* v = h == 0 ? lo : hi;
       const __m512i t0 = _mm512_unpacklo_epi32(v[0], v[1]), t1 = _mm512_unpackhi_epi32(v[0], v[1]);
       const __m512i t2 = _mm512_unpacklo_epi32(v[2], v[3]), t3 = _mm512_unpackhi_epi32(v[2], v[3]);
-      out[4 * h + 0] = _mm512_unpacklo_epi64(t0, t2);
-      out[4 * h + 1] = _mm512_unpackhi_epi64(t0, t2);
-      out[4 * h + 2] = _mm512_unpacklo_epi64(t1, t3);
-      out[4 * h + 3] = _mm512_unpackhi_epi64(t1, t3);
+      _mm512_store_si512(out + 4 * h + 0, _mm512_unpacklo_epi64(t0, t2));
+      _mm512_store_si512(out + 4 * h + 1, _mm512_unpackhi_epi64(t0, t2));
+      _mm512_store_si512(out + 4 * h + 2, _mm512_unpacklo_epi64(t1, t3));
+      _mm512_store_si512(out + 4 * h + 3, _mm512_unpackhi_epi64(t1, t3));
     }
-    for (size_t i = 0; i < kPanelRows; ++i) sc[i] = i < n ? w.scales[(r0 + i) * nb + b] : 0;
-    __m512 s = e8m0x16(_mm_load_si128(reinterpret_cast<const __m128i*>(sc)));
-    s = _mm512_maskz_mov_ps(mask16(n), s);
-    out[8] = _mm512_castps_si512(s);
+  }
+  // Row scales per block: bytes gathered row by row (each row's scales are contiguous) into
+  // the block's scale slot, then widened in place to 16 floats (missing rows zero).
+  const uint8_t* s0 = w.scales + r0 * nb;
+  for (size_t i = 0; i < kPanelRows; ++i)
+    for (size_t b = 0; b < nb; ++b)
+      reinterpret_cast<uint8_t*>(panel + 9 * b + 8)[i] = i < n ? s0[i * nb + b] : 0;
+  for (size_t b = 0; b < nb; ++b) {
+    const __m512 sv = e8m0x16(_mm_load_si128(reinterpret_cast<const __m128i*>(panel + 9 * b + 8)));
+    panel[9 * b + 8] = _mm512_castps_si512(_mm512_maskz_mov_ps(valid, sv));
   }
 }
 
