@@ -49,7 +49,9 @@ gptoss_status op_attention(void* stream, const void* q, const void* k_cache, con
     splits = std::max<size_t>(1, std::min(splits, max_keys / kMinKeysPerSplit));
     // Partial results per (item, split): G running maxima, G sums, G accumulators of hd.
     const size_t part = G * (hd + 2);
-    std::vector<float> parts(items * splits * part);
+    thread_local std::vector<float> parts_temp;  // reused across calls: see op_moe
+    std::vector<float>& parts = parts_temp;
+    parts.resize(std::max(parts.size(), items * splits * part));
 
     double work = 0;
     for (size_t t = 0; t < n_tokens; ++t) work += double(toks[t].pos - toks[t].kv_start + 1);

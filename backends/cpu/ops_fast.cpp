@@ -57,13 +57,16 @@ gptoss_status op_linear(void* stream, const void* x, const void* weight, const v
   if (w.cols != n_in || w.rows != n_out) return gptoss_status_invalid_argument;
   if (bw != nullptr && bw->rows * bw->cols != n_out) return gptoss_status_invalid_argument;
   try {
-    std::vector<float> xs, b;
+    thread_local std::vector<float> xs_temp;  // reused: see op_moe
+    thread_local Q8Storage q8_temp;
+    std::vector<float>& xs = xs_temp;
+    Q8Storage& q8 = q8_temp;
+    std::vector<float> b;
     const float* xin = activations_for(w, F(x), n_tokens, xs);
     if (bw != nullptr) {
       b.resize(n_out);
       decode_row(*bw, 0, b.data());
     }
-    Q8Storage q8;
     const Q8Acts* xq = nullptr;
     if (use_q8(dev, w)) {
       Q8Acts& q = q8.prepare(n_tokens, n_in);

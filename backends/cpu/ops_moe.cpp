@@ -70,7 +70,20 @@ gptoss_status op_moe(void* stream, const void* x, const void* expert_ids,
     for (size_t i = 0; i < n_slots; ++i) slot_row[i] = cursor[size_t(I(expert_ids)[i])]++;
 
     const bool perm1 = w1.dtype == gptoss_dtype_mxfp4, perm2 = w2.dtype == gptoss_dtype_mxfp4;
-    std::vector<float> xg(n_slots * dim), act(n_slots * inter), yg(n_slots * dim);
+    // The big temporaries live as long as the calling thread: fresh ones each call would be
+    // new pages from the kernel (page faults and zeroing were ~10% of a prefill step).
+    // (Bound to locals here: inside the lambdas below, run on pool threads, a thread_local's
+    // name would mean that thread's instance.)
+    struct Temps {
+      std::vector<float> xg, act, yg;
+      Q8Storage xq, aq;
+    };
+    thread_local Temps temps;
+    std::vector<float>&xg = temps.xg, &act = temps.act, &yg = temps.yg;
+    Q8Storage &xq_mem = temps.xq, &aq_mem = temps.aq;
+    xg.resize(std::max(xg.size(), n_slots * dim));
+    act.resize(std::max(act.size(), n_slots * inter));
+    yg.resize(std::max(yg.size(), n_slots * dim));
     for (size_t i = 0; i < n_slots; ++i) {
       const float* src = F(x) + (i / top_k) * dim;
       float* dst = xg.data() + slot_row[i] * dim;
@@ -88,7 +101,6 @@ gptoss_status op_moe(void* stream, const void* x, const void* expert_ids,
 
     // Fast mode: int8 copies of xg (and later act) for the int8 kernels.
     const bool q1 = use_q8(dev, w1), q2 = use_q8(dev, w2);
-    Q8Storage xq_mem, aq_mem;
     auto quantize = [&](const std::vector<float>& src, size_t cols, Q8Storage& mem) -> const Q8Acts& {
       Q8Acts& q = mem.prepare(n_slots, cols);
       for_each_piece(dev.pool, n_slots, 16, double(n_slots) * double(cols) * 0.25, [&](size_t a, size_t e) {

@@ -15,6 +15,7 @@ struct Options {
   bool json = false;
   bool kernels = false;
   bool exact = false;  // --precision exact
+  bool use_mmap = true;
 };
 
 struct Stat {

@@ -2,7 +2,7 @@
 // llama-bench, and per-kernel microbenchmarks of the CPU backend (--kernels).
 //
 //   gptoss-bench -m MODEL [-p 512] [-n 128] [-t THREADS] [-r 5] [--tokenizer-json PATH]
-//                [--precision fast|exact] [--output md|json]
+//                [--precision fast|exact] [--mmap 0|1] [--output md|json]
 //   gptoss-bench --kernels [-t THREADS] [--output md|json]
 #include <cstdio>
 #include <cstdlib>
@@ -16,6 +16,7 @@ void usage() {
   std::fprintf(stderr,
                "usage: gptoss-bench -m MODEL [-p N_PROMPT=512] [-n N_GEN=128] [-t THREADS]\n"
                "                    [-r REPS=5] [--tokenizer-json PATH] [--precision fast|exact]\n"
+               "                    [--mmap 0|1 (1: map the files; 0: read them into huge pages)]\n"
                "                    [--output md|json]\n"
                "       gptoss-bench --kernels [-t THREADS] [--output md|json]\n");
 }
@@ -49,7 +50,14 @@ int main(int argc, char** argv) {
     else if (a == "-r" || a == "--repetitions") o.reps = count();
     else if (a == "--tokenizer-json") o.tokenizer_json = value();
     else if (a == "--kernels") o.kernels = true;
-    else if (a == "--precision") {
+    else if (a == "--mmap") {
+      const size_t v = count();
+      if (v > 1) {
+        std::fprintf(stderr, "gptoss-bench: --mmap must be 0 or 1\n");
+        return 2;
+      }
+      o.use_mmap = v == 1;
+    } else if (a == "--precision") {
       const std::string v = value();
       if (v != "fast" && v != "exact") {
         std::fprintf(stderr, "gptoss-bench: --precision must be fast or exact, got %s\n", v.c_str());

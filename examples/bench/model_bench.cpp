@@ -52,6 +52,7 @@ int run_model_bench(const Options& o) {
   gptoss_model_options mo;
   gptoss_model_options_init(&mo);
   mo.num_threads = o.threads;
+  mo.use_mmap = o.use_mmap ? 1 : 0;
   mo.precision = o.exact ? gptoss_precision_exact : gptoss_precision_fast;
   if (!o.tokenizer_json.empty()) mo.tokenizer_path = o.tokenizer_json.c_str();
   gptoss_model_t model = nullptr;
@@ -122,12 +123,12 @@ int run_model_bench(const Options& o) {
   const char* prec = o.exact ? "exact" : "fast";
   if (o.json) {
     std::printf(
-        "{\"model\": \"%s\", \"backend\": \"%s\", \"precision\": \"%s\", \"threads\": %u, \"n_prompt\": %zu, \"n_gen\": %zu, "
+        "{\"model\": \"%s\", \"backend\": \"%s\", \"precision\": \"%s\", \"mmap\": %d, \"threads\": %u, \"n_prompt\": %zu, \"n_gen\": %zu, "
         "\"repetitions\": %zu, \"prefill_tok_s\": {\"mean\": %.4f, \"std\": %.4f}, "
         "\"decode_tok_s\": {\"mean\": %.4f, \"std\": %.4f}, \"ttft_s\": {\"mean\": %.6f, \"std\": %.6f}, "
         "\"load_s\": %.4f, \"peak_rss_bytes\": %zu, \"decode_bytes_per_token\": %.0f, "
         "\"achieved_gbs\": %.3f, \"bandwidth_gbs\": %.3f, \"bandwidth_pct\": %.2f}\n",
-        name.c_str(), info.backend, prec, threads, o.n_prompt, o.n_gen, o.reps, spp.mean, spp.std,
+        name.c_str(), info.backend, prec, o.use_mmap ? 1 : 0, threads, o.n_prompt, o.n_gen, o.reps, spp.mean, spp.std,
         stg.mean, stg.std, sttft.mean, sttft.std, load_s, rss, bytes_tok, gbs, read_bw,
         100.0 * gbs / read_bw);
   } else {

@@ -28,7 +28,7 @@ class MappedFile {
   const uint8_t* data_ = nullptr;
   size_t size_ = 0;
   bool mapped_ = false;
-  std::unique_ptr<uint8_t[]> owned_;  // when read instead of mapped
+  uint8_t* owned_ = nullptr;  // when read instead of mapped: an anonymous mapping of size_
 };
 
 }  // namespace gptoss
