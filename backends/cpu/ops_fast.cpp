@@ -74,7 +74,8 @@ gptoss_status op_linear(void* stream, const void* x, const void* weight, const v
       xq = &q;
     }
     // Each piece owns a range of output rows for every token: each weight row is read once.
-    for_each_piece(dev.pool, n_out, kRowGrain, double(n_out) * double(n_in) * double(n_tokens), [&](size_t r0, size_t r1) {
+    const size_t grain = rows_per_piece(n_out, n_tokens, dev.pool, kRowGrain);
+    for_each_piece(dev.pool, n_out, grain, double(n_out) * double(n_in) * double(n_tokens), [&](size_t r0, size_t r1) {
       float* o = F(out) + r0;
       if (xq != nullptr)
         dev.kernels->matmul_mxfp4_q8(w, r0, r1 - r0, *xq, 0, n_tokens, o, n_out);

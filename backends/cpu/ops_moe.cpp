@@ -23,7 +23,7 @@ namespace gptoss::cpu {
 using namespace ops;
 
 namespace {
-constexpr size_t kMoeRowGrain = 32;  // rows of mlp1 / mlp2 per piece
+constexpr size_t kMoeRowGrain = 32;  // rows of mlp1 / mlp2 per piece, at least
 
 struct ExpertGroup {
   size_t expert;
@@ -116,31 +116,33 @@ gptoss_status op_moe(void* stream, const void* x, const void* expert_ids,
     const Q8Acts* xq = q1 ? &quantize(xg, dim, xq_mem) : nullptr;
 
     // Pieces: (group, row range); piece p of group g covers rows [p * grain, ...).
+    // Few tokens (decode): longer pieces, see rows_per_piece.
+    const size_t grain = rows_per_piece(2 * inter * groups.size(), n_slots, dev.pool, kMoeRowGrain);
     auto run_pieces = [&](size_t rows_per_expert, auto&& body) {
-      const size_t per = (rows_per_expert + kMoeRowGrain - 1) / kMoeRowGrain;
+      const size_t per = (rows_per_expert + grain - 1) / grain;
       const double work = double(n_slots) * double(rows_per_expert) * double(dim);
       for_each_piece(dev.pool, groups.size() * per, 1, work, [&](size_t b, size_t e) {
         for (size_t p = b; p < e; ++p) {
-          const size_t r0 = (p % per) * kMoeRowGrain;
-          body(groups[p / per], p / per, r0, std::min(rows_per_expert, r0 + kMoeRowGrain));
+          const size_t r0 = (p % per) * grain;
+          body(groups[p / per], p / per, r0, std::min(rows_per_expert, r0 + grain));
         }
       });
     };
 
     run_pieces(2 * inter, [&](const ExpertGroup& g, size_t gi, size_t r0, size_t r1) {
-      float* h = thread_scratch(g.count * kMoeRowGrain, 0);
+      float* h = thread_scratch(g.count * grain, 0);
       if (xq != nullptr)
         dev.kernels->matmul_mxfp4_q8(w1, g.expert * 2 * inter + r0, r1 - r0, *xq, g.first,
-                                     g.count, h, kMoeRowGrain);
+                                     g.count, h, grain);
       else
         dev.kernels->matmul(w1, g.expert * 2 * inter + r0, r1 - r0, xg.data() + g.first * dim,
-                            dim, g.count, h, kMoeRowGrain);
+                            dim, g.count, h, grain);
       const float* bb = bias1.data() + gi * 2 * inter;
       for (size_t n = 0; n < g.count; ++n) {
         float* a = act.data() + (g.first + n) * inter;
         for (size_t r = r0; r < r1; r += 2) {
-          float glu = h[n * kMoeRowGrain + (r - r0)] + bb[r];
-          float lin = h[n * kMoeRowGrain + (r - r0) + 1] + bb[r + 1];
+          float glu = h[n * grain + (r - r0)] + bb[r];
+          float lin = h[n * grain + (r - r0) + 1] + bb[r + 1];
           glu = std::min(glu, limit);
           lin = std::clamp(lin, -limit, limit);
           const size_t i = r / 2;
