@@ -60,6 +60,21 @@ class ModelTest(unittest.TestCase):
         self.assertEqual(model().max_context_length, info.max_context_length)
         self.assertGreater(model().kv_bytes_per_token("f32"), model().kv_bytes_per_token("bf16"))
 
+    def test_precision(self):
+        # Both precisions load and predict; "exact" is the fp32 path the conformance
+        # tolerance applies to.
+        outs = []
+        for precision in ("fast", "exact"):
+            with gptoss.Model(MODEL, tokenizer_path=TOKENIZER, precision=precision) as m:
+                with gptoss.Context(m, context_length=32) as c:
+                    c.append([200006, 1428, 200008])
+                    c.process()
+                    outs.append(c.logits())
+        self.assertEqual(len(outs[0]), len(outs[1]))
+        self.assertLess(max(abs(a - b) for a, b in zip(outs[0], outs[1])), 2.0)
+        with self.assertRaises(ValueError):
+            gptoss.Model(MODEL, tokenizer_path=TOKENIZER, precision="half")
+
     def test_partial_model(self):
         with gptoss.Model(MODEL, tokenizer_path=TOKENIZER, num_layers=1) as m:
             self.assertEqual(m.info.num_layers, 1)

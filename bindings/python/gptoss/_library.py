@@ -37,6 +37,7 @@ class ModelOptions(ctypes.Structure):
         ("num_layers", c_uint32),
         ("use_mmap", c_int32),
         ("tokenizer_path", c_char_p),
+        ("precision", c_int32),
     ]
 
 

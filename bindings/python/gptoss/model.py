@@ -10,6 +10,9 @@ from ._library import ModelInfo as _ModelInfo, ModelOptions, lib
 from .tokenizer import Tokenizer
 
 KV_DTYPES = {"f32": 0, "bf16": 1}
+# enum gptoss_precision: "fast" may quantize activations (int8 on AVX-512 VNNI CPUs);
+# "exact" keeps them fp32.
+PRECISIONS = {"fast": 0, "exact": 1}
 
 # Model(path, **options): Python name -> field of struct gptoss_model_options.
 _OPTION_FIELDS = {
@@ -22,6 +25,7 @@ _OPTION_FIELDS = {
     "use_mmap": "use_mmap",
     "tokenizer_path": "tokenizer_path",
     "tokenizer": "tokenizer_path",
+    "precision": "precision",
 }
 
 
@@ -46,7 +50,8 @@ class ModelInfo:
 
 class Model(Handle):
     """Model(path, backend="auto", num_threads=0, num_layers=0, use_mmap=True,
-    tokenizer_path=None, device=0) loads a Hugging Face directory or a .gguf file."""
+    tokenizer_path=None, device=0, precision="fast") loads a Hugging Face directory or a
+    .gguf file. precision="exact" keeps activations in fp32 (see gptoss.h)."""
 
     _release_name = "gptoss_model_release"
 
@@ -66,6 +71,10 @@ class Model(Handle):
                 keep.append(value)
             elif field == "use_mmap":
                 value = 1 if value else 0
+            elif field == "precision":
+                if value not in PRECISIONS:
+                    raise ValueError(f"precision must be one of {sorted(PRECISIONS)}, not {value!r}")
+                value = PRECISIONS[value]
             setattr(opts, field, value)
         out = ctypes.c_void_p()
         check(lib.gptoss_model_create_with_options(os.fsencode(path), ctypes.byref(opts),
