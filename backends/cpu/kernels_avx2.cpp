@@ -13,6 +13,13 @@
 namespace gptoss::cpu {
 namespace {
 
+// GEMVs stream their weights once: prefetch this far ahead of each row (see
+// kernels_avx512vnni.cpp for the measurements behind the distance).
+constexpr size_t kPrefetchBytes = 8192;
+inline void prefetch(const void* p) {
+  _mm_prefetch(static_cast<const char*>(p) + kPrefetchBytes, _MM_HINT_T0);
+}
+
 inline float hsum(__m256 v) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));
@@ -62,6 +69,7 @@ void gemv_mxfp4(const Weight& w, size_t r0, const float* x, float* y) {
     __m256 xv[4];
     for (int j = 0; j < 4; ++j) xv[j] = _mm256_loadu_ps(x + 32 * b + 8 * size_t(j));
     for (int r = 0; r < R; ++r) {
+      if (b % 4 == 0) prefetch(c[r] + 16 * b);
       __m256 v[4];
       mxfp4_block2(c[r] + 16 * b, v);
       __m256 p = _mm256_mul_ps(v[0], xv[0]);
@@ -86,6 +94,8 @@ void gemv_bf16(const Weight& w, size_t r0, const float* x, float* y) {
   size_t k = 0;
   for (; k + 8 <= K; k += 8) {
     const __m256 xv = _mm256_loadu_ps(x + k);
+    if (k % 32 == 0)
+      for (int r = 0; r < R; ++r) prefetch(row[r] + k);
     for (int r = 0; r < R; ++r) acc[r] = _mm256_fmadd_ps(bf16x8(row[r] + k), xv, acc[r]);
   }
   for (int r = 0; r < R; ++r) {
@@ -107,6 +117,8 @@ void gemv_f32(const Weight& w, size_t r0, const float* x, float* y) {
   size_t k = 0;
   for (; k + 8 <= K; k += 8) {
     const __m256 xv = _mm256_loadu_ps(x + k);
+    if (k % 16 == 0)
+      for (int r = 0; r < R; ++r) prefetch(row[r] + k);
     for (int r = 0; r < R; ++r) acc[r] = _mm256_fmadd_ps(_mm256_loadu_ps(row[r] + k), xv, acc[r]);
   }
   for (int r = 0; r < R; ++r) {

@@ -29,6 +29,13 @@ inline __m512 bf16x16_masked(const uint16_t* p, __mmask16 m) {
 }
 inline __mmask16 tail_mask(size_t rem) { return __mmask16((1u << rem) - 1u); }
 
+// GEMVs stream their weights once: prefetch this far ahead of each row (see
+// kernels_avx512vnni.cpp for the measurements behind the distance).
+constexpr size_t kPrefetchBytes = 8192;
+inline void prefetch(const void* p) {
+  _mm_prefetch(static_cast<const char*>(p) + kPrefetchBytes, _MM_HINT_T0);
+}
+
 template <int R>
 void gemv_mxfp4(const Weight& w, size_t r0, const float* x, float* y) {
   const __m512 lut = mxfp4_lut();
@@ -45,6 +52,7 @@ void gemv_mxfp4(const Weight& w, size_t r0, const float* x, float* y) {
   for (size_t b = 0; b < nb; ++b) {
     const __m512 xe = _mm512_loadu_ps(x + 32 * b), xo = _mm512_loadu_ps(x + 32 * b + 16);
     for (int r = 0; r < R; ++r) {
+      if (b % 4 == 0) prefetch(c[r] + 16 * b);
       const __m512i q = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(c[r] + 16 * b)));
       const __m512 lo = _mm512_permutexvar_ps(q, lut);  // uses the low 4 bits of each lane
       const __m512 hi = _mm512_permutexvar_ps(_mm512_srli_epi32(q, 4), lut);
@@ -67,6 +75,8 @@ void gemv_bf16(const Weight& w, size_t r0, const float* x, float* y) {
   size_t k = 0;
   for (; k + 16 <= K; k += 16) {
     const __m512 xv = _mm512_loadu_ps(x + k);
+    if (k % 32 == 0)
+      for (int r = 0; r < R; ++r) prefetch(row[r] + k);
     for (int r = 0; r < R; ++r) acc[r] = _mm512_fmadd_ps(bf16x16(row[r] + k), xv, acc[r]);
   }
   if (k < K) {
@@ -89,7 +99,10 @@ void gemv_f32(const Weight& w, size_t r0, const float* x, float* y) {
   size_t k = 0;
   for (; k + 16 <= K; k += 16) {
     const __m512 xv = _mm512_loadu_ps(x + k);
-    for (int r = 0; r < R; ++r) acc[r] = _mm512_fmadd_ps(_mm512_loadu_ps(row[r] + k), xv, acc[r]);
+    for (int r = 0; r < R; ++r) {
+      prefetch(row[r] + k);
+      acc[r] = _mm512_fmadd_ps(_mm512_loadu_ps(row[r] + k), xv, acc[r]);
+    }
   }
   if (k < K) {
     const __mmask16 m = tail_mask(K - k);

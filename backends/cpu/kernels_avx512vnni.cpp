@@ -27,9 +27,10 @@ namespace gptoss::cpu {
 namespace {
 
 constexpr size_t kPanelRows = 16;
-// Decode reads each row once, in short runs (a piece is a few rows of 1440 bytes): prefetching
-// this far ahead of every row keeps enough loads in flight to stream at memory speed.
-constexpr size_t kPrefetchBytes = 1024;
+// Decode reads each weight once: software prefetch this far ahead of every row keeps enough
+// loads in flight to stream at memory speed. Measured (Zen 5, 1 thread, qmatvec 46080x2880):
+// no prefetch 18.5 GB/s, 1 KiB ahead 23.7, 4 KiB 26.7, 8 KiB 34.7, 16 KiB 34.5.
+constexpr size_t kPrefetchBytes = 8192;
 
 // nibble code -> 2v + 12 (v = E2M1 value): 0..7 -> 12 + {0,1,2,3,4,6,8,12}, 8..15 negated.
 inline __m512i code_lut() {

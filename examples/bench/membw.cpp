@@ -1,5 +1,6 @@
-// A plain multi-threaded memory read test (the ceiling decode speed is compared against) and
-// peak RSS.
+// A multi-threaded memory read test (the ceiling decode speed is compared against) and peak
+// RSS.
+#include <sys/mman.h>
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -32,21 +33,31 @@ Stat stat_of(const std::vector<double>& v) {
 double measure_read_bandwidth(unsigned threads, size_t bytes) {
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
   const size_t n = bytes / sizeof(uint64_t);
-  std::vector<uint64_t> buf(n);
+  // The kernels read weights from huge pages with software prefetch; the ceiling they are
+  // compared against is measured the same way, so the percentage is not flattered by a
+  // handicapped baseline (4 KiB pages and no prefetch read ~30% slower here).
+  void* mem = mmap(nullptr, n * sizeof(uint64_t), PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (mem == MAP_FAILED) return 0.0;
+  (void)madvise(mem, n * sizeof(uint64_t), MADV_HUGEPAGE);
+  uint64_t* buf = static_cast<uint64_t*>(mem);
   for (size_t i = 0; i < n; ++i) buf[i] = i * 0x9e3779b97f4a7c15ull;  // touch every page
   double best = 0;
-  for (int run = 0; run < 4; ++run) {
+  for (int run = 0; run < 6; ++run) {
+    const bool prefetch = run % 2 == 1;
     std::vector<uint64_t> sums(threads * 8);
     std::vector<std::thread> pool;
     const auto t0 = std::chrono::steady_clock::now();
     for (unsigned t = 0; t < threads; ++t)
       pool.emplace_back([&, t] {
-        const uint64_t* p = buf.data() + n * t / threads;
+        const uint64_t* p = buf + n * t / threads;
         const size_t m = n * (t + 1) / threads - n * t / threads;
         uint64_t a[8] = {0, 0, 0, 0, 0, 0, 0, 0};  // independent chains: vectorised adds
         size_t i = 0;
-        for (; i + 8 <= m; i += 8)
+        for (; i + 8 <= m; i += 8) {
+          if (prefetch) __builtin_prefetch(p + i + 1024);  // 8 KiB ahead, as the kernels do
           for (int j = 0; j < 8; ++j) a[j] += p[i + size_t(j)];
+        }
         for (; i < m; ++i) a[0] += p[i];
         for (int j = 0; j < 8; ++j) sums[t * 8 + size_t(j)] = a[j];
       });
@@ -55,8 +66,9 @@ double measure_read_bandwidth(unsigned threads, size_t bytes) {
     uint64_t check = 0;
     for (uint64_t x : sums) check += x;
     if (check == 42) std::fprintf(stderr, " ");  // keeps the sums alive
-    best = std::max(best, double(bytes) / s / 1e9);
+    best = std::max(best, double(n * sizeof(uint64_t)) / s / 1e9);
   }
+  munmap(mem, n * sizeof(uint64_t));
   return best;
 }
 
