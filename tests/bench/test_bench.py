@@ -1,0 +1,65 @@
+"""End-to-end tests of `gptoss-bench` on the shared conformance model: the JSON object has the
+fields the issue asks for with sane values, the markdown table has its rows, and bad arguments
+exit with status 2 and a message (never a crash).
+
+Environment (set by CTest): GPTOSS_BENCH (the executable), GPTOSS_TEST_MODEL (HF directory),
+GPTOSS_TEST_TOKENIZER (tokenizer.json)."""
+
+import json
+import os
+import subprocess
+import unittest
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+BENCH = os.environ.get("GPTOSS_BENCH", str(REPO / "build/bin/gptoss-bench"))
+MODEL = os.environ.get("GPTOSS_TEST_MODEL", str(REPO.parent / "shared/conformance/logits/model-hf"))
+TOKENIZER = os.environ.get("GPTOSS_TEST_TOKENIZER", str(REPO / "third_party/tokenizer/tokenizer.json"))
+SMALL = ["-m", MODEL, "--tokenizer-json", TOKENIZER, "-p", "8", "-n", "4", "-r", "2", "-t", "2"]
+
+
+def run(*args):
+    return subprocess.run([BENCH, *args], capture_output=True, text=True, timeout=300)
+
+
+class BenchTest(unittest.TestCase):
+    def test_json_has_the_fields_with_sane_values(self):
+        for precision in ("fast", "exact"):
+            r = run(*SMALL, "--output", "json", "--precision", precision)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            out = json.loads(r.stdout)
+            for key in ("model", "threads", "n_prompt", "n_gen", "prefill_tok_s", "decode_tok_s",
+                        "load_s", "peak_rss_bytes", "bandwidth_gbs"):
+                self.assertIn(key, out)
+            self.assertEqual(out["precision"], precision)
+            self.assertEqual((out["threads"], out["n_prompt"], out["n_gen"]), (2, 8, 4))
+            for key in ("prefill_tok_s", "decode_tok_s"):
+                self.assertGreater(out[key]["mean"], 0)
+                self.assertGreaterEqual(out[key]["std"], 0)
+            self.assertGreater(out["peak_rss_bytes"], 1 << 20)
+            self.assertGreater(out["bandwidth_gbs"], 0.1)
+            self.assertGreaterEqual(out["bandwidth_gbs"], out["bandwidth_before_gbs"])
+            self.assertGreater(out["load_s"], 0)
+
+    def test_markdown_table(self):
+        r = run(*SMALL, "--mmap", "0")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("| pp8 |", r.stdout)
+        self.assertIn("| tg4 |", r.stdout)
+        self.assertIn("read bandwidth", r.stdout)
+
+    def test_bad_arguments(self):
+        for args in (["-m"], ["-m", MODEL, "-p", "x"], ["-m", MODEL, "--precision", "half"],
+                     ["-m", MODEL, "--mmap", "2"], ["-m", MODEL, "--output", "xml"], ["--bogus"],
+                     ["-m", MODEL, "-r", "0"]):
+            r = run(*args)
+            self.assertEqual(r.returncode, 2, args)
+            self.assertTrue(r.stderr.strip(), args)
+        r = run("-m", "/nonexistent", "-p", "4", "-n", "1", "-r", "1")
+        self.assertNotEqual(r.returncode, 0)
+        self.assertLess(r.returncode, 128)  # an error, not a signal
+        self.assertIn("nonexistent", r.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
