@@ -93,10 +93,12 @@ gptoss_status op_moe(void* stream, const void* x, const void* expert_ids,
         std::copy(src, src + dim, dst);
     }
     // Biases of the active experts only.
-    std::vector<float> bias1(groups.size() * 2 * inter, 0.0f), bias2(n_experts * dim, 0.0f);
+    std::vector<float> bias1(groups.size() * 2 * inter, 0.0f), bias2(groups.size() * dim, 0.0f);
+    std::vector<size_t> group_of(n_experts, 0);
     for (size_t g = 0; g < groups.size(); ++g) {
+      group_of[groups[g].expert] = g;
       if (b1) decode_row(*b1, groups[g].expert, bias1.data() + g * 2 * inter);
-      if (b2) decode_row(*b2, groups[g].expert, bias2.data() + groups[g].expert * dim);
+      if (b2) decode_row(*b2, groups[g].expert, bias2.data() + g * dim);
     }
 
     // Fast mode: int8 copies of xg (and later act) for the int8 kernels.
@@ -169,7 +171,7 @@ gptoss_status op_moe(void* stream, const void* x, const void* expert_ids,
           const size_t tk = t * top_k + k;
           const float wk = F(expert_weights)[tk];
           const float* y = yg.data() + slot_row[tk] * dim;
-          const float* bb = bias2.data() + size_t(I(expert_ids)[tk]) * dim;
+          const float* bb = bias2.data() + group_of[size_t(I(expert_ids)[tk])] * dim;
           for (size_t r = 0; r < dim; ++r) o[r] += wk * (y[r] + bb[r]);
         }
       }
