@@ -188,44 +188,63 @@ void decode_panel(const Weight& w, size_t r0, size_t n, __m512i* panel) {
   }
 }
 
-// y[t * ldy + r] for r < n_rows (<= 16), t < TN: the panel times TN tokens.
-template <int TN>
-void panel_tile(const __m512i* panel, size_t nb, const Q8Acts& x, size_t t0, size_t n_rows,
-                float* y, size_t ldy) {
-  __m512 acc[TN];
+// y[t * ldy + r] for r < n_rows (<= 16 P), t < TN: P consecutive panels (panel_stride zmm
+// apart) times TN tokens. With P = 2 each broadcast activation feeds two vpdpbusd, which
+// halves the loads per multiply-add (loads, not vpdpbusd, bound the one-panel tile).
+template <int P, int TN>
+void panel_tile(const __m512i* panel, size_t panel_stride, size_t nb, const Q8Acts& x, size_t t0,
+                size_t n_rows, float* y, size_t ldy) {
+  __m512 acc[P][TN];
   const int8_t* xq[TN];
   const float* hd[TN];
-  const int32_t* qi[TN];
+  const int32_t* qi[TN];  // x.neg_q12
   for (int n = 0; n < TN; ++n) {
-    acc[n] = _mm512_setzero_ps();
+    for (int p = 0; p < P; ++p) acc[p][n] = _mm512_setzero_ps();
     xq[n] = x.q + (t0 + size_t(n)) * x.q_stride;
     hd[n] = x.half_d + (t0 + size_t(n)) * x.b_stride;
     qi[n] = x.neg_q12 + (t0 + size_t(n)) * x.b_stride;
   }
   for (size_t b = 0; b < nb; ++b) {
-    const __m512i* wp = panel + 9 * b;
-    const __m512 ws = _mm512_castsi512_ps(wp[8]);
-    __m512i wv[8];
-    for (int g = 0; g < 8; ++g) wv[g] = _mm512_load_si512(wp + g);
+    __m512i wv[P][8];
+    __m512 ws[P];
+    for (int p = 0; p < P; ++p) {
+      const __m512i* wp = panel + size_t(p) * panel_stride + 9 * b;
+      for (int g = 0; g < 8; ++g) wv[p][g] = _mm512_load_si512(wp + g);
+      ws[p] = _mm512_castsi512_ps(_mm512_load_si512(wp + 8));
+    }
     for (int n = 0; n < TN; ++n) {
       // Quad order: groups 0-3 (evens) at +0, groups 4-7 (odds) at +64.
       const int32_t* xe = reinterpret_cast<const int32_t*>(xq[n] + 128 * (b / 4) + 16 * (b % 4));
       const int32_t* xo = xe + 16;
-      __m512i s = _mm512_set1_epi32(qi[n][b]);  // -12 * sum(q): the offset of the codes
-      for (int g = 0; g < 4; ++g) s = _mm512_dpbusd_epi32(s, wv[g], _mm512_set1_epi32(xe[g]));
-      for (int g = 0; g < 4; ++g) s = _mm512_dpbusd_epi32(s, wv[4 + g], _mm512_set1_epi32(xo[g]));
-      acc[n] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(ws, _mm512_set1_ps(hd[n][b])),
-                               acc[n]);
+      __m512i s[P];
+      for (int p = 0; p < P; ++p) s[p] = _mm512_set1_epi32(qi[n][b]);  // -12 sum(q): code offset
+      for (int g = 0; g < 4; ++g) {
+        const __m512i xb = _mm512_set1_epi32(xe[g]);
+        for (int p = 0; p < P; ++p) s[p] = _mm512_dpbusd_epi32(s[p], wv[p][g], xb);
+      }
+      for (int g = 0; g < 4; ++g) {
+        const __m512i xb = _mm512_set1_epi32(xo[g]);
+        for (int p = 0; p < P; ++p) s[p] = _mm512_dpbusd_epi32(s[p], wv[p][4 + g], xb);
+      }
+      const __m512 h = _mm512_set1_ps(hd[n][b]);
+      for (int p = 0; p < P; ++p)
+        acc[p][n] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[p]), _mm512_mul_ps(ws[p], h), acc[p][n]);
     }
   }
-  const __mmask16 m = mask16(n_rows);
-  for (int n = 0; n < TN; ++n) _mm512_mask_storeu_ps(y + size_t(n) * ldy, m, acc[n]);
+  for (int p = 0; p < P; ++p) {
+    const size_t rows = n_rows > 16 * size_t(p) ? n_rows - 16 * size_t(p) : 0;
+    const __mmask16 m = mask16(rows);
+    for (int n = 0; n < TN; ++n) _mm512_mask_storeu_ps(y + size_t(n) * ldy + 16 * size_t(p), m, acc[p][n]);
+  }
 }
 
-using TileFn = void (*)(const __m512i*, size_t, const Q8Acts&, size_t, size_t, float*, size_t);
-constexpr size_t kTileTokens = 8;
-const TileFn kTiles[kTileTokens] = {panel_tile<1>, panel_tile<2>, panel_tile<3>, panel_tile<4>,
-                                    panel_tile<5>, panel_tile<6>, panel_tile<7>, panel_tile<8>};
+using TileFn = void (*)(const __m512i*, size_t, size_t, const Q8Acts&, size_t, size_t, float*, size_t);
+constexpr size_t kTileTokens1 = 8, kTileTokens2 = 4;  // tokens per tile for 1 and 2 panels
+const TileFn kTiles1[kTileTokens1] = {panel_tile<1, 1>, panel_tile<1, 2>, panel_tile<1, 3>,
+                                      panel_tile<1, 4>, panel_tile<1, 5>, panel_tile<1, 6>,
+                                      panel_tile<1, 7>, panel_tile<1, 8>};
+const TileFn kTiles2[kTileTokens2] = {panel_tile<2, 1>, panel_tile<2, 2>, panel_tile<2, 3>,
+                                      panel_tile<2, 4>};
 
 }  // namespace
 
@@ -240,14 +259,17 @@ void matmul_mxfp4_q8_avx512vnni(const Weight& w, size_t r0, size_t n_rows, const
     for (; i < n_rows; ++i) gemv_rows<1>(w, r0 + i, xq, hd, q12, y + i);
     return;
   }
-  const size_t nb = w.cols / 32;
-  __m512i* panel = reinterpret_cast<__m512i*>(thread_scratch(9 * 16 * nb, 2));
-  for (size_t p = 0; p < n_rows; p += kPanelRows) {
-    const size_t pr = n_rows - p < kPanelRows ? n_rows - p : kPanelRows;
-    decode_panel(w, r0 + p, pr, panel);
-    for (size_t t = 0; t < n_tok; t += kTileTokens) {
-      const size_t tn = n_tok - t < kTileTokens ? n_tok - t : kTileTokens;
-      kTiles[tn - 1](panel, nb, x, t0 + t, pr, y + t * ldy + p, ldy);
+  const size_t nb = w.cols / 32, stride = 9 * nb;  // zmm per panel
+  __m512i* panel = reinterpret_cast<__m512i*>(thread_scratch(2 * stride * 16, 2));
+  for (size_t p = 0; p < n_rows; p += 2 * kPanelRows) {
+    const size_t pr = n_rows - p < 2 * kPanelRows ? n_rows - p : 2 * kPanelRows;
+    decode_panel(w, r0 + p, pr < kPanelRows ? pr : kPanelRows, panel);
+    if (pr > kPanelRows) decode_panel(w, r0 + p + kPanelRows, pr - kPanelRows, panel + stride);
+    const bool two = pr > kPanelRows;
+    const size_t tile = two ? kTileTokens2 : kTileTokens1;
+    for (size_t t = 0; t < n_tok; t += tile) {
+      const size_t tn = n_tok - t < tile ? n_tok - t : tile;
+      (two ? kTiles2 : kTiles1)[tn - 1](panel, stride, nb, x, t0 + t, pr, y + t * ldy + p, ldy);
     }
   }
 }
