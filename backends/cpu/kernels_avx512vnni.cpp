@@ -176,15 +176,24 @@ void decode_panel(const Weight& w, size_t r0, size_t n, __m512i* panel) {
       _mm512_store_si512(out + 4 * h + 3, _mm512_unpackhi_epi64(t1, t3));
     }
   }
-  // Row scales per block: bytes gathered row by row (each row's scales are contiguous) into
-  // the block's scale slot, then widened in place to 16 floats (missing rows zero).
+  // Row scales per block: one dword gather per block (row i's scale b is at i * nb + b; the
+  // low byte of each dword), widened to 16 floats (missing rows zero). The last 3 blocks go
+  // byte by byte: a dword there could reach past the end of the tensor.
   const uint8_t* s0 = w.scales + r0 * nb;
-  for (size_t i = 0; i < kPanelRows; ++i)
-    for (size_t b = 0; b < nb; ++b)
-      reinterpret_cast<uint8_t*>(panel + 9 * b + 8)[i] = i < n ? s0[i * nb + b] : 0;
+  const __m512i offs = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                          _mm512_set1_epi32(int(nb)));
+  const size_t gathered = nb >= 3 ? nb - 3 : 0;
   for (size_t b = 0; b < nb; ++b) {
-    const __m512 sv = e8m0x16(_mm_load_si128(reinterpret_cast<const __m128i*>(panel + 9 * b + 8)));
-    panel[9 * b + 8] = _mm512_castps_si512(_mm512_maskz_mov_ps(valid, sv));
+    __m128i bytes;
+    if (b < gathered) {
+      const __m512i d = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), valid, offs, s0 + b, 1);
+      bytes = _mm512_cvtepi32_epi8(_mm512_and_si512(d, _mm512_set1_epi32(0xff)));
+    } else {
+      alignas(16) uint8_t sc[kPanelRows];
+      for (size_t i = 0; i < kPanelRows; ++i) sc[i] = i < n ? s0[i * nb + b] : 0;
+      bytes = _mm_load_si128(reinterpret_cast<const __m128i*>(sc));
+    }
+    panel[9 * b + 8] = _mm512_castps_si512(_mm512_maskz_mov_ps(valid, e8m0x16(bytes)));
   }
 }
 
