@@ -90,14 +90,14 @@ gptoss_status op_attention(void* stream, const void* q, const void* k_cache, con
                            size_t n_kv_heads, size_t head_dim, size_t page_size, float scale,
                            void* out) {
   Device& dev = device_of(stream);
-  if (dev.isa == Isa::scalar)
-    return ref_attention(stream, q, k_cache, v_cache, dtype, sinks, tokens, page_table, n_tokens,
-                         n_heads, n_kv_heads, head_dim, page_size, scale, out);
   if (n_kv_heads == 0 || n_heads % n_kv_heads != 0 || page_size == 0 || head_dim == 0)
     return gptoss_status_invalid_argument;
   const auto* toks = static_cast<const gptoss_attn_token*>(tokens);
-  for (size_t t = 0; t < n_tokens; ++t)
+  for (size_t t = 0; t < n_tokens; ++t)  // every token sees at least itself
     if (toks[t].kv_start < 0 || toks[t].pos < toks[t].kv_start) return gptoss_status_invalid_argument;
+  if (dev.isa == Isa::scalar)
+    return ref_attention(stream, q, k_cache, v_cache, dtype, sinks, tokens, page_table, n_tokens,
+                         n_heads, n_kv_heads, head_dim, page_size, scale, out);
   const size_t G = n_heads / n_kv_heads, kv_dim = n_kv_heads * head_dim, hd = head_dim;
   const size_t elem = dtype == gptoss_kv_dtype_f32 ? 4 : 2;
   const int bf16 = dtype == gptoss_kv_dtype_f32 ? 0 : 1;
