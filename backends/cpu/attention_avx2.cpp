@@ -109,28 +109,38 @@ inline __m256i lanes_below(size_t d0, size_t hd, int j) {
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(int(hd)), idx);
 }
 
-// Rows r < NR, head-dimension lanes [d0, d0 + 32). Full: all 32 lanes exist (no masks).
+// Rows r < NR, head-dimension lanes [d0, d0 + 32). Full: all 32 lanes exist (no masks). (The
+// unroll pragmas make GCC keep the accumulator array in registers instead of storing it to
+// the stack on every key.)
 template <int NR, bool Full>
 void pv_block(const float* p, const float* const* v, size_t n, size_t hd, size_t d0,
               const float* corr, float* acc) {
   __m256i mk[4];
+#pragma GCC unroll 4
   for (int j = 0; j < 4; ++j) mk[j] = Full ? _mm256_set1_epi32(-1) : lanes_below(d0, hd, j);
   auto load = [&](const float* ptr, int j) {
     return Full ? _mm256_loadu_ps(ptr + 8 * j) : _mm256_maskload_ps(ptr + 8 * j, mk[j]);
   };
   __m256 a[NR][4];
+#pragma GCC unroll 4
   for (int r = 0; r < NR; ++r)
+#pragma GCC unroll 4
     for (int j = 0; j < 4; ++j)
       a[r][j] = _mm256_mul_ps(load(acc + size_t(r) * hd + d0, j), _mm256_set1_ps(corr[r]));
   for (size_t i = 0; i < n; ++i) {
     __m256 vv[4];
+#pragma GCC unroll 4
     for (int j = 0; j < 4; ++j) vv[j] = load(v[i] + d0, j);
+#pragma GCC unroll 4
     for (int r = 0; r < NR; ++r) {
       const __m256 pr = _mm256_broadcast_ss(p + size_t(r) * kAttnTile + i);
+#pragma GCC unroll 4
       for (int j = 0; j < 4; ++j) a[r][j] = _mm256_fmadd_ps(pr, vv[j], a[r][j]);
     }
   }
+#pragma GCC unroll 4
   for (int r = 0; r < NR; ++r)
+#pragma GCC unroll 4
     for (int j = 0; j < 4; ++j) {
       float* dst = acc + size_t(r) * hd + d0 + 8 * j;
       if (Full) _mm256_storeu_ps(dst, a[r][j]);

@@ -92,36 +92,54 @@ void softmax_step(float* s, size_t n_rows, const int32_t* row_begin, const int32
   }
 }
 
-// Rows r < NR, head-dimension lanes [d0, d0 + 64) that are below hd.
-template <int NR>
+// Rows r < NR, head-dimension lanes [d0, d0 + 64): all of them when Full, else those below
+// hd (lane masks). (The unroll pragmas make GCC keep the accumulator array in registers
+// instead of storing it to the stack on every key.)
+template <int NR, bool Full>
 void pv_block(const float* p, const float* const* v, size_t n, size_t hd, size_t d0,
               const float* corr, float* acc) {
   __mmask16 mk[4];
+#pragma GCC unroll 4
   for (int j = 0; j < 4; ++j) {
     const size_t lo = d0 + 16 * size_t(j);
-    mk[j] = lo >= hd ? 0 : hd - lo >= 16 ? __mmask16(0xffff) : __mmask16((1u << (hd - lo)) - 1);
+    mk[j] = Full || lo + 16 <= hd ? __mmask16(0xffff) : lo >= hd ? 0 : __mmask16((1u << (hd - lo)) - 1);
   }
+  auto load = [&](const float* src, int j) {
+    return Full ? _mm512_loadu_ps(src + 16 * j) : _mm512_maskz_loadu_ps(mk[j], src + 16 * j);
+  };
   __m512 a[NR][4];
+#pragma GCC unroll 4
   for (int r = 0; r < NR; ++r)
+#pragma GCC unroll 4
     for (int j = 0; j < 4; ++j)
-      a[r][j] = _mm512_mul_ps(_mm512_maskz_loadu_ps(mk[j], acc + size_t(r) * hd + d0 + 16 * j),
-                              _mm512_set1_ps(corr[r]));
+      a[r][j] = _mm512_mul_ps(load(acc + size_t(r) * hd + d0, j), _mm512_set1_ps(corr[r]));
   for (size_t i = 0; i < n; ++i) {
     __m512 vv[4];
-    for (int j = 0; j < 4; ++j) vv[j] = _mm512_maskz_loadu_ps(mk[j], v[i] + d0 + 16 * j);
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; ++j) vv[j] = load(v[i] + d0, j);
+#pragma GCC unroll 4
     for (int r = 0; r < NR; ++r) {
       const __m512 pr = _mm512_set1_ps(p[size_t(r) * kAttnTile + i]);
+#pragma GCC unroll 4
       for (int j = 0; j < 4; ++j) a[r][j] = _mm512_fmadd_ps(pr, vv[j], a[r][j]);
     }
   }
+#pragma GCC unroll 4
   for (int r = 0; r < NR; ++r)
-    for (int j = 0; j < 4; ++j) _mm512_mask_storeu_ps(acc + size_t(r) * hd + d0 + 16 * j, mk[j], a[r][j]);
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; ++j) {
+      float* dst = acc + size_t(r) * hd + d0 + 16 * j;
+      if (Full) _mm512_storeu_ps(dst, a[r][j]);
+      else _mm512_mask_storeu_ps(dst, mk[j], a[r][j]);
+    }
 }
 
 template <int NR>
 void pv_rows(const float* p, const float* const* v, size_t n, size_t hd, const float* corr,
              float* acc) {
-  for (size_t d0 = 0; d0 < hd; d0 += 64) pv_block<NR>(p, v, n, hd, d0, corr, acc);
+  size_t d0 = 0;
+  for (; d0 + 64 <= hd; d0 += 64) pv_block<NR, true>(p, v, n, hd, d0, corr, acc);
+  if (d0 < hd) pv_block<NR, false>(p, v, n, hd, d0, corr, acc);
 }
 
 void pv(const float* p, size_t n_rows, const float* const* v, size_t n, size_t hd,

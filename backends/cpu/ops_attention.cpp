@@ -160,12 +160,13 @@ gptoss_status op_attention(void* stream, const void* q, const void* k_cache, con
         const int32_t* pt = I(page_table) + toks[blk.t0].page_table_offset;
         for (int32_t j0 = k0; j0 < k1; j0 += int32_t(kAttnTile)) {
           const size_t n = std::min(kAttnTile, size_t(k1 - j0));
+          // Walk the pages rather than divide per key (a division costs ~5% of the op).
+          size_t page = size_t(j0) / page_size, in_page = size_t(j0) % page_size;
           for (size_t i = 0; i < n; ++i) {
-            const size_t pos = size_t(j0) + i;
-            const size_t off = ((size_t(pt[pos / page_size]) * page_size + pos % page_size) * kv_dim +
-                                kvh * hd) * elem;
+            const size_t off = ((size_t(pt[page]) * page_size + in_page) * kv_dim + kvh * hd) * elem;
             krow[i] = static_cast<const char*>(k_cache) + off;
             vrow[i] = static_cast<const char*>(v_cache) + off;
+            if (++in_page == page_size) in_page = 0, ++page;
           }
           A.load_k_tile(krow, n, hd, bf16, kt);
           A.scores(qs, R, hd, kt, sc);
