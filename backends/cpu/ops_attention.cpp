@@ -81,7 +81,7 @@ void finish_row(const Partial* p, size_t splits, size_t r, size_t hd, float sink
   for (size_t d = 0; d < hd; ++d) out[d] *= inv;
 }
 
-size_t round16(size_t n) { return (n + 15) / 16 * 16; }  // keeps scratch arrays 64-byte aligned
+size_t round16(size_t n) { return (n + 15) / 16 * 16; }  // 64-byte alignment of scratch parts
 }  // namespace
 
 gptoss_status op_attention(void* stream, const void* q, const void* k_cache, const void* v_cache,
@@ -127,12 +127,14 @@ gptoss_status op_attention(void* stream, const void* q, const void* k_cache, con
       thread_local std::vector<int32_t> bounds;  // per row: first and one-past-last key
       bounds.resize(2 * R_max);
       float* scratch = thread_scratch(round16(part) + R_max * hd + 2 * kAttnTile * hd +
-                                          R_max * kAttnTile + round16(R_max), 1);
+                                          R_max * kAttnTile + round16(R_max) + hd, 1);
       float* qs = scratch + round16(part);  // the rows' queries, pre-scaled
       float* kt = qs + R_max * hd;          // K tile, transposed
       float* vt = kt + kAttnTile * hd;      // V tile widened from bf16
       float* sc = vt + kAttnTile * hd;      // scores, then probabilities
       float* corr = sc + R_max * kAttnTile;
+      float* zero_row = corr + round16(R_max);  // stands in for keys outside the item's range
+      std::fill(zero_row, zero_row + hd, 0.0f);
       const void* krow[kAttnTile];
       const void* vrow[kAttnTile];
       const float* vf[kAttnTile];
@@ -143,26 +145,35 @@ gptoss_status op_attention(void* stream, const void* q, const void* k_cache, con
         const size_t s = it % splits, bk = it / splits, kvh = bk % n_kv_heads;
         const Block& blk = blocks[bk / n_kv_heads];
         const size_t R = blk.n * G;
+        // Tiles start at multiples of kAttnTile, the same for every block and split: a row
+        // then goes through the same tiles whatever block it is in (keys it does not see add
+        // exact zeros), so prefill, decode and batching give bit-identical rows unless decode
+        // splits the keys. This split's keys: [k0, k1), in tiles from `first`.
+        const int32_t base = blk.k_begin / int32_t(kAttnTile) * int32_t(kAttnTile);
+        const int64_t n_tiles = (blk.k_end - base + int32_t(kAttnTile) - 1) / int32_t(kAttnTile);
+        const int32_t first = base + int32_t(kAttnTile) * int32_t(n_tiles * int64_t(s) / int64_t(splits));
+        const int32_t last = base + int32_t(kAttnTile) * int32_t(n_tiles * int64_t(s + 1) / int64_t(splits));
+        const int32_t k0 = std::max(blk.k_begin, first), k1 = std::min(blk.k_end, last);
         const Partial st = Partial::at(splits > 1 ? parts.data() + it * part : scratch, R_max);
         for (size_t r = 0; r < R; ++r) {
           const gptoss_attn_token& tk = toks[blk.t0 + r / G];
           const float* src = F(q) + ((blk.t0 + r / G) * n_heads + kvh * G + r % G) * hd;
           for (size_t d = 0; d < hd; ++d) qs[r * hd + d] = src[d] * scale;
-          bounds[r] = tk.kv_start;
-          bounds[R_max + r] = tk.pos + 1;
+          bounds[r] = std::max(tk.kv_start, k0);
+          bounds[R_max + r] = std::min(tk.pos + 1, k1);
           st.m[r] = -std::numeric_limits<float>::infinity();
           st.l[r] = 0.0f;
         }
         std::fill(st.acc, st.acc + R * hd, 0.0f);
-        const int64_t len = blk.k_end - blk.k_begin;
-        const int32_t k0 = blk.k_begin + int32_t(len * int64_t(s) / int64_t(splits));
-        const int32_t k1 = blk.k_begin + int32_t(len * int64_t(s + 1) / int64_t(splits));
         const int32_t* pt = I(page_table) + toks[blk.t0].page_table_offset;
-        for (int32_t j0 = k0; j0 < k1; j0 += int32_t(kAttnTile)) {
+        for (int32_t j0 = first; j0 < k1; j0 += int32_t(kAttnTile)) {
           const size_t n = std::min(kAttnTile, size_t(k1 - j0));
           // Walk the pages rather than divide per key (a division costs ~5% of the op).
-          size_t page = size_t(j0) / page_size, in_page = size_t(j0) % page_size;
-          for (size_t i = 0; i < n; ++i) {
+          // Positions before k0 may lie in released pages: never read them.
+          size_t pos = size_t(std::max(j0, k0)), i = 0;
+          for (; i < pos - size_t(j0); ++i) krow[i] = vrow[i] = zero_row;
+          size_t page = pos / page_size, in_page = pos % page_size;
+          for (; i < n; ++i) {
             const size_t off = ((size_t(pt[page]) * page_size + in_page) * kv_dim + kvh * hd) * elem;
             krow[i] = static_cast<const char*>(k_cache) + off;
             vrow[i] = static_cast<const char*>(v_cache) + off;
