@@ -1,18 +1,26 @@
-// Fast attention with sinks over the paged KV cache (read in place; bf16 rows widened per
-// tile). A work item is (query token, KV head, key split): the G = n_heads / n_kv_heads query
-// heads sharing a KV head are processed together, so each key and value row is loaded once
-// for all of them (GQA). Keys are visited in tiles of kTile with an online softmax
-// (flash-style): per tile, scores for all G heads, one rescale of the running sums, then the
-// weighted values. When there are fewer (token, KV head) items than twice the threads
-// (decode of a model with few KV heads) the keys of each item are split into ranges whose
-// partial (max, sum, accumulator) are merged afterwards, together with the sink.
+// Fast attention with sinks over the paged KV cache (flash-style tiles; read in place, bf16
+// widened per tile).
+//
+// Work split: consecutive query tokens of one sequence (same page table, positions +1 apart)
+// form a block of up to kRowsPerBlock / G tokens, G = n_heads / n_kv_heads. A work item is
+// (block, KV head, key split) and owns the block's tokens x G query heads as rows: every K and
+// V row gathered from the cache then serves all of them (GQA and neighbouring tokens alike),
+// and scores and P.V become small register-tiled matrix products (attention_kernels.hpp)
+// instead of one dot product per (token, head, key). The block reads the union of its rows'
+// key ranges in tiles of kAttnTile keys; each row masks the keys outside its own
+// [kv_start, pos] (causal limit, sliding window), so blocks cost a few masked keys at the
+// edges. Per tile: gather K (transposed) and V, scores, one online-softmax step, P.V.
+//
+// When there are fewer items than twice the threads (decode of a model with few KV heads) the
+// keys of each item are split into ranges whose partial (max, sum, accumulator) are merged
+// afterwards, together with the sink, which joins the softmax denominator only.
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <new>
 #include <vector>
 
-#include "formats.hpp"
+#include "attention_kernels.hpp"
 #include "ops.hpp"
 #include "ops_util.hpp"
 
@@ -20,8 +28,60 @@ namespace gptoss::cpu {
 using namespace ops;
 
 namespace {
-constexpr size_t kTile = 32;
+constexpr size_t kRowsPerBlock = 64;  // enough rows to reuse each K/V tile; few masked keys
 constexpr size_t kMinKeysPerSplit = 64;
+
+struct Block {
+  size_t t0, n;             // tokens [t0, t0 + n) of the call
+  int32_t k_begin, k_end;   // key positions [k_begin, k_end): the union of the tokens' ranges
+};
+
+std::vector<Block> make_blocks(const gptoss_attn_token* toks, size_t n_tokens, size_t max_tokens) {
+  std::vector<Block> blocks;
+  for (size_t t = 0; t < n_tokens; ++t) {
+    const gptoss_attn_token& tk = toks[t];
+    if (!blocks.empty()) {
+      Block& b = blocks.back();
+      const gptoss_attn_token& last = toks[b.t0 + b.n - 1];
+      if (b.n < max_tokens && tk.page_table_offset == last.page_table_offset && tk.pos == last.pos + 1) {
+        ++b.n;
+        b.k_begin = std::min(b.k_begin, tk.kv_start);
+        b.k_end = std::max(b.k_end, tk.pos + 1);
+        continue;
+      }
+    }
+    blocks.push_back({t, 1, tk.kv_start, tk.pos + 1});
+  }
+  return blocks;
+}
+
+// Partial state of `rows` query rows: running max, sum and accumulator (hd per row).
+struct Partial {
+  float* m;
+  float* l;
+  float* acc;
+  static size_t floats(size_t rows, size_t hd) { return rows * (hd + 2); }
+  static Partial at(float* p, size_t rows) { return {p, p + rows, p + 2 * rows}; }
+};
+
+// out = sum_s acc_s e^(m_s - M) / (e^(sink - M) + sum_s l_s e^(m_s - M)), M = max(sink, m_s):
+// row r of the partials p[0..splits). A split that saw no key of the row has m = -inf, l = 0.
+void finish_row(const Partial* p, size_t splits, size_t r, size_t hd, float sink, float* out) {
+  float M = sink;
+  for (size_t s = 0; s < splits; ++s) M = std::max(M, p[s].m[r]);
+  float denom = std::exp(sink - M);
+  std::fill(out, out + hd, 0.0f);
+  for (size_t s = 0; s < splits; ++s) {
+    const float f = std::exp(p[s].m[r] - M);
+    denom += p[s].l[r] * f;
+    const float* a = p[s].acc + r * hd;
+    for (size_t d = 0; d < hd; ++d) out[d] += f * a[d];
+  }
+  const float inv = 1.0f / denom;
+  for (size_t d = 0; d < hd; ++d) out[d] *= inv;
+}
+
+size_t round16(size_t n) { return (n + 15) / 16 * 16; }  // 64-byte alignment of scratch parts
 }  // namespace
 
 gptoss_status op_attention(void* stream, const void* q, const void* k_cache, const void* v_cache,
@@ -30,102 +90,120 @@ gptoss_status op_attention(void* stream, const void* q, const void* k_cache, con
                            size_t n_kv_heads, size_t head_dim, size_t page_size, float scale,
                            void* out) {
   Device& dev = device_of(stream);
+  if (n_kv_heads == 0 || n_heads % n_kv_heads != 0 || page_size == 0 || head_dim == 0)
+    return gptoss_status_invalid_argument;
+  const auto* toks = static_cast<const gptoss_attn_token*>(tokens);
+  for (size_t t = 0; t < n_tokens; ++t)  // every token sees at least itself
+    if (toks[t].kv_start < 0 || toks[t].pos < toks[t].kv_start) return gptoss_status_invalid_argument;
   if (dev.isa == Isa::scalar)
     return ref_attention(stream, q, k_cache, v_cache, dtype, sinks, tokens, page_table, n_tokens,
                          n_heads, n_kv_heads, head_dim, page_size, scale, out);
-  if (n_kv_heads == 0 || n_heads % n_kv_heads != 0 || page_size == 0)
-    return gptoss_status_invalid_argument;
-  const auto* toks = static_cast<const gptoss_attn_token*>(tokens);
   const size_t G = n_heads / n_kv_heads, kv_dim = n_kv_heads * head_dim, hd = head_dim;
-  const Kernels& K = *dev.kernels;
+  const size_t elem = dtype == gptoss_kv_dtype_f32 ? 4 : 2;
+  const int bf16 = dtype == gptoss_kv_dtype_f32 ? 0 : 1;
+  const AttnKernels& A = attention_kernels_for(dev.isa);
   try {
     std::vector<float> sink(n_heads);
     decode_row(W(sinks), 0, sink.data());
+    const size_t max_block = std::max<size_t>(1, kRowsPerBlock / G), R_max = max_block * G;
+    const std::vector<Block> blocks = make_blocks(toks, n_tokens, max_block);
     size_t max_keys = 1;
-    for (size_t t = 0; t < n_tokens; ++t)
-      max_keys = std::max(max_keys, size_t(toks[t].pos - toks[t].kv_start + 1));
-    const size_t items = n_tokens * n_kv_heads, want = 2 * size_t(dev.pool.size());
+    double work = 0;
+    for (const Block& b : blocks) {
+      max_keys = std::max(max_keys, size_t(b.k_end - b.k_begin));
+      work += double(b.k_end - b.k_begin) * double(b.n);
+    }
+    work *= 2.0 * double(n_heads * hd);
+    const size_t items = blocks.size() * n_kv_heads, want = 2 * size_t(dev.pool.size());
     size_t splits = items >= want ? 1 : (want + items - 1) / items;
     splits = std::max<size_t>(1, std::min(splits, max_keys / kMinKeysPerSplit));
-    // Partial results per (item, split): G running maxima, G sums, G accumulators of hd.
-    const size_t part = G * (hd + 2);
+    const size_t part = Partial::floats(R_max, hd);
     thread_local std::vector<float> parts_temp;  // reused across calls: see op_moe
     std::vector<float>& parts = parts_temp;
-    parts.resize(std::max(parts.size(), items * splits * part));
+    if (splits > 1) parts.resize(std::max(parts.size(), items * splits * part));
 
-    double work = 0;
-    for (size_t t = 0; t < n_tokens; ++t) work += double(toks[t].pos - toks[t].kv_start + 1);
-    work *= 2.0 * double(n_heads * hd);
-    for_each_piece(dev.pool, items * splits, 1, work, [&](size_t b, size_t e) {
-      float* kt = thread_scratch(kTile * hd * 2, 1);  // widened K then V rows of a tile
-      float* vt = kt + kTile * hd;
-      float* sc = thread_scratch(G * kTile, 2);
-      for (size_t it = b; it < e; ++it) {
-        const size_t s = it % splits, item = it / splits, t = item / n_kv_heads,
-                     kvh = item % n_kv_heads;
-        const gptoss_attn_token& tk = toks[t];
-        const size_t n_keys = size_t(tk.pos - tk.kv_start + 1);
-        const size_t k_begin = n_keys * s / splits, k_end = n_keys * (s + 1) / splits;
-        float* pm = parts.data() + it * part;  // [G] max, [G] sum, [G][hd] acc
-        float* pl = pm + G;
-        float* acc = pl + G;
-        std::fill(pm, pm + G, -std::numeric_limits<float>::infinity());
-        std::fill(pl, pl + G, 0.0f);
-        std::fill(acc, acc + G * hd, 0.0f);
-        const float* qh = F(q) + (t * n_heads + kvh * G) * hd;
-        auto row = [&](const void* cache, size_t j, float* tmp) -> const float* {
-          const size_t pos = size_t(tk.kv_start) + j;
-          const size_t slot = size_t(I(page_table)[size_t(tk.page_table_offset) + pos / page_size]) *
-                                  page_size + pos % page_size;
-          const size_t off = slot * kv_dim + kvh * hd;
-          if (dtype == gptoss_kv_dtype_f32) return F(cache) + off;
-          const uint16_t* src = static_cast<const uint16_t*>(cache) + off;
-          for (size_t d = 0; d < hd; ++d) tmp[d] = bf16_to_f32(src[d]);
-          return tmp;
-        };
-        for (size_t j0 = k_begin; j0 < k_end; j0 += kTile) {
-          const size_t n = std::min(kTile, k_end - j0);
-          for (size_t i = 0; i < n; ++i) {
-            const float* kr = row(k_cache, j0 + i, kt + i * hd);
-            for (size_t g = 0; g < G; ++g) sc[g * kTile + i] = K.dot(qh + g * hd, kr, hd) * scale;
-          }
-          for (size_t g = 0; g < G; ++g) {
-            float* sg = sc + g * kTile;
-            const float m_new = std::max(pm[g], *std::max_element(sg, sg + n));
-            const float corr = std::exp(pm[g] - m_new);  // 0 on the first tile
-            float sum = 0.0f;
-            for (size_t i = 0; i < n; ++i) sum += (sg[i] = std::exp(sg[i] - m_new));
-            pl[g] = pl[g] * corr + sum;
-            pm[g] = m_new;
-            for (size_t d = 0; d < hd; ++d) acc[g * hd + d] *= corr;
-          }
-          for (size_t i = 0; i < n; ++i) {
-            const float* vr = row(v_cache, j0 + i, vt + i * hd);
-            for (size_t g = 0; g < G; ++g) K.scale_add(acc + g * hd, 1.0f, sc[g * kTile + i], vr, hd);
-          }
+    const size_t n_items = items * splits;
+    for_each_piece(dev.pool, n_items, 1, work, [&](size_t b_, size_t e_) {
+      thread_local std::vector<int32_t> bounds;  // per row: first and one-past-last key
+      bounds.resize(2 * R_max);
+      float* scratch = thread_scratch(round16(part) + R_max * hd + 2 * kAttnTile * hd +
+                                          R_max * kAttnTile + round16(R_max) + hd, 1);
+      float* qs = scratch + round16(part);  // the rows' queries, pre-scaled
+      float* kt = qs + R_max * hd;          // K tile, transposed
+      float* vt = kt + kAttnTile * hd;      // V tile widened from bf16
+      float* sc = vt + kAttnTile * hd;      // scores, then probabilities
+      float* corr = sc + R_max * kAttnTile;
+      float* zero_row = corr + round16(R_max);  // stands in for keys outside the item's range
+      std::fill(zero_row, zero_row + hd, 0.0f);
+      const void* krow[kAttnTile];
+      const void* vrow[kAttnTile];
+      const float* vf[kAttnTile];
+      for (size_t idx = b_; idx < e_; ++idx) {
+        // Longest items first (the last blocks of a causal prefill), so none is left alone
+        // at the end while other threads idle.
+        const size_t it = n_items - 1 - idx;
+        const size_t s = it % splits, bk = it / splits, kvh = bk % n_kv_heads;
+        const Block& blk = blocks[bk / n_kv_heads];
+        const size_t R = blk.n * G;
+        // Tiles start at multiples of kAttnTile, the same for every block and split: a row
+        // then goes through the same tiles whatever block it is in (keys it does not see add
+        // exact zeros), so prefill, decode and batching give bit-identical rows unless decode
+        // splits the keys. This split's keys: [k0, k1), in tiles from `first`.
+        const int32_t base = blk.k_begin / int32_t(kAttnTile) * int32_t(kAttnTile);
+        const int64_t n_tiles = (blk.k_end - base + int32_t(kAttnTile) - 1) / int32_t(kAttnTile);
+        const int32_t first = base + int32_t(kAttnTile) * int32_t(n_tiles * int64_t(s) / int64_t(splits));
+        const int32_t last = base + int32_t(kAttnTile) * int32_t(n_tiles * int64_t(s + 1) / int64_t(splits));
+        const int32_t k0 = std::max(blk.k_begin, first), k1 = std::min(blk.k_end, last);
+        const Partial st = Partial::at(splits > 1 ? parts.data() + it * part : scratch, R_max);
+        for (size_t r = 0; r < R; ++r) {
+          const gptoss_attn_token& tk = toks[blk.t0 + r / G];
+          const float* src = F(q) + ((blk.t0 + r / G) * n_heads + kvh * G + r % G) * hd;
+          for (size_t d = 0; d < hd; ++d) qs[r * hd + d] = src[d] * scale;
+          bounds[r] = std::max(tk.kv_start, k0);
+          bounds[R_max + r] = std::min(tk.pos + 1, k1);
+          st.m[r] = -std::numeric_limits<float>::infinity();
+          st.l[r] = 0.0f;
         }
+        std::fill(st.acc, st.acc + R * hd, 0.0f);
+        const int32_t* pt = I(page_table) + toks[blk.t0].page_table_offset;
+        for (int32_t j0 = first; j0 < k1; j0 += int32_t(kAttnTile)) {
+          const size_t n = std::min(kAttnTile, size_t(k1 - j0));
+          // Walk the pages rather than divide per key (a division costs ~5% of the op).
+          // Positions before k0 may lie in released pages: never read them.
+          size_t pos = size_t(std::max(j0, k0)), i = 0;
+          for (; i < pos - size_t(j0); ++i) krow[i] = vrow[i] = zero_row;
+          size_t page = pos / page_size, in_page = pos % page_size;
+          for (; i < n; ++i) {
+            const size_t off = ((size_t(pt[page]) * page_size + in_page) * kv_dim + kvh * hd) * elem;
+            krow[i] = static_cast<const char*>(k_cache) + off;
+            vrow[i] = static_cast<const char*>(v_cache) + off;
+            if (++in_page == page_size) in_page = 0, ++page;
+          }
+          A.load_k_tile(krow, n, hd, bf16, kt);
+          A.scores(qs, R, hd, kt, sc);
+          A.softmax_step(sc, R, bounds.data(), bounds.data() + R_max, j0, n, st.m, st.l, corr);
+          if (bf16) A.widen_rows(vrow, n, hd, vt);
+          for (size_t i = 0; i < n; ++i) vf[i] = bf16 ? vt + i * hd : static_cast<const float*>(vrow[i]);
+          A.pv(sc, R, vf, n, hd, corr, st.acc);
+        }
+        if (splits == 1)
+          for (size_t r = 0; r < R; ++r) {
+            const size_t h = kvh * G + r % G;
+            finish_row(&st, 1, r, hd, sink[h], F(out) + ((blk.t0 + r / G) * n_heads + h) * hd);
+          }
       }
     });
+    if (splits == 1) return gptoss_status_success;
 
-    // Merge the splits with the sink: out = sum_s acc_s e^(m_s - M) / (e^(sink - M) + sum_s l_s e^(m_s - M)).
-    for_each_piece(dev.pool, items, 4, double(items) * double(splits * G * hd), [&](size_t b, size_t e) {
-      for (size_t item = b; item < e; ++item) {
-        const size_t t = item / n_kv_heads, kvh = item % n_kv_heads;
-        for (size_t g = 0; g < G; ++g) {
-          const size_t h = kvh * G + g;
-          float M = sink[h];
-          for (size_t s = 0; s < splits; ++s) M = std::max(M, parts[(item * splits + s) * part + g]);
-          float denom = std::exp(sink[h] - M);
-          float* o = F(out) + (t * n_heads + h) * hd;
-          std::fill(o, o + hd, 0.0f);
-          for (size_t s = 0; s < splits; ++s) {
-            const float* p = parts.data() + (item * splits + s) * part;
-            const float f = std::exp(p[g] - M);
-            denom += p[G + g] * f;
-            K.scale_add(o, 1.0f, f, p + 2 * G + g * hd, hd);
-          }
-          const float inv = 1.0f / denom;
-          for (size_t d = 0; d < hd; ++d) o[d] *= inv;
+    for_each_piece(dev.pool, items, 4, double(n_tokens) * double(splits * n_heads * hd), [&](size_t b_, size_t e_) {
+      std::vector<Partial> ps(splits);
+      for (size_t bk = b_; bk < e_; ++bk) {
+        const Block& blk = blocks[bk / n_kv_heads];
+        const size_t kvh = bk % n_kv_heads;
+        for (size_t s = 0; s < splits; ++s) ps[s] = Partial::at(parts.data() + (bk * splits + s) * part, R_max);
+        for (size_t r = 0; r < blk.n * G; ++r) {
+          const size_t h = kvh * G + r % G;
+          finish_row(ps.data(), splits, r, hd, sink[h], F(out) + ((blk.t0 + r / G) * n_heads + h) * hd);
         }
       }
     });

@@ -97,8 +97,9 @@ int run_kernel_bench(const Options& o) {
   std::vector<int32_t> table(ctx / P);
   for (size_t i = 0; i < table.size(); ++i) table[i] = int32_t(i);
   const Weight sinks = make_weight(gptoss_dtype_bf16, 1, 64, 8);
-  std::vector<gptoss_attn_token> dec = {{int32_t(ctx - 1), 0, 0, 0}}, pre(512);
+  std::vector<gptoss_attn_token> dec = {{int32_t(ctx - 1), 0, 0, 0}}, pre(512), win(512);
   for (size_t t = 0; t < 512; ++t) pre[t] = {int32_t(t), 0, 0, 0};
+  for (size_t t = 0; t < 512; ++t) win[t] = {int32_t(t), std::max(0, int32_t(t) - 127), 0, 0};  // gpt-oss even layers
   std::vector<float> out(512 * Q);
 
   std::vector<Row> rows;
@@ -135,6 +136,14 @@ int run_kernel_bench(const Options& o) {
     });
     rows.push_back({name, "attention prefill (causal)", "512 tok, 64/8 heads", s, 2.0 * 512 * KV * 4,
                     4.0 * 64 * HD * 512.0 * 513.0 / 2.0});
+    s = time_best(isa == Isa::scalar ? 1 : 3, [&] {
+      cpu::op_attention(&st, q512.data(), kc.data(), vc.data(), gptoss_kv_dtype_f32, &sinks, win.data(),
+                        table.data(), 512, 64, 8, HD, P, 0.125f, out.data());
+    });
+    double win_keys = 0;
+    for (const auto& tk : win) win_keys += double(tk.pos - tk.kv_start + 1);
+    rows.push_back({name, "attention prefill (window 128)", "512 tok, 64/8 heads", s, 2.0 * 512 * KV * 4,
+                    4.0 * 64 * HD * win_keys});
   }
 
   if (o.json) {

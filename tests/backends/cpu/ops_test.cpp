@@ -4,8 +4,10 @@
 // over pages with a sliding window, GQA, f32 and bf16 caches, and the split-KV decode path.
 // Tolerance: |fast - ref| <= 1e-4 * (1 + |ref|) (both are fp32; only summation order differs).
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <random>
 #include <vector>
 
 #include "backends/cpu/test_weights.hpp"
@@ -94,51 +96,150 @@ TEST_CASE("moe: grouped-by-expert fast op matches the reference", "[cpu-ops]") {
 }
 
 namespace {
-// Attention over `n_ctx` cached positions of one sequence whose pages are scattered; the
-// queries are the last T positions; window 0 = full attention.
-void attention_case(Isa isa, gptoss_kv_dtype dt, size_t T, size_t n_ctx, size_t window,
-                    size_t n_heads, size_t n_kv, size_t hd) {
-  const size_t P = 16, pages = (n_ctx + P - 1) / P, kv_dim = n_kv * hd;
-  std::vector<int32_t> table(pages);
-  for (size_t i = 0; i < pages; ++i) table[i] = int32_t((i * 7 + 3) % (pages + 5));  // scattered
-  const size_t slots = (pages + 5) * P;
-  const auto kf = random_floats(slots * kv_dim, 31), vf = random_floats(slots * kv_dim, 32);
-  std::vector<uint16_t> kb(kf.size()), vb(vf.size());
-  for (size_t i = 0; i < kf.size(); ++i) {
-    kb[i] = f32_to_bf16(kf[i]);
-    vb[i] = f32_to_bf16(vf[i]);
+// One attention call over a paged KV cache: sequences whose pages are scattered over the
+// slots (a shuffled page table), random K and V in both dtypes, random queries and sinks.
+class AttnCase {
+ public:
+  AttnCase(size_t n_heads, size_t n_kv, size_t hd) : n_heads_(n_heads), n_kv_(n_kv), hd_(hd) {}
+  // Pages for a sequence of n_ctx positions; returns its page_table_offset.
+  int32_t sequence(size_t n_ctx) {
+    const int32_t offset = int32_t(pages_);
+    pages_ += (n_ctx + kPage - 1) / kPage;
+    return offset;
   }
-  const void* kc = dt == gptoss_kv_dtype_f32 ? static_cast<const void*>(kf.data()) : kb.data();
-  const void* vc = dt == gptoss_kv_dtype_f32 ? static_cast<const void*>(vf.data()) : vb.data();
-  std::vector<gptoss_attn_token> toks(T);
-  for (size_t t = 0; t < T; ++t) {
-    const int32_t pos = int32_t(n_ctx - T + t);
-    const int32_t start = window && size_t(pos) + 1 > window ? int32_t(size_t(pos) + 1 - window) : 0;
-    toks[t] = {pos, start, 0, 0};
+  // A query of the sequence at `offset` at position pos; window 0 = full attention.
+  AttnCase& query(int32_t offset, size_t pos, size_t window) {
+    const size_t start = window && pos + 1 > window ? pos + 1 - window : 0;
+    toks_.push_back({int32_t(pos), int32_t(start), offset, 0});
+    return *this;
   }
-  const Weight sinks = random_weight(gptoss_dtype_bf16, 1, n_heads, 33);
-  const auto q = random_floats(T * n_heads * hd, 34, -3.0f, 3.0f);
-  std::vector<float> want(q.size()), got(q.size());
-  Devices d(isa);
-  const float scale = 1.0f / std::sqrt(float(hd));
-  REQUIRE(ref_attention(&d.ref_stream, q.data(), kc, vc, dt, &sinks, toks.data(), table.data(), T,
-                        n_heads, n_kv, hd, P, scale, want.data()) == gptoss_status_success);
-  REQUIRE(op_attention(&d.fast_stream, q.data(), kc, vc, dt, &sinks, toks.data(), table.data(), T,
-                       n_heads, n_kv, hd, P, scale, got.data()) == gptoss_status_success);
-  check_close(got, want);
-  CHECK(op_attention(&d.fast_stream, q.data(), kc, vc, dt, &sinks, toks.data(), table.data(), T,
-                     n_heads, 3, hd, P, scale, got.data()) == gptoss_status_invalid_argument);
+  // Queries at positions [first, last] of one sequence.
+  AttnCase& queries(int32_t offset, size_t first, size_t last, size_t window) {
+    for (size_t pos = first; pos <= last; ++pos) query(offset, pos, window);
+    return *this;
+  }
+  void check(Isa isa, gptoss_kv_dtype dt) const {
+    INFO(isa_name(isa) << (dt == gptoss_kv_dtype_f32 ? " f32" : " bf16") << " KV, " << toks_.size()
+                       << " tokens, heads " << n_heads_ << "/" << n_kv_ << ", head_dim " << hd_);
+    std::vector<int32_t> table(pages_ + 5);  // 5 spare pages no sequence uses
+    std::iota(table.begin(), table.end(), 0);
+    std::shuffle(table.begin(), table.end(), std::mt19937(7));
+    const size_t kv_dim = n_kv_ * hd_, slots = table.size() * kPage, T = toks_.size();
+    const auto kf = random_floats(slots * kv_dim, 31), vf = random_floats(slots * kv_dim, 32);
+    std::vector<uint16_t> kb(kf.size()), vb(vf.size());
+    for (size_t i = 0; i < kf.size(); ++i) {
+      kb[i] = f32_to_bf16(kf[i]);
+      vb[i] = f32_to_bf16(vf[i]);
+    }
+    const void* kc = dt == gptoss_kv_dtype_f32 ? static_cast<const void*>(kf.data()) : kb.data();
+    const void* vc = dt == gptoss_kv_dtype_f32 ? static_cast<const void*>(vf.data()) : vb.data();
+    const Weight sinks = random_weight(gptoss_dtype_bf16, 1, n_heads_, 33);
+    const auto q = random_floats(T * n_heads_ * hd_, 34, -3.0f, 3.0f);
+    std::vector<float> want(q.size()), got(q.size());
+    Devices d(isa);
+    const float scale = 1.0f / std::sqrt(float(hd_));
+    REQUIRE(ref_attention(&d.ref_stream, q.data(), kc, vc, dt, &sinks, toks_.data(), table.data(), T,
+                          n_heads_, n_kv_, hd_, kPage, scale, want.data()) == gptoss_status_success);
+    REQUIRE(op_attention(&d.fast_stream, q.data(), kc, vc, dt, &sinks, toks_.data(), table.data(), T,
+                         n_heads_, n_kv_, hd_, kPage, scale, got.data()) == gptoss_status_success);
+    check_close(got, want);
+    CHECK(op_attention(&d.fast_stream, q.data(), kc, vc, dt, &sinks, toks_.data(), table.data(), T,
+                       n_heads_, n_heads_ + 1, hd_, kPage, scale, got.data()) == gptoss_status_invalid_argument);
+  }
+
+ private:
+  static constexpr size_t kPage = 16;
+  size_t n_heads_, n_kv_, hd_, pages_ = 0;
+  std::vector<gptoss_attn_token> toks_;
+};
+
+// One sequence of n_ctx cached positions whose last T positions are the queries.
+AttnCase last_positions(size_t T, size_t n_ctx, size_t window, size_t n_heads, size_t n_kv, size_t hd) {
+  AttnCase c(n_heads, n_kv, hd);
+  c.queries(c.sequence(n_ctx), n_ctx - T, n_ctx - 1, window);
+  return c;
+}
+
+void check_all(const AttnCase& c) {
+  for (Isa isa : supported_isas())
+    for (gptoss_kv_dtype dt : {gptoss_kv_dtype_f32, gptoss_kv_dtype_bf16}) c.check(isa, dt);
 }
 }  // namespace
 
 TEST_CASE("attention: tiled GQA fast op matches the reference", "[cpu-ops]") {
+  check_all(last_positions(1, 1, 0, 8, 2, 64));       // first token: only the sink and itself
+  check_all(last_positions(1, 300, 0, 8, 1, 64));     // decode, one KV head: split over keys
+  check_all(last_positions(1, 300, 128, 8, 1, 64));   // decode in a sliding window
+  check_all(last_positions(20, 77, 0, 16, 2, 64));    // prefill, GQA 8
+  check_all(last_positions(40, 200, 128, 4, 4, 40));  // window, head_dim with a tail
+}
+
+// Blocks of consecutive query tokens share key tiles; every row must still see exactly its
+// own [kv_start, pos]: tiles where some rows see nothing, block sizes that do not divide the
+// prompt, rows of a register tile left over, head dims that are not a multiple of 8.
+TEST_CASE("attention: query blocks mask each row's causal limit and window", "[cpu-ops]") {
+  AttnCase window(16, 2, 64);  // GQA 8:1; 37 tokens is no multiple of a block
+  window.queries(window.sequence(37), 0, 36, 16);
+  check_all(window);
+  check_all(last_positions(31, 131, 0, 16, 2, 64));   // prefill at positions 100..130
+  check_all(last_positions(31, 131, 40, 16, 2, 64));  // ... in a window
+  check_all(last_positions(25, 60, 8, 6, 2, 20));     // G = 3, head_dim 20
+}
+
+TEST_CASE("attention: one call mixing sequences matches the reference", "[cpu-ops]") {
+  AttnCase mixed(16, 2, 64);
+  const int32_t a = mixed.sequence(60), b = mixed.sequence(45);
+  mixed.queries(a, 50, 57, 0).query(b, 20, 16).query(b, 21, 16).query(a, 58, 0);
+  mixed.query(b, 40, 16).query(a, 59, 0);  // interleaved and non-consecutive
+  check_all(mixed);
+  AttnCase decode(8, 1, 64);  // two sequences' decode: few items, keys split
+  const int32_t c = decode.sequence(300), e = decode.sequence(131);
+  decode.query(c, 299, 0).query(e, 130, 64);
+  check_all(decode);
+}
+
+// Tiles sit at fixed multiples of the tile size, so a query row's result does not depend on
+// which other tokens share its call: prefill in one call, in chunks and token by token agree
+// bit for bit (as long as no call splits the keys, which needs >= 128 keys).
+TEST_CASE("attention: a row's output does not depend on the tokens batched with it", "[cpu-ops]") {
+  const size_t n = 70, H = 16, KV = 2, hd = 64, P = 16;
+  const auto k = random_floats(n * KV * hd, 41), v = random_floats(n * KV * hd, 42);
+  const auto q = random_floats(n * H * hd, 43, -3.0f, 3.0f);
+  const Weight sinks = random_weight(gptoss_dtype_bf16, 1, H, 44);
+  std::vector<int32_t> table(n / P + 1);
+  std::iota(table.begin(), table.end(), 0);
+  std::vector<gptoss_attn_token> toks(n);
+  for (size_t t = 0; t < n; ++t) toks[t] = {int32_t(t), int32_t(t >= 16 ? t - 15 : 0), 0, 0};
+  for (Isa isa : supported_isas()) {
+    Devices d(isa);
+    std::vector<float> whole(q.size());
+    REQUIRE(op_attention(&d.fast_stream, q.data(), k.data(), v.data(), gptoss_kv_dtype_f32, &sinks, toks.data(),
+                         table.data(), n, H, KV, hd, P, 0.125f, whole.data()) == gptoss_status_success);
+    for (size_t chunk : {13, 1}) {
+      std::vector<float> parts(q.size());
+      for (size_t t = 0; t < n; t += chunk) {
+        const size_t c = std::min(chunk, n - t);
+        REQUIRE(op_attention(&d.fast_stream, q.data() + t * H * hd, k.data(), v.data(), gptoss_kv_dtype_f32,
+                             &sinks, toks.data() + t, table.data(), c, H, KV, hd, P, 0.125f,
+                             parts.data() + t * H * hd) == gptoss_status_success);
+      }
+      INFO(isa_name(isa) << ", chunks of " << chunk);
+      CHECK(parts == whole);
+    }
+  }
+}
+
+TEST_CASE("attention: tokens whose key range is empty or negative are rejected", "[cpu-ops]") {
+  const Weight sinks = random_weight(gptoss_dtype_bf16, 1, 8, 33);
+  const auto q = random_floats(8 * 64, 34), kv = random_floats(16 * 64, 35);
+  const std::vector<int32_t> table = {0};
+  std::vector<float> out(q.size());
   for (Isa isa : supported_isas())
-    for (gptoss_kv_dtype dt : {gptoss_kv_dtype_f32, gptoss_kv_dtype_bf16}) {
-      attention_case(isa, dt, 1, 1, 0, 8, 2, 64);       // first token: only the sink and itself
-      attention_case(isa, dt, 1, 300, 0, 8, 1, 64);     // decode, one KV head: split over keys
-      attention_case(isa, dt, 1, 300, 128, 8, 1, 64);   // decode in a sliding window
-      attention_case(isa, dt, 20, 77, 0, 16, 2, 64);    // prefill, GQA 8
-      attention_case(isa, dt, 40, 200, 128, 4, 4, 40);  // window, head_dim with a tail
+    for (gptoss_attn_token bad : {gptoss_attn_token{3, 4, 0, 0}, gptoss_attn_token{3, -1, 0, 0}}) {
+      Devices d(isa);
+      CHECK(op_attention(&d.fast_stream, q.data(), kv.data(), kv.data(), gptoss_kv_dtype_f32, &sinks,
+                         &bad, table.data(), 1, 8, 1, 64, 16, 0.125f, out.data()) ==
+            gptoss_status_invalid_argument);
     }
 }
 
