@@ -1,5 +1,6 @@
 // Self-consistency of the forward pass through the C API: prefill vs decode, batching,
 // both loaders, truncation, partial models, bf16 KV.
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 
@@ -7,8 +8,8 @@
 
 using namespace gptoss::test;
 
-TEST_CASE("prefill of a whole prompt equals token-by-token decode", "[runtime]") {
-  auto model = load_conformance_model();
+static void check_prefill_equals_decode(gptoss_precision precision, double tolerance) {
+  auto model = load_conformance_model(Format::hf, 0, precision);
   const auto ids = prompt_ids("p3_long");  // 300 tokens: crosses the 128 window twice
   auto prefill = make_context(model.get(), 512, 64);  // several chunks of 64
   GPTOSS_REQUIRE_OK(gptoss_context_append_tokens(prefill.get(), ids.size(), ids.data()));
@@ -18,14 +19,30 @@ TEST_CASE("prefill of a whole prompt equals token-by-token decode", "[runtime]")
     GPTOSS_REQUIRE_OK(gptoss_context_append_tokens(decode.get(), 1, &t));
     GPTOSS_REQUIRE_OK(gptoss_context_process(decode.get()));
   }
-  CHECK(max_abs_diff(logits_of(prefill.get()), logits_of(decode.get())) <= 1e-4);
+  const auto a = logits_of(prefill.get()), b = logits_of(decode.get());
+  CHECK(max_abs_diff(a, b) <= tolerance);
+  CHECK(std::max_element(a.begin(), a.end()) - a.begin() == std::max_element(b.begin(), b.end()) - b.begin());
+}
+
+TEST_CASE("prefill of a whole prompt equals token-by-token decode", "[runtime]") {
+  check_prefill_equals_decode(gptoss_precision_exact, 1e-4);
+}
+
+// In the fast mode each token's activations are rounded to int8 steps; a 1e-7 difference in
+// fp32 summation order (GEMM vs GEMV) can move a value across a step boundary, and through 4
+// layers of this small random model that shows as up to ~1e-2 in a logit (llama.cpp has
+// the same property). The bound is still 5x below the mode's own error against the float64
+// reference (conformance.logits.fast).
+TEST_CASE("fast precision: prefill and decode agree to within int8 rounding", "[runtime]") {
+  check_prefill_equals_decode(gptoss_precision_fast, 0.05);
 }
 
 // Batched and alone must agree: bit for bit with the scalar reference kernels; with SIMD
 // kernels the summation order of a matmul depends on how many tokens it sees, so within
 // float rounding.
-static void check_batch_equals_alone(double tolerance) {
-  auto model = load_conformance_model();
+static void check_batch_equals_alone(double tolerance,
+                                     gptoss_precision precision = gptoss_precision_exact) {
+  auto model = load_conformance_model(Format::hf, 0, precision);
   const std::vector<std::vector<uint32_t>> prompts = {prompt_ids("p1_short"), prompt_ids("p2_harmony"),
                                                       prompt_ids("p3_long")};
   std::vector<std::vector<float>> alone;
@@ -61,6 +78,10 @@ static void check_batch_equals_alone(double tolerance) {
 
 TEST_CASE("a batch of 3 contexts equals processing each alone", "[runtime]") {
   check_batch_equals_alone(1e-5);
+}
+
+TEST_CASE("fast precision: a batch of 3 contexts agrees with each alone", "[runtime]") {
+  check_batch_equals_alone(0.05, gptoss_precision_fast);  // see the fast prefill/decode test
 }
 
 TEST_CASE("with the scalar reference kernels a batch is bit-identical to each alone", "[runtime]") {

@@ -30,11 +30,15 @@ using KvPtr = std::unique_ptr<gptoss_kvcache, KvDeleter>;
 
 enum class Format { hf, gguf };
 
-inline ModelPtr load_conformance_model(Format f = Format::hf, uint32_t num_layers = 0) {
+// The library's default precision is fast (int8 activations where the CPU has VNNI); tests
+// with fp32-rounding tolerances ask for exact.
+inline ModelPtr load_conformance_model(Format f = Format::hf, uint32_t num_layers = 0,
+                                       gptoss_precision precision = gptoss_precision_fast) {
   gptoss_model_options o;
   gptoss_model_options_init(&o);
   o.backend = "cpu";
   o.num_layers = num_layers;
+  o.precision = precision;
   const std::string tok = tokenizer_json();
   std::string path = logits_dir() + (f == Format::hf ? "/model-hf" : "/model.gguf");
   if (f == Format::hf) o.tokenizer_path = tok.c_str();
