@@ -4,10 +4,12 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <string>
 #include <thread>
 
 #include "formats.hpp"
@@ -49,6 +51,10 @@ gptoss_status device_open(int32_t device, uint32_t num_threads, void** dev_out) 
 void device_close(void* dev_) {
   auto* dev = static_cast<Device*>(dev_);
   if (dev == nullptr) return;
+  if (dev->profile.enabled() && g_host != nullptr && g_host->log != nullptr) {
+    const std::string r = dev->profile.report();
+    if (!r.empty()) g_host->log(gptoss_log_level_info, ("cpu profile: " + r).c_str());
+  }
   for (const auto& [bytes, p] : dev->cached) munmap(p, bytes);
   delete dev;
 }
@@ -212,6 +218,21 @@ gptoss_status weight_upload(void* dev_, const gptoss_tensor_desc* desc, void** w
 
 void weight_free(void*, void* weight) { delete static_cast<Weight*>(weight); }
 
+// An op slot that adds its wall time to the device's OpProfile when profiling is on.
+template <OpKind K, auto Fn>
+struct Timed;
+template <OpKind K, typename... A, gptoss_status (*Fn)(void*, A...)>
+struct Timed<K, Fn> {
+  static gptoss_status call(void* stream, A... a) {
+    if (stream == nullptr || !static_cast<Stream*>(stream)->dev->profile.enabled())
+      return Fn(stream, a...);
+    const auto t0 = std::chrono::steady_clock::now();
+    const gptoss_status st = Fn(stream, a...);
+    static_cast<Stream*>(stream)->dev->profile.add(K, std::chrono::steady_clock::now() - t0);
+    return st;
+  }
+};
+
 }  // namespace
 
 const gptoss_backend_api kApi = {
@@ -234,15 +255,15 @@ const gptoss_backend_api kApi = {
     /* .buffer_copy        = */ buffer_copy,
     /* .weight_upload      = */ weight_upload,
     /* .weight_free        = */ weight_free,
-    /* .embedding          = */ op_embedding,
-    /* .rmsnorm            = */ op_rmsnorm,
-    /* .linear             = */ op_linear,
-    /* .rope               = */ op_rope,
-    /* .kv_write           = */ op_kv_write,
-    /* .attention          = */ op_attention,
-    /* .router             = */ op_router,
-    /* .moe                = */ op_moe,
-    /* .add                = */ op_add,
+    /* .embedding          = */ Timed<OpKind::embedding, op_embedding>::call,
+    /* .rmsnorm            = */ Timed<OpKind::rmsnorm, op_rmsnorm>::call,
+    /* .linear             = */ Timed<OpKind::linear, op_linear>::call,
+    /* .rope               = */ Timed<OpKind::rope, op_rope>::call,
+    /* .kv_write           = */ Timed<OpKind::kv_write, op_kv_write>::call,
+    /* .attention          = */ Timed<OpKind::attention, op_attention>::call,
+    /* .router             = */ Timed<OpKind::router, op_router>::call,
+    /* .moe                = */ Timed<OpKind::moe, op_moe>::call,
+    /* .add                = */ Timed<OpKind::add, op_add>::call,
     /* .device_set_precision = */ device_set_precision,
 };
 

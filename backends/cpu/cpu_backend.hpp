@@ -11,6 +11,7 @@
 
 #include "gptoss/backend.h"
 #include "kernels.hpp"
+#include "op_profile.hpp"
 #include "thread_pool.hpp"
 
 namespace gptoss::cpu {
@@ -23,6 +24,7 @@ struct Device {
   // gptoss_precision_fast: MXFP4 matmuls take int8-quantized activations where the level has
   // the kernels for it (kernels->matmul_mxfp4_q8); exact keeps every matmul in fp32.
   bool quantize_activations = true;
+  OpProfile profile;
   std::mutex alloc_mutex;
   std::unordered_map<void*, size_t> mapped;  // live buffers (anonymous mappings) and sizes
   std::multimap<size_t, void*> cached;       // freed buffers kept for reuse, by size

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "bench.hpp"
+#include "gptoss.h"
 
 namespace {
 void usage() {
@@ -17,6 +18,7 @@ void usage() {
                "usage: gptoss-bench -m MODEL [-p N_PROMPT=512] [-n N_GEN=128] [-t THREADS]\n"
                "                    [-r REPS=5] [--tokenizer-json PATH] [--precision fast|exact]\n"
                "                    [--mmap 0|1 (1: map the files; 0: read them into huge pages)]\n"
+               "                    [-v (library log on stderr; GPTOSS_CPU_PROFILE=1 adds time per op)]\n"
                "                    [--output md|json]\n"
                "       gptoss-bench --kernels [-t THREADS] [--output md|json]\n");
 }
@@ -50,6 +52,12 @@ int main(int argc, char** argv) {
     else if (a == "-r" || a == "--repetitions") o.reps = count();
     else if (a == "--tokenizer-json") o.tokenizer_json = value();
     else if (a == "--kernels") o.kernels = true;
+    else if (a == "-v" || a == "--verbose") {
+      // The library's log on stderr (with GPTOSS_CPU_PROFILE=1: time per op at the end).
+      gptoss_set_log_callback(
+          [](gptoss_log_level, const char* m, void*) { std::fprintf(stderr, "gptoss: %s\n", m); },
+          gptoss_log_level_info, nullptr);
+    }
     else if (a == "--mmap") {
       const size_t v = count();
       if (v > 1) {
