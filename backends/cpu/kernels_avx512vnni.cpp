@@ -104,6 +104,8 @@ void gemv_rows(const Weight& w, size_t r0, const int8_t* xq, const float* hd, co
     if (g % 4 == 0) {  // scales of blocks b0 .. b0 + 15 for every row: s_b * d_b / 2
       const __m512 h = _mm512_loadu_ps(hd + b0), c12 = _mm512_loadu_ps(q12 + b0);
       for (int r = 0; r < R; ++r) {
+        // The scales are a second stream (1/16 of the codes' bytes): prefetch it as far ahead.
+        _mm_prefetch(reinterpret_cast<const char*>(scales[r] + b0) + kPrefetchBytes / 16, _MM_HINT_T0);
         const __m128i sb = nb - b0 >= 16
                                ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(scales[r] + b0))
                                : _mm_maskz_loadu_epi8(mask16(nb - b0), scales[r] + b0);
