@@ -186,8 +186,22 @@ const MatmulKernels<4> kMatmul = {
     },
 };
 
+}  // namespace
+
+// gemm_avx512.cpp: the K-blocked GEMM for prefill-sized batches.
+void gemm_f32_avx512(const Weight& w, size_t r0, size_t n_rows, const float* x, size_t ldx,
+                     size_t n_tok, float* y, size_t ldy);
+
+namespace {
+
 void matmul(const Weight& w, size_t r0, size_t n_rows, const float* x, size_t ldx, size_t n_tok,
             float* y, size_t ldy) {
+  // The blocked GEMM transposes its panel once per 32 rows: worth it from a few tokens on for
+  // bf16/f32, later for MXFP4, whose exact decode to fp32 is scalar there.
+  const size_t min_tokens = w.dtype == gptoss_dtype_mxfp4 ? 64 : 16;
+  if (n_tok >= min_tokens && (w.dtype == gptoss_dtype_bf16 || w.dtype == gptoss_dtype_f32 ||
+                              w.dtype == gptoss_dtype_mxfp4))
+    return gemm_f32_avx512(w, r0, n_rows, x, ldx, n_tok, y, ldy);
   matmul_with(kMatmul, w, r0, n_rows, x, ldx, n_tok, y, ldy);
 }
 

@@ -15,9 +15,9 @@ using namespace ops;
 
 namespace {
 
-// Rows per piece of dynamically scheduled work: a GEMM panel, ~50 KB of bf16 weights at the
-// real hidden size.
-constexpr size_t kRowGrain = 16;
+// Rows per piece of dynamically scheduled work in a batch: one panel of the blocked GEMM
+// (gemm_avx512.cpp) or two of the int8 one; decode takes longer pieces (rows_per_piece).
+constexpr size_t kRowGrain = 32;
 
 // x in the order the kernels expect for w (kernel order for MXFP4), reusing `storage`.
 const float* activations_for(const Weight& w, const float* x, size_t n_tok,

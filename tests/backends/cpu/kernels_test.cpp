@@ -84,6 +84,20 @@ TEST_CASE("matmul: one SIMD group, tails and many groups, every dtype", "[cpu-ke
         MatmulTester().dtype(gptoss_dtype_mxfp4).rows(rows).cols(cols).tokens(tokens).test_all_isas();
 }
 
+// Batches of 16+ tokens (64+ for MXFP4) take the AVX-512 blocked GEMM (gemm_avx512.cpp):
+// 32-row panels (partial ones too), K chunks of 128 with a tail, token tiles of 12 with a tail.
+TEST_CASE("matmul: prefill-sized batches (blocked GEMM)", "[cpu-kernels]") {
+  for (gptoss_dtype d : {gptoss_dtype_f32, gptoss_dtype_bf16})
+    for (size_t cols : {7, 16, 100, 129, 300})
+      for (size_t rows : {1, 17, 32, 45})
+        for (size_t tokens : {16, 25})
+          MatmulTester().dtype(d).rows(rows).cols(cols).tokens(tokens).test_all_isas();
+  for (size_t rows : {5, 33})
+    MatmulTester().dtype(gptoss_dtype_mxfp4).rows(rows).cols(160).tokens(64).test_all_isas();
+  MatmulTester().dtype(gptoss_dtype_bf16).rows(70).cols(2880).tokens(37).row_range(3, 60).x_stride_pad(13).test_all_isas();
+  MatmulTester().dtype(gptoss_dtype_mxfp4).rows(40).cols(2880).tokens(65).row_range(2, 35).test_all_isas();
+}
+
 TEST_CASE("matmul: strided activations and a row offset", "[cpu-kernels]") {
   for (gptoss_dtype d : {gptoss_dtype_f32, gptoss_dtype_bf16, gptoss_dtype_mxfp4})
     for (size_t tokens : {1, 6})
