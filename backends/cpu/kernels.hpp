@@ -29,7 +29,7 @@ Isa isa_selected();
 
 // Activations quantized for the fast mode (Q8 as in llama.cpp's MXFP4 x Q8 dot): per token and
 // per 32-block, d = max|x| / 127 and q = round-to-nearest-even(x / d) as int8. Filled by
-// quantize_q8 from kernel-ordered floats; storage owned by the caller (q8_storage.hpp).
+// quantize_q8 from floats in natural order; storage owned by the caller (q8_storage.hpp).
 //
 // Layout of q ("quad order"): blocks in groups of 4; a group's 128 bytes are the 16 even
 // elements of each of its 4 blocks (64 bytes), then their 16 odd elements. That is where a
@@ -58,11 +58,14 @@ struct Kernels {
   // x is in kernel order when w is MXFP4. Any dtype of backend.h is accepted.
   void (*matmul)(const Weight& w, size_t r0, size_t n_rows, const float* x, size_t ldx,
                  size_t n_tok, float* y, size_t ldy);
-  float (*dot)(const float* a, const float* b, size_t n);
-  // acc[i] = acc[i] * a + p * v[i]
-  void (*scale_add)(float* acc, float a, float p, const float* v, size_t n);
+  // The MoE's clamped SwiGLU over interleaved glu/linear outputs h (and biases b, NULL = 0):
+  // g = min(h[2i] + b[2i], limit), l = clamp(h[2i+1] + b[2i+1], -limit, limit),
+  // out[i] = g * sigmoid(1.702 g) * (l + 1) for i < n. SIMD levels use a polynomial exp
+  // (within 2 ulp of expf).
+  void (*swiglu)(const float* h, const float* b, size_t n, float limit, float* out);
   // Fast mode; NULL at levels without an int8 dot product (the ops then use matmul).
-  // x (n_tok rows, kernel order, stride ldx) -> out (sized for n_tok x x_cols).
+  // x (n_tok rows in natural order, stride ldx) -> out (prepared for n_tok x out.cols); the
+  // kernel-order permutation of MXFP4 rows is folded into the quad layout.
   void (*quantize_q8)(const float* x, size_t ldx, size_t n_tok, Q8Acts& out);
   // Like matmul for an MXFP4 weight, with tokens [t0, t0 + n_tok) of quantized activations.
   void (*matmul_mxfp4_q8)(const Weight& w, size_t r0, size_t n_rows, const Q8Acts& x,
@@ -74,6 +77,9 @@ struct Kernels {
 inline size_t q8_pos(size_t b, size_t j) {
   return 128 * (b / 4) + 16 * (b % 4) + (j < 16 ? j : 64 + (j - 16));
 }
+
+// The scalar SwiGLU (the table's swiglu at Isa::scalar and Isa::avx2).
+void swiglu_reference(const float* h, const float* b, size_t n, float limit, float* out);
 
 // The scalar definitions of the two fast-mode kernels (the reference of the SIMD ones; also
 // what Isa::scalar devices would use, though they run the exact reference ops instead).

@@ -194,31 +194,9 @@ void matmul(const Weight& w, size_t r0, size_t n_rows, const float* x, size_t ld
   matmul_with(kMatmul, w, r0, n_rows, x, ldx, n_tok, y, ldy);
 }
 
-float dot(const float* a, const float* b, size_t n) {
-  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-  size_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
-    acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), acc1);
-  }
-  for (; i + 8 <= n; i += 8) acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
-  float s = hsum(_mm256_add_ps(acc0, acc1));
-  for (; i < n; ++i) s += a[i] * b[i];
-  return s;
-}
-
-void scale_add(float* acc, float a, float p, const float* v, size_t n) {
-  const __m256 va = _mm256_set1_ps(a), vp = _mm256_set1_ps(p);
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    _mm256_storeu_ps(acc + i, _mm256_fmadd_ps(vp, _mm256_loadu_ps(v + i),
-                                              _mm256_mul_ps(va, _mm256_loadu_ps(acc + i))));
-  for (; i < n; ++i) acc[i] = acc[i] * a + p * v[i];
-}
-
 }  // namespace
 
 extern const Kernels kKernelsAvx2;
-const Kernels kKernelsAvx2 = {Isa::avx2, matmul, dot, scale_add, nullptr, nullptr};
+const Kernels kKernelsAvx2 = {Isa::avx2, matmul, swiglu_reference, nullptr, nullptr};
 
 }  // namespace gptoss::cpu

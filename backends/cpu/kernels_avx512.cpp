@@ -28,6 +28,7 @@ inline __m512 bf16x16_masked(const uint16_t* p, __mmask16 m) {
   return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, p)), 16));
 }
 inline __mmask16 tail_mask(size_t rem) { return __mmask16((1u << rem) - 1u); }
+inline __mmask16 mask16_of(size_t n) { return n >= 16 ? __mmask16(0xffff) : tail_mask(n); }
 
 // GEMVs stream their weights once: prefetch this far ahead of each row (see
 // kernels_avx512vnni.cpp for the measurements behind the distance).
@@ -205,33 +206,48 @@ void matmul(const Weight& w, size_t r0, size_t n_rows, const float* x, size_t ld
   matmul_with(kMatmul, w, r0, n_rows, x, ldx, n_tok, y, ldy);
 }
 
-float dot(const float* a, const float* b, size_t n) {
-  __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
-  size_t i = 0;
-  for (; i + 32 <= n; i += 32) {
-    acc0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), acc0);
-    acc1 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 16), _mm512_loadu_ps(b + i + 16), acc1);
-  }
-  for (; i < n; i += 16) {
-    const __mmask16 m = tail_mask(n - i < 16 ? n - i : 16);
-    acc0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i), acc0);
-  }
-  return _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
+// exp(x) for the SwiGLU: Cody-Waite reduction x = n ln2 + r, |r| <= ln2 / 2, degree-7 Taylor
+// polynomial (truncation error 6e-9 relative), scaled by 2^n through the exponent bits.
+// Inputs are clamped to [-87.3, 88.7] (2^n stays a normal float or becomes inf).
+inline __m512 exp16(__m512 x) {
+  x = _mm512_max_ps(_mm512_set1_ps(-87.3f), _mm512_min_ps(_mm512_set1_ps(88.7f), x));
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+  __m512 p = _mm512_set1_ps(1.0f / 5040.0f);
+  for (float c : {1.0f / 720.0f, 1.0f / 120.0f, 1.0f / 24.0f, 1.0f / 6.0f, 0.5f, 1.0f, 1.0f})
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(c));
+  const __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
+  return _mm512_mul_ps(p, _mm512_castsi512_ps(e));
 }
 
-void scale_add(float* acc, float a, float p, const float* v, size_t n) {
-  const __m512 va = _mm512_set1_ps(a), vp = _mm512_set1_ps(p);
+// 16 pairs at a time: even/odd lanes of two vectors split by permutes.
+void swiglu(const float* h, const float* b, size_t n, float limit, float* out) {
+  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+  const __m512 lim = _mm512_set1_ps(limit), neg_lim = _mm512_set1_ps(-limit);
   for (size_t i = 0; i < n; i += 16) {
-    const __mmask16 m = tail_mask(n - i < 16 ? n - i : 16);
-    const __m512 r = _mm512_fmadd_ps(vp, _mm512_maskz_loadu_ps(m, v + i),
-                                     _mm512_mul_ps(va, _mm512_maskz_loadu_ps(m, acc + i)));
-    _mm512_mask_storeu_ps(acc + i, m, r);
+    const size_t m = n - i < 16 ? n - i : 16;
+    const __mmask16 lo = m >= 8 ? __mmask16(0xffff) : __mmask16((1u << (2 * m)) - 1);
+    const __mmask16 hi = m <= 8 ? __mmask16(0) : __mmask16((1u << (2 * (m - 8))) - 1);
+    __m512 a = _mm512_maskz_loadu_ps(lo, h + 2 * i), c = _mm512_maskz_loadu_ps(hi, h + 2 * i + 16);
+    if (b != nullptr) {
+      a = _mm512_add_ps(a, _mm512_maskz_loadu_ps(lo, b + 2 * i));
+      c = _mm512_add_ps(c, _mm512_maskz_loadu_ps(hi, b + 2 * i + 16));
+    }
+    // min(limit, g) keeps a NaN g as std::min(g, limit) does.
+    const __m512 g = _mm512_min_ps(lim, _mm512_permutex2var_ps(a, even, c));
+    const __m512 l = _mm512_max_ps(neg_lim, _mm512_min_ps(lim, _mm512_permutex2var_ps(a, odd, c)));
+    const __m512 sig = _mm512_div_ps(g, _mm512_add_ps(_mm512_set1_ps(1.0f),
+                                                      exp16(_mm512_mul_ps(_mm512_set1_ps(-1.702f), g))));
+    _mm512_mask_storeu_ps(out + i, mask16_of(m), _mm512_mul_ps(sig, _mm512_add_ps(l, _mm512_set1_ps(1.0f))));
   }
 }
 
 }  // namespace
 
 extern const Kernels kKernelsAvx512;
-const Kernels kKernelsAvx512 = {Isa::avx512, matmul, dot, scale_add, nullptr, nullptr};
+const Kernels kKernelsAvx512 = {Isa::avx512, matmul, swiglu, nullptr, nullptr};
 
 }  // namespace gptoss::cpu

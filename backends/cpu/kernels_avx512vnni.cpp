@@ -66,9 +66,13 @@ void quantize_q8(const float* x, size_t ldx, size_t n_tok, Q8Acts& out) {
       const float id = d != 0.0f ? 1.0f / d : 0.0f;
       const __m512i qa = _mm512_cvtps_epi32(_mm512_mul_ps(a, _mm512_set1_ps(id)));
       const __m512i qc = _mm512_cvtps_epi32(_mm512_mul_ps(c, _mm512_set1_ps(id)));
-      int8_t* dst = q + 128 * (b / 4) + 16 * (b % 4);  // quad order: evens, then odds at +64
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), _mm512_cvtsepi32_epi8(qa));
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 64), _mm512_cvtsepi32_epi8(qc));
+      // Natural order in, quad order out: the 16 even elements, then (at +64) the 16 odd ones.
+      const __m128i split = _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
+      const __m128i sa = _mm_shuffle_epi8(_mm512_cvtsepi32_epi8(qa), split);
+      const __m128i sc = _mm_shuffle_epi8(_mm512_cvtsepi32_epi8(qc), split);
+      int8_t* dst = q + 128 * (b / 4) + 16 * (b % 4);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), _mm_unpacklo_epi64(sa, sc));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 64), _mm_unpackhi_epi64(sa, sc));
       const int32_t sum = _mm512_reduce_add_epi32(_mm512_add_epi32(qa, qc));
       hd[b] = d * 0.5f;
       qf[b] = float(12 * sum);

@@ -75,16 +75,22 @@ void permute_for_mxfp4(const float* x, size_t ldx, size_t n_tok, size_t cols, fl
     for (size_t j = 0; j < cols; ++j) dst[t * cols + mxfp4_kernel_pos(j)] = x[t * ldx + j];
 }
 
+void swiglu_reference(const float* h, const float* b, size_t n, float limit, float* out) {
+  for (size_t i = 0; i < n; ++i) {
+    float glu = h[2 * i] + (b ? b[2 * i] : 0.0f), lin = h[2 * i + 1] + (b ? b[2 * i + 1] : 0.0f);
+    glu = std::min(glu, limit);
+    lin = std::clamp(lin, -limit, limit);
+    out[i] = glu / (1.0f + std::exp(-1.702f * glu)) * (lin + 1.0f);
+  }
+}
+
+
 namespace {
 
 float dot_scalar(const float* a, const float* b, size_t n) {
   float s = 0.0f;
   for (size_t i = 0; i < n; ++i) s += a[i] * b[i];
   return s;
-}
-
-void scale_add_scalar(float* acc, float a, float p, const float* v, size_t n) {
-  for (size_t i = 0; i < n; ++i) acc[i] = acc[i] * a + p * v[i];
 }
 
 // Each weight row is decoded once and used for every token.
@@ -113,9 +119,9 @@ void quantize_q8_reference(const float* x, size_t ldx, size_t n_tok, Q8Acts& out
         for (size_t j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(xr[32 * b + j]));
         d = amax / 127.0f;
         const float id = d != 0.0f ? 1.0f / d : 0.0f;
-        for (size_t j = 0; j < 32; ++j) {
+        for (size_t j = 0; j < 32; ++j) {  // natural element j is kernel-order position
           const float v = std::clamp(std::nearbyint(xr[32 * b + j] * id), -127.0f, 127.0f);
-          q[q8_pos(b, j)] = int8_t(v);
+          q[q8_pos(b, (j & 1) ? 16 + j / 2 : j / 2)] = int8_t(v);
           sum += int32_t(v);
         }
       }
@@ -151,6 +157,13 @@ void matmul_mxfp4_q8_reference(const Weight& w, size_t r0, size_t n_rows, const 
   }
 }
 
+void copy_q8_row(const Q8Acts& src, size_t i, Q8Acts& dst, size_t j) {
+  std::memcpy(dst.q + j * dst.q_stride, src.q + i * src.q_stride, src.q_stride);
+  std::memcpy(dst.half_d + j * dst.b_stride, src.half_d + i * src.b_stride, src.b_stride * 4);
+  std::memcpy(dst.q12f + j * dst.b_stride, src.q12f + i * src.b_stride, src.b_stride * 4);
+  std::memcpy(dst.neg_q12 + j * dst.b_stride, src.neg_q12 + i * src.b_stride, src.b_stride * 4);
+}
+
 Q8Acts& Q8Storage::prepare(size_t n_tok, size_t cols) {
   const size_t q_stride = (cols + 127) / 128 * 128;
   const size_t b_stride = (cols / 32 + 15) / 16 * 16;
@@ -174,8 +187,7 @@ extern const Kernels kKernelsAvx512;
 void matmul_mxfp4_q8_avx512vnni(const Weight& w, size_t r0, size_t n_rows, const Q8Acts& x,
                                 size_t t0, size_t n_tok, float* y, size_t ldy);
 void quantize_q8_avx512vnni(const float* x, size_t ldx, size_t n_tok, Q8Acts& out);
-const Kernels kKernelsScalar = {Isa::scalar, matmul_scalar, dot_scalar, scale_add_scalar,
-                                nullptr, nullptr};
+const Kernels kKernelsScalar = {Isa::scalar, matmul_scalar, swiglu_reference, nullptr, nullptr};
 
 const Kernels& kernels_for(Isa isa) {
   switch (isa) {

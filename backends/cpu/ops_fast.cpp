@@ -62,13 +62,15 @@ gptoss_status op_linear(void* stream, const void* x, const void* weight, const v
     std::vector<float>& xs = xs_temp;
     Q8Storage& q8 = q8_temp;
     std::vector<float> b;
-    const float* xin = activations_for(w, F(x), n_tokens, xs);
+    const bool q8_path = use_q8(dev, w);
+    // The int8 quantizer folds the MXFP4 permutation in; the fp32 kernels need it done.
+    const float* xin = q8_path ? F(x) : activations_for(w, F(x), n_tokens, xs);
     if (bw != nullptr) {
       b.resize(n_out);
       decode_row(*bw, 0, b.data());
     }
     const Q8Acts* xq = nullptr;
-    if (use_q8(dev, w)) {
+    if (q8_path) {
       Q8Acts& q = q8.prepare(n_tokens, n_in);
       dev.kernels->quantize_q8(xin, n_in, n_tokens, q);
       xq = &q;

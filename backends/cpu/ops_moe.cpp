@@ -70,27 +70,51 @@ gptoss_status op_moe(void* stream, const void* x, const void* expert_ids,
     for (size_t i = 0; i < n_slots; ++i) slot_row[i] = cursor[size_t(I(expert_ids)[i])]++;
 
     const bool perm1 = w1.dtype == gptoss_dtype_mxfp4, perm2 = w2.dtype == gptoss_dtype_mxfp4;
+    const bool q1 = use_q8(dev, w1), q2 = use_q8(dev, w2);
     // The big temporaries live as long as the calling thread: fresh ones each call would be
     // new pages from the kernel (page faults and zeroing were ~10% of a prefill step).
     // (Bound to locals here: inside the lambdas below, run on pool threads, a thread_local's
     // name would mean that thread's instance.)
     struct Temps {
       std::vector<float> xg, act, yg;
-      Q8Storage xq, aq;
+      Q8Storage tq, xq, aq;
     };
     thread_local Temps temps;
     std::vector<float>&xg = temps.xg, &act = temps.act, &yg = temps.yg;
-    Q8Storage &xq_mem = temps.xq, &aq_mem = temps.aq;
-    xg.resize(std::max(xg.size(), n_slots * dim));
     act.resize(std::max(act.size(), n_slots * inter));
     yg.resize(std::max(yg.size(), n_slots * dim));
-    for (size_t i = 0; i < n_slots; ++i) {
-      const float* src = F(x) + (i / top_k) * dim;
-      float* dst = xg.data() + slot_row[i] * dim;
-      if (perm1)
-        permute_for_mxfp4(src, dim, 1, dim, dst);
-      else
-        std::copy(src, src + dim, dst);
+
+    // Rows of `src` (natural order, `cols` wide) quantized into mem, in pieces over the pool.
+    auto quantize = [&](const float* src, size_t rows, size_t cols, Q8Storage& mem) -> Q8Acts& {
+      Q8Acts& q = mem.prepare(rows, cols);
+      for_each_piece(dev.pool, rows, 16, double(rows) * double(cols) * 0.25, [&](size_t a, size_t e) {
+        Q8Acts part = q;  // rows [a, e): same layout, shifted pointers
+        part.q += a * q.q_stride;
+        part.half_d += a * q.b_stride;
+        part.q12f += a * q.b_stride;
+        part.neg_q12 += a * q.b_stride;
+        dev.kernels->quantize_q8(src + a * cols, cols, e - a, part);
+      });
+      return q;
+    };
+    // X_e: int8 rows (each token quantized once, then copied to its k slots) or fp32 rows in
+    // the kernel order of w1.
+    const Q8Acts* xq = nullptr;
+    if (q1) {
+      const Q8Acts& tq = quantize(F(x), n_tokens, dim, temps.tq);
+      Q8Acts& slots = temps.xq.prepare(n_slots, dim);
+      for (size_t i = 0; i < n_slots; ++i) copy_q8_row(tq, i / top_k, slots, slot_row[i]);
+      xq = &slots;
+    } else {
+      xg.resize(std::max(xg.size(), n_slots * dim));
+      for (size_t i = 0; i < n_slots; ++i) {
+        const float* src = F(x) + (i / top_k) * dim;
+        float* dst = xg.data() + slot_row[i] * dim;
+        if (perm1)
+          permute_for_mxfp4(src, dim, 1, dim, dst);
+        else
+          std::copy(src, src + dim, dst);
+      }
     }
     // Biases of the active experts only.
     std::vector<float> bias1(groups.size() * 2 * inter, 0.0f), bias2(groups.size() * dim, 0.0f);
@@ -100,22 +124,6 @@ gptoss_status op_moe(void* stream, const void* x, const void* expert_ids,
       if (b1) decode_row(*b1, groups[g].expert, bias1.data() + g * 2 * inter);
       if (b2) decode_row(*b2, groups[g].expert, bias2.data() + g * dim);
     }
-
-    // Fast mode: int8 copies of xg (and later act) for the int8 kernels.
-    const bool q1 = use_q8(dev, w1), q2 = use_q8(dev, w2);
-    auto quantize = [&](const std::vector<float>& src, size_t cols, Q8Storage& mem) -> const Q8Acts& {
-      Q8Acts& q = mem.prepare(n_slots, cols);
-      for_each_piece(dev.pool, n_slots, 16, double(n_slots) * double(cols) * 0.25, [&](size_t a, size_t e) {
-        Q8Acts part = q;  // rows [a, e): same layout, shifted pointers
-        part.q += a * q.q_stride;
-        part.half_d += a * q.b_stride;
-        part.q12f += a * q.b_stride;
-        part.neg_q12 += a * q.b_stride;
-        dev.kernels->quantize_q8(src.data() + a * cols, cols, e - a, part);
-      });
-      return q;
-    };
-    const Q8Acts* xq = q1 ? &quantize(xg, dim, xq_mem) : nullptr;
 
     // Pieces: (group, row range); piece p of group g covers rows [p * grain, ...).
     // Few tokens (decode): longer pieces, see rows_per_piece.
@@ -139,21 +147,24 @@ gptoss_status op_moe(void* stream, const void* x, const void* expert_ids,
       else
         dev.kernels->matmul(w1, g.expert * 2 * inter + r0, r1 - r0, xg.data() + g.first * dim,
                             dim, g.count, h, grain);
+      // A_e in natural order for the int8 path (its quantizer permutes), else in the order the
+      // fp32 kernels expect for w2.
       const float* bb = bias1.data() + gi * 2 * inter;
+      const size_t i0 = r0 / 2, n_out = (r1 - r0) / 2;
+      thread_local std::vector<float> tmp;
       for (size_t n = 0; n < g.count; ++n) {
         float* a = act.data() + (g.first + n) * inter;
-        for (size_t r = r0; r < r1; r += 2) {
-          float glu = h[n * grain + (r - r0)] + bb[r];
-          float lin = h[n * grain + (r - r0) + 1] + bb[r + 1];
-          glu = std::min(glu, limit);
-          lin = std::clamp(lin, -limit, limit);
-          const size_t i = r / 2;
-          a[perm2 ? mxfp4_kernel_pos(i) : i] = glu / (1.0f + std::exp(-1.702f * glu)) * (lin + 1.0f);
+        if (q2 || !perm2) {
+          dev.kernels->swiglu(h + n * grain, bb + r0, n_out, limit, a + i0);
+        } else {
+          tmp.resize(n_out);
+          dev.kernels->swiglu(h + n * grain, bb + r0, n_out, limit, tmp.data());
+          for (size_t j = 0; j < n_out; ++j) a[mxfp4_kernel_pos(i0 + j)] = tmp[j];
         }
       }
     });
 
-    const Q8Acts* aq = q2 ? &quantize(act, inter, aq_mem) : nullptr;
+    const Q8Acts* aq = q2 ? &quantize(act.data(), n_slots, inter, temps.aq) : nullptr;
     run_pieces(dim, [&](const ExpertGroup& g, size_t, size_t r0, size_t r1) {
       float* y = yg.data() + g.first * dim + r0;
       if (aq != nullptr)

@@ -19,4 +19,7 @@ class Q8Storage {
   Q8Acts view_{};
 };
 
+// Row j of dst = row i of src (same cols; all of its int8 values and per-block data).
+void copy_q8_row(const Q8Acts& src, size_t i, Q8Acts& dst, size_t j);
+
 }  // namespace gptoss::cpu

@@ -4,6 +4,7 @@
 // (fp32 accumulation of K products errs by about sqrt(K) * 6e-8 of that sum; 2e-5 leaves a
 // wide margin at K = 5760 yet catches any wrong element, row, scale or nibble).
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -116,22 +117,30 @@ TEST_CASE("matmul: real gpt-oss shapes", "[cpu-kernels]") {
   MatmulTester().dtype(gptoss_dtype_bf16).rows(201088).cols(64).tokens(1).test_all_isas();
 }
 
-TEST_CASE("dot and scale_add match the reference", "[cpu-kernels]") {
+// The SwiGLU of every level against a double-precision evaluation of the formula, over the
+// whole range the clamp lets through (and far below it: sigmoid underflow), with tails.
+TEST_CASE("swiglu matches the formula at every level", "[cpu-kernels]") {
   for (Isa isa : supported_isas()) {
     const Kernels& k = kernels_for(isa);
-    for (size_t n : {1, 5, 16, 17, 31, 32, 33, 64, 100, 2880}) {
-      const auto a = random_floats(n, uint32_t(n)), b = random_floats(n, uint32_t(n + 1));
-      double ref = 0.0, mag = 0.0;
-      for (size_t i = 0; i < n; ++i) {
-        ref += double(a[i]) * b[i];
-        mag += std::fabs(double(a[i]) * b[i]);
-      }
-      CHECK(std::fabs(k.dot(a.data(), b.data(), n) - ref) <= 1e-6 + 2e-5 * mag);
-      std::vector<float> acc = a;
-      k.scale_add(acc.data(), 0.75f, -1.5f, b.data(), n);
-      for (size_t i = 0; i < n; ++i) {
-        const double want = 0.75 * a[i] - 1.5 * b[i];
-        CHECK(std::fabs(acc[i] - want) <= 1e-6 + 1e-6 * std::fabs(want));
+    for (size_t n : {1, 5, 8, 15, 16, 17, 33, 1440}) {
+      auto h = random_floats(2 * n, uint32_t(n), -12.0f, 12.0f);
+      const auto b = random_floats(2 * n, uint32_t(n + 1), -1.0f, 1.0f);
+      if (n > 4) h[0] = -120.0f, h[2] = 90.0f, h[3] = -90.0f;  // exp overflow / clamps
+      for (const float* bias : {b.data(), static_cast<const float*>(nullptr)}) {
+        std::vector<float> out(n + 3, -777.0f);
+        k.swiglu(h.data(), bias, n, 7.0f, out.data());
+        size_t bad = 0;
+        for (size_t i = 0; i < n; ++i) {
+          double g = double(h[2 * i]) + (bias ? bias[2 * i] : 0.0);
+          double l = double(h[2 * i + 1]) + (bias ? bias[2 * i + 1] : 0.0);
+          g = std::min(g, 7.0);
+          l = std::clamp(l, -7.0, 7.0);
+          const double want = g / (1.0 + std::exp(-1.702 * g)) * (l + 1.0);
+          if (!(std::fabs(out[i] - want) <= 1e-6 * (1.0 + std::fabs(want))) && bad++ < 3)
+            UNSCOPED_INFO(isa_name(isa) << " n " << n << " i " << i << ": " << out[i] << " want " << want);
+        }
+        CHECK(bad == 0);
+        for (size_t i = n; i < n + 3; ++i) CHECK(out[i] == -777.0f);  // nothing past n
       }
     }
   }
