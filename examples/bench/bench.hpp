@@ -28,6 +28,9 @@ double measure_read_bandwidth(unsigned threads, size_t bytes);
 
 // Peak resident set size of this process in bytes (VmHWM).
 size_t peak_rss_bytes();
+// Restarts the kernel's peak-RSS count (VmHWM) at the current RSS, so that the bandwidth
+// test's buffer is not counted as the model's; false where the kernel does not support it.
+bool reset_peak_rss();
 
 int run_model_bench(const Options& o);
 int run_kernel_bench(const Options& o);

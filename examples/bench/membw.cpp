@@ -72,6 +72,12 @@ double measure_read_bandwidth(unsigned threads, size_t bytes) {
   return best;
 }
 
+bool reset_peak_rss() {
+  std::ofstream f("/proc/self/clear_refs");
+  f << "5";
+  return bool(f.flush());
+}
+
 size_t peak_rss_bytes() {
   std::ifstream f("/proc/self/status");
   std::string line;
