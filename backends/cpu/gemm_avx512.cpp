@@ -1,5 +1,5 @@
-// fp32 GEMM for prefill-sized batches at the AVX-512 levels (exact precision, and the dense
-// bf16 projections in every precision). The register-tile GEMM of matmul_driver.hpp reads a
+// fp32 GEMM for prefill-sized batches of bf16 and f32 weights at the AVX-512 levels (the
+// dense projections, in every precision). The register-tile GEMM of matmul_driver.hpp reads a
 // 4-row x 4-token tile's weights and activations from L2 for every 16 multiply-adds: L2
 // bandwidth, not the FMA units, bounds it (~230-290 GFLOP/s on 2 Zen 5 cores). Here:
 //   - 32 weight rows are widened to fp32 and transposed (k-major: 32 floats per k) once;
@@ -44,7 +44,7 @@ void transpose16(const float* src, size_t lds, float* dst, size_t ldd) {
   }
 }
 
-// Rows [r0, r0 + n) (n <= 32; missing rows zero) of w, fp32 in kernel order, into
+// Rows [r0, r0 + n) (n <= 32; missing rows zero) of a bf16 or f32 w, as fp32, into
 // panel[k * 32 + r] for k < Kp (K rounded up to 16; padding zero). rows: scratch of 16 * Kp.
 void pack_panel(const Weight& w, size_t r0, size_t n, size_t Kp, float* rows, float* panel) {
   const size_t K = w.cols;
@@ -64,8 +64,8 @@ void pack_panel(const Weight& w, size_t r0, size_t n, size_t Kp, float* rows, fl
           _mm512_storeu_ps(dst + k, _mm512_castsi512_ps(_mm512_slli_epi32(v, 16)));
         }
       } else {
-        decode_row_kernel_order(w, r0 + r, dst);  // f32 copies, MXFP4 decodes
-        for (size_t k = K; k < Kp; ++k) dst[k] = 0.0f;
+        const float* src = reinterpret_cast<const float*>(w.data + (r0 + r) * w.row_bytes);
+        for (size_t k = 0; k < Kp; ++k) dst[k] = k < K ? src[k] : 0.0f;
       }
     }
     for (size_t k = 0; k < Kp; k += 16) transpose16(rows + k, Kp, panel + k * kRows + 16 * h, kRows);

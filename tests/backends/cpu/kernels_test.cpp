@@ -85,8 +85,9 @@ TEST_CASE("matmul: one SIMD group, tails and many groups, every dtype", "[cpu-ke
         MatmulTester().dtype(gptoss_dtype_mxfp4).rows(rows).cols(cols).tokens(tokens).test_all_isas();
 }
 
-// Batches of 16+ tokens (64+ for MXFP4) take the AVX-512 blocked GEMM (gemm_avx512.cpp):
-// 32-row panels (partial ones too), K chunks of 128 with a tail, token tiles of 12 with a tail.
+// Batches of 16+ tokens of bf16/f32 weights take the AVX-512 blocked GEMM (gemm_avx512.cpp):
+// 32-row panels (partial ones too), K chunks of 128 with a tail, token tiles of 12 with a
+// tail. (MXFP4 cases here cover the 16-row panels at prefill sizes.)
 TEST_CASE("matmul: prefill-sized batches (blocked GEMM)", "[cpu-kernels]") {
   for (gptoss_dtype d : {gptoss_dtype_f32, gptoss_dtype_bf16})
     for (size_t cols : {7, 16, 100, 129, 300})
