@@ -64,28 +64,28 @@ void gemv_mxfp4(const Weight& w, size_t r0, const float* x, float* y) {
   for (int r = 0; r < R; ++r) y[r] = _mm512_reduce_add_ps(acc[r]);
 }
 
+// One row after the other, not R rows interleaved: a single sequential stream per core
+// reads ~17% faster from DRAM than 4 streams 5.8 KB apart (48 decode-sized bf16 GEMVs on 2
+// threads: 46 -> 54 GB/s). Four accumulators keep the FMA latency off the critical path.
 template <int R>
 void gemv_bf16(const Weight& w, size_t r0, const float* x, float* y) {
   const size_t K = w.cols;
-  const uint16_t* row[R];
-  __m512 acc[R];
   for (int r = 0; r < R; ++r) {
-    row[r] = reinterpret_cast<const uint16_t*>(w.data + (r0 + size_t(r)) * w.row_bytes);
-    acc[r] = _mm512_setzero_ps();
+    const uint16_t* row = reinterpret_cast<const uint16_t*>(w.data + (r0 + size_t(r)) * w.row_bytes);
+    __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+    size_t k = 0;
+    for (; k + 64 <= K; k += 64) {
+      prefetch(row + k);
+      prefetch(row + k + 32);
+      for (int j = 0; j < 4; ++j)
+        acc[j] = _mm512_fmadd_ps(bf16x16(row + k + 16 * j), _mm512_loadu_ps(x + k + 16 * j), acc[j]);
+    }
+    for (; k < K; k += 16) {
+      const __mmask16 m = tail_mask(K - k < 16 ? K - k : 16);
+      acc[0] = _mm512_fmadd_ps(bf16x16_masked(row + k, m), _mm512_maskz_loadu_ps(m, x + k), acc[0]);
+    }
+    y[r] = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3])));
   }
-  size_t k = 0;
-  for (; k + 16 <= K; k += 16) {
-    const __m512 xv = _mm512_loadu_ps(x + k);
-    if (k % 32 == 0)
-      for (int r = 0; r < R; ++r) prefetch(row[r] + k);
-    for (int r = 0; r < R; ++r) acc[r] = _mm512_fmadd_ps(bf16x16(row[r] + k), xv, acc[r]);
-  }
-  if (k < K) {
-    const __mmask16 m = tail_mask(K - k);
-    const __m512 xv = _mm512_maskz_loadu_ps(m, x + k);
-    for (int r = 0; r < R; ++r) acc[r] = _mm512_fmadd_ps(bf16x16_masked(row[r] + k, m), xv, acc[r]);
-  }
-  for (int r = 0; r < R; ++r) y[r] = _mm512_reduce_add_ps(acc[r]);
 }
 
 template <int R>
