@@ -84,24 +84,21 @@ void gemv_mxfp4(const Weight& w, size_t r0, const float* x, float* y) {
 
 template <int R>
 void gemv_bf16(const Weight& w, size_t r0, const float* x, float* y) {
+  // Rows one after the other (one DRAM stream per core; see kernels_avx512.cpp).
   const size_t K = w.cols;
-  const uint16_t* row[R];
-  __m256 acc[R];
   for (int r = 0; r < R; ++r) {
-    row[r] = reinterpret_cast<const uint16_t*>(w.data + (r0 + size_t(r)) * w.row_bytes);
-    acc[r] = _mm256_setzero_ps();
-  }
-  size_t k = 0;
-  for (; k + 8 <= K; k += 8) {
-    const __m256 xv = _mm256_loadu_ps(x + k);
-    if (k % 32 == 0)
-      for (int r = 0; r < R; ++r) prefetch(row[r] + k);
-    for (int r = 0; r < R; ++r) acc[r] = _mm256_fmadd_ps(bf16x8(row[r] + k), xv, acc[r]);
-  }
-  for (int r = 0; r < R; ++r) {
-    float s = hsum(acc[r]);
-    for (size_t j = k; j < K; ++j) s += bf16_scalar(row[r][j]) * x[j];
-    y[r] = s;
+    const uint16_t* row = reinterpret_cast<const uint16_t*>(w.data + (r0 + size_t(r)) * w.row_bytes);
+    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+    size_t k = 0;
+    for (; k + 32 <= K; k += 32) {
+      prefetch(row + k);
+      for (int j = 0; j < 4; ++j)
+        acc[j] = _mm256_fmadd_ps(bf16x8(row + k + 8 * j), _mm256_loadu_ps(x + k + 8 * j), acc[j]);
+    }
+    for (; k + 8 <= K; k += 8) acc[0] = _mm256_fmadd_ps(bf16x8(row + k), _mm256_loadu_ps(x + k), acc[0]);
+    float sum = hsum(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
+    for (; k < K; ++k) sum += bf16_scalar(row[k]) * x[k];
+    y[r] = sum;
   }
 }
 
