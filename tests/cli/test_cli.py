@@ -55,6 +55,7 @@ class FlagsTest(unittest.TestCase):
             (["getp"], "-i"),
             (["dance"], "dance"),
             (["generate", "-i", "x", "--seed"], "--seed"),
+            (["generate", "-i", "x", "--precision", "half"], "--precision"),
         ]
         for args, mention in cases:
             result = run(*args)
@@ -63,6 +64,13 @@ class FlagsTest(unittest.TestCase):
             self.assertEqual(len(lines), 1, (args, result.stderr))
             self.assertTrue(lines[0].startswith("gptoss: "), lines[0])
             self.assertIn(mention, lines[0])
+
+    def test_precision_flag(self):
+        # Both modes run; greedy answers may differ in a token or two, never crash.
+        for precision in ("fast", "exact"):
+            out = ok("generate", "-i", "What is 2 + 2?", *MODEL_ARGS, "-q", *GREEDY,
+                     "--max-tokens", "4", "--format", "ids", "--precision", precision).stdout
+            self.assertTrue(1 <= len(out.split()) <= 4, (precision, out))
 
     def test_missing_model_is_one_line_error(self):
         result = run("generate", "-i", "hi", "--model", "/nonexistent/model")
