@@ -59,54 +59,69 @@ inline __m256i lanes_below(size_t n) {
 
 // --- n_tok == 1: row layout -------------------------------------------------------------
 
+// Blocks 2k, 2k + 1 of R rows (codes at byte 32k) against their activations (xe: evens, +64
+// odds) into acc, scaled by lanes 2j, 2j + 1 of cs (j = k % 4, a constant in full chunks).
+// A last odd block (whole false) loads only its 16 bytes (the rest could be past the
+// tensor): the missing block's codes become 12, against zero activations and a zero scale.
+template <class Dot, int R>
+__attribute__((always_inline)) inline void gemv_pair(const uint8_t* const* codes, size_t k, int j,
+                                                     const int8_t* xe, bool whole, const __m256* cs,
+                                                     __m256* acc) {
+  const __m256i lut = code_lut(), low4 = _mm256_set1_epi8(0x0f);
+  const __m256i idx = _mm256_setr_epi32(2 * j, 2 * j, 2 * j, 2 * j, 2 * j + 1, 2 * j + 1, 2 * j + 1, 2 * j + 1);
+  const __m256i x_even = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xe));
+  const __m256i x_odd = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xe + 64));
+  for (int r = 0; r < R; ++r) {
+    const uint8_t* src = codes[r] + 32 * k;
+    if (j % 2 == 0) _mm_prefetch(reinterpret_cast<const char*>(src) + kPrefetchBytes, _MM_HINT_T0);
+    const __m256i c = whole ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src))
+                            : _mm256_zextsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src)));
+    const __m256i lo = _mm256_shuffle_epi8(lut, _mm256_and_si256(c, low4));
+    const __m256i hi = _mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srli_epi16(c, 4), low4));
+    const __m256i s = Dot::dot2(_mm256_setzero_si256(), lo, x_even, hi, x_odd);
+    acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_permutevar8x32_ps(cs[r], idx), acc[r]);
+  }
+}
+
 template <class Dot, int R>
 void gemv_rows(const Weight& w, size_t r0, const int8_t* xq, const float* hd, const float* q12,
                float* y) {
-  const size_t nb = w.cols / 32, npairs = (nb + 1) / 2;
-  const __m256i lut = code_lut(), low4 = _mm256_set1_epi8(0x0f);
-  const __m256i lane_block = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1);
+  const size_t nb = w.cols / 32;
   const uint8_t* codes[R];
   const uint8_t* scales[R];
   __m256 acc[R], corr[R], cs[R];
   for (int r = 0; r < R; ++r) {
     codes[r] = w.data + (r0 + size_t(r)) * w.row_bytes;
     scales[r] = w.scales + (r0 + size_t(r)) * nb;
-    acc[r] = corr[r] = cs[r] = _mm256_setzero_ps();
+    acc[r] = corr[r] = _mm256_setzero_ps();
   }
-  for (size_t k = 0; k < npairs; ++k) {
-    const size_t b0 = 2 * k;
-    if (b0 % 8 == 0) {  // scales of blocks b0 .. b0 + 7 for every row: s_b * d_b / 2
-      const __m256 h = _mm256_loadu_ps(hd + b0), c12 = _mm256_loadu_ps(q12 + b0);
-      for (int r = 0; r < R; ++r) {
-        _mm_prefetch(reinterpret_cast<const char*>(scales[r] + b0) + kPrefetchBytes / 16, _MM_HINT_T0);
-        __m128i sb;
-        if (nb - b0 >= 8) {
-          sb = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(scales[r] + b0));
-        } else {  // missing blocks get scale byte 0; their half_d is 0 (padding)
-          alignas(16) uint8_t tail[16] = {};
-          for (size_t i = 0; i < nb - b0; ++i) tail[i] = scales[r][b0 + i];
-          sb = _mm_load_si128(reinterpret_cast<const __m128i*>(tail));
-        }
-        cs[r] = _mm256_mul_ps(e8m0x8(sb), h);
-        corr[r] = _mm256_fmadd_ps(cs[r], c12, corr[r]);
+  // Chunks of 8 blocks (4 pairs, 128 code bytes per row), each with its 8 block scales.
+  for (size_t b0 = 0; b0 < nb; b0 += 8) {
+    const __m256 h = _mm256_loadu_ps(hd + b0), c12 = _mm256_loadu_ps(q12 + b0);
+    const bool full = nb - b0 >= 8;
+    for (int r = 0; r < R; ++r) {  // s_b * d_b / 2
+      _mm_prefetch(reinterpret_cast<const char*>(scales[r] + b0) + kPrefetchBytes / 16, _MM_HINT_T0);
+      __m128i sb;
+      if (full) {
+        sb = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(scales[r] + b0));
+      } else {  // missing blocks get scale byte 0; their half_d is 0 (padding)
+        alignas(16) uint8_t tail[16] = {};
+        for (size_t i = 0; i < nb - b0; ++i) tail[i] = scales[r][b0 + i];
+        sb = _mm_load_si128(reinterpret_cast<const __m128i*>(tail));
       }
+      cs[r] = _mm256_mul_ps(e8m0x8(sb), h);
+      corr[r] = _mm256_fmadd_ps(cs[r], c12, corr[r]);
     }
-    const __m256i idx = _mm256_add_epi32(_mm256_set1_epi32(int(b0 % 8)), lane_block);
-    const int8_t* xe = xq + 128 * (k / 2) + 32 * (k % 2);
-    const __m256i x_even = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xe));
-    const __m256i x_odd = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xe + 64));
-    // A last odd block loads only its 16 bytes (the rest of the 32 could be past the tensor);
-    // the missing block's codes become 12, against zero activations.
-    const bool whole = b0 + 2 <= nb;
-    for (int r = 0; r < R; ++r) {
-      const uint8_t* src = codes[r] + 32 * k;
-      if (k % 2 == 0) _mm_prefetch(reinterpret_cast<const char*>(src) + kPrefetchBytes, _MM_HINT_T0);
-      const __m256i c = whole ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src))
-                              : _mm256_zextsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src)));
-      const __m256i lo = _mm256_shuffle_epi8(lut, _mm256_and_si256(c, low4));
-      const __m256i hi = _mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srli_epi16(c, 4), low4));
-      const __m256i s = Dot::dot2(_mm256_setzero_si256(), lo, x_even, hi, x_odd);
-      acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_permutevar8x32_ps(cs[r], idx), acc[r]);
+    const size_t k0 = b0 / 2;
+    const int8_t* xe = xq + 128 * (b0 / 4);  // quad order: pairs at +0, +32 of each group
+    if (full) {
+      gemv_pair<Dot, R>(codes, k0 + 0, 0, xe, true, cs, acc);
+      gemv_pair<Dot, R>(codes, k0 + 1, 1, xe + 32, true, cs, acc);
+      gemv_pair<Dot, R>(codes, k0 + 2, 2, xe + 128, true, cs, acc);
+      gemv_pair<Dot, R>(codes, k0 + 3, 3, xe + 160, true, cs, acc);
+    } else {
+      for (size_t k = k0; 2 * k < nb; ++k)
+        gemv_pair<Dot, R>(codes, k, int(k % 4), xq + 128 * (k / 2) + 32 * (k % 2), 2 * k + 2 <= nb, cs, acc);
     }
   }
   for (int r = 0; r < R; ++r) y[r] = hsum8(acc[r]) - hsum8(corr[r]);
