@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "kernels.hpp"
+#include "kernels_avx2_int8.hpp"
 
 namespace gptoss::cpu {
 
@@ -25,6 +26,15 @@ Isa isa_detect() {
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return Isa::avx2;
 #endif
   return Isa::scalar;
+}
+
+bool cpu_has_avxvnni() {
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avxvnni") != 0;
+#else
+  return false;
+#endif
 }
 
 Isa isa_selected() {

@@ -16,8 +16,9 @@ namespace gptoss::cpu {
 
 struct Weight;
 
-// Levels in increasing order; each includes the ones below it. avx512vnni adds the int8 dot
-// product (vpdpbusd) that the fast precision mode uses for MXFP4 weights.
+// Levels in increasing order; each includes the ones below it. avx2 and avx512vnni have the int8
+// kernels of the fast precision mode for MXFP4 weights (avx2: vpmaddubsw, or AVX-VNNI's
+// vpdpbusd where cpuid has it; avx512vnni: vpdpbusd on 512 bits).
 enum class Isa : int { scalar = 0, avx2 = 1, avx512 = 2, avx512vnni = 3 };
 
 const char* isa_name(Isa isa);
@@ -63,7 +64,7 @@ struct Kernels {
   // out[i] = g * sigmoid(1.702 g) * (l + 1) for i < n. AVX-512 levels use a polynomial exp
   // (within 1e-6 relative of the formula in double; tested).
   void (*swiglu)(const float* h, const float* b, size_t n, float limit, float* out);
-  // Fast mode; NULL at levels without an int8 dot product (the ops then use matmul).
+  // Fast mode; NULL at levels without int8 kernels (scalar, avx512: the ops then use matmul).
   // x (n_tok rows in natural order, stride ldx) -> out (prepared for n_tok x out.cols); the
   // kernel-order permutation of MXFP4 rows is folded into the quad layout.
   void (*quantize_q8)(const float* x, size_t ldx, size_t n_tok, Q8Acts& out);

@@ -10,6 +10,7 @@
 #include "cpu_backend.hpp"
 #include "formats.hpp"
 #include "kernels.hpp"
+#include "kernels_avx2_int8.hpp"
 #include "q8_storage.hpp"
 
 namespace gptoss::cpu {
@@ -204,7 +205,16 @@ const Kernels& kernels_for(Isa isa) {
       return vnni;
     }
     case Isa::avx512: return kKernelsAvx512;
-    case Isa::avx2: return kKernelsAvx2;
+    case Isa::avx2: {
+      // The AVX2 table plus the int8 kernels, with vpdpbusd where the CPU has AVX-VNNI.
+      static const Kernels avx2 = [] {
+        Kernels k = kKernelsAvx2;
+        k.quantize_q8 = quantize_q8_avx2;
+        k.matmul_mxfp4_q8 = cpu_has_avxvnni() ? matmul_mxfp4_q8_avxvnni : matmul_mxfp4_q8_avx2;
+        return k;
+      }();
+      return avx2;
+    }
     case Isa::scalar: break;
   }
   return kKernelsScalar;

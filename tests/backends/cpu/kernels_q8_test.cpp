@@ -10,10 +10,12 @@
 //     since each activation moves by at most half a step d_b of its block.
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <utility>
 #include <vector>
 
 #include "backends/cpu/test_weights.hpp"
 #include "kernels.hpp"
+#include "kernels_avx2_int8.hpp"
 #include "formats.hpp"
 #include "q8_storage.hpp"
 
@@ -69,7 +71,10 @@ void check_quantize(Isa isa, size_t n_tok, size_t cols) {
     }
 }
 
-void check_matmul(Isa isa, size_t rows, size_t cols, size_t n_tok, size_t first = 0, size_t count = 0) {
+using MatmulQ8 = decltype(Kernels::matmul_mxfp4_q8);
+
+void check_matmul_fn(const char* name, MatmulQ8 matmul, size_t rows, size_t cols, size_t n_tok,
+                     size_t first = 0, size_t count = 0) {
   if (count == 0) count = rows;
   const Weight w = random_weight(gptoss_dtype_mxfp4, rows, cols, uint32_t(rows * 13 + cols), 0, -12);
   const auto x = activations(n_tok, cols, uint32_t(cols * 3 + n_tok));
@@ -82,7 +87,7 @@ void check_matmul(Isa isa, size_t rows, size_t cols, size_t n_tok, size_t first 
   const size_t ldy = count + 5;
   std::vector<float> want(n_tok * ldy, -777.0f), got(n_tok * ldy, -777.0f);
   matmul_mxfp4_q8_reference(w, first, count, q, 2, n_tok, want.data(), ldy);
-  kernels_for(isa).matmul_mxfp4_q8(w, first, count, q, 2, n_tok, got.data(), ldy);
+  matmul(w, first, count, q, 2, n_tok, got.data(), ldy);
 
   std::vector<float> row(cols);
   size_t bad = 0, bad_exact = 0;
@@ -111,7 +116,7 @@ void check_matmul(Isa isa, size_t rows, size_t cols, size_t n_tok, size_t first 
       }
       const double y_ref = want[t * ldy + i], y = got[t * ldy + i];
       if (!(std::fabs(y - y_ref) <= 1e-6 + 4e-6 * mag) && bad++ < 5)
-        UNSCOPED_INFO(isa_name(isa) << " row " << first + i << " token " << t << ": got " << y
+        UNSCOPED_INFO(name << " row " << first + i << " token " << t << ": got " << y
                                     << " reference " << y_ref);
       if (!(std::fabs(y_ref - exact) <= bound * (1 + 1e-5) + 1e-6 * exact_mag + 1e-30) && bad_exact++ < 5)
         UNSCOPED_INFO("reference row " << first + i << " token " << t << ": " << y_ref << " vs exact "
@@ -120,9 +125,13 @@ void check_matmul(Isa isa, size_t rows, size_t cols, size_t n_tok, size_t first 
     for (size_t t = 0; t < n_tok; ++t)
       for (size_t j = count; j < ldy; ++j) CHECK(got[t * ldy + j] == -777.0f);
   }
-  INFO(isa_name(isa) << " " << rows << "x" << cols << " tokens " << n_tok);
+  INFO(name << " " << rows << "x" << cols << " tokens " << n_tok);
   CHECK(bad == 0);
   CHECK(bad_exact == 0);
+}
+
+void check_matmul(Isa isa, size_t rows, size_t cols, size_t n_tok, size_t first = 0, size_t count = 0) {
+  check_matmul_fn(isa_name(isa), kernels_for(isa).matmul_mxfp4_q8, rows, cols, n_tok, first, count);
 }
 
 }  // namespace
@@ -148,6 +157,23 @@ TEST_CASE("q8: MXFP4 x int8 matmul at real gpt-oss shapes", "[cpu-kernels][q8]")
     check_matmul(isa, 5760, 2880, 1, 5700, 60);
     check_matmul(isa, 2880, 2880, 12, 2850, 30);
     check_matmul(isa, 2880, 2880, 64, 0, 48);
+  }
+}
+
+// kernels_for(Isa::avx2) holds one of the two AVX2 variants (vpdpbusd where the CPU has
+// AVX-VNNI): test both wherever they can run.
+TEST_CASE("q8: both AVX2 matmul variants (vpmaddubsw and AVX-VNNI)", "[cpu-kernels][q8]") {
+  if (int(isa_detect()) < int(Isa::avx2)) return;
+  std::vector<std::pair<const char*, MatmulQ8>> variants = {{"avx2 maddubs", matmul_mxfp4_q8_avx2}};
+  if (cpu_has_avxvnni()) variants.push_back({"avx2 avxvnni", matmul_mxfp4_q8_avxvnni});
+  else WARN("no AVX-VNNI on this CPU: its variant is not tested");
+  for (const auto& [name, fn] : variants) {
+    for (size_t cols : {32, 64, 96, 544})
+      for (size_t rows : {1, 5, 16, 37})
+        for (size_t n_tok : {1, 2, 9, 17}) check_matmul_fn(name, fn, rows, cols, n_tok);
+    check_matmul_fn(name, fn, 40, 96, 3, 7, 30);
+    check_matmul_fn(name, fn, 5760, 2880, 1, 5700, 60);
+    check_matmul_fn(name, fn, 2880, 2880, 12, 2850, 30);
   }
 }
 
