@@ -10,7 +10,7 @@ from ._library import ModelInfo as _ModelInfo, ModelOptions, lib
 from .tokenizer import Tokenizer
 
 KV_DTYPES = {"f32": 0, "bf16": 1}
-# enum gptoss_precision: "fast" may quantize activations (int8 on AVX-512 VNNI CPUs);
+# enum gptoss_precision: "fast" may quantize activations (int8 on AVX2/AVX-512 CPUs);
 # "exact" keeps them fp32.
 PRECISIONS = {"fast": 0, "exact": 1}
 
