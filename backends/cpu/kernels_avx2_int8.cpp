@@ -63,20 +63,13 @@ void quantize_q8_avx2(const float* x, size_t ldx, size_t n_tok, Q8Acts& out) {
       __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(qv[0], qv[1]), _mm256_packs_epi32(qv[2], qv[3]));
       p = _mm256_shuffle_epi8(_mm256_permutevar8x32_epi32(p, unpack), split);
       p = _mm256_permute4x64_epi64(p, 0xd8);
-      int8_t* dst = q + 128 * (b / 4) + 16 * (b % 4);
+      int8_t* dst = q + quad_evens(b);
       _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), _mm256_castsi256_si128(p));
       _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 64), _mm256_extracti128_si256(p, 1));
       const int32_t sum = hsum_epi32(_mm256_add_epi32(_mm256_add_epi32(qv[0], qv[1]), _mm256_add_epi32(qv[2], qv[3])));
-      hd[b] = d * 0.5f;
-      qf[b] = float(12 * sum);
-      qi[b] = -12 * sum;
+      store_block_terms(hd, qf, qi, b, d, sum);
     }
-    for (size_t b = nb; b < out.q_stride / 32; ++b) {
-      int8_t* dst = q + 128 * (b / 4) + 16 * (b % 4);
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), _mm_setzero_si128());
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 64), _mm_setzero_si128());
-    }
-    for (size_t b = nb; b < out.b_stride; ++b) hd[b] = qf[b] = 0.0f, qi[b] = 0;
+    zero_row_padding(out, t, nb);
   }
 }
 

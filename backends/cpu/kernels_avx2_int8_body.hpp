@@ -24,6 +24,7 @@
 
 #include "cpu_backend.hpp"
 #include "kernels.hpp"
+#include "q8_quad.hpp"
 
 namespace gptoss::cpu {
 namespace {
@@ -202,7 +203,7 @@ void panel_tile(const __m256i* panel, size_t nb, const Q8Acts& x, size_t t0, siz
     const __m256 ws = _mm256_castsi256_ps(_mm256_load_si256(wp + 8));
     for (int n = 0; n < TN; ++n) {
       // Quad order: groups 0-3 (evens) at +0, groups 4-7 (odds) at +64.
-      const int8_t* xe = xq[n] + 128 * (b / 4) + 16 * (b % 4);
+      const int8_t* xe = xq[n] + quad_evens(b);
       __m256i s = _mm256_set1_epi32(qi[n][b]);  // -12 sum(q): the code offset
       s = Dot::dot4(s, wv[0], bcast4(xe), wv[1], bcast4(xe + 4), wv[2], bcast4(xe + 8), wv[3],
                     bcast4(xe + 12));

@@ -22,6 +22,7 @@
 
 #include "cpu_backend.hpp"
 #include "kernels.hpp"
+#include "q8_quad.hpp"
 
 namespace gptoss::cpu {
 namespace {
@@ -70,20 +71,13 @@ void quantize_q8(const float* x, size_t ldx, size_t n_tok, Q8Acts& out) {
       const __m128i split = _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
       const __m128i sa = _mm_shuffle_epi8(_mm512_cvtsepi32_epi8(qa), split);
       const __m128i sc = _mm_shuffle_epi8(_mm512_cvtsepi32_epi8(qc), split);
-      int8_t* dst = q + 128 * (b / 4) + 16 * (b % 4);
+      int8_t* dst = q + quad_evens(b);
       _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), _mm_unpacklo_epi64(sa, sc));
       _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 64), _mm_unpackhi_epi64(sa, sc));
       const int32_t sum = _mm512_reduce_add_epi32(_mm512_add_epi32(qa, qc));
-      hd[b] = d * 0.5f;
-      qf[b] = float(12 * sum);
-      qi[b] = -12 * sum;
+      store_block_terms(hd, qf, qi, b, d, sum);
     }
-    for (size_t b = nb; b < out.q_stride / 32; ++b) {
-      int8_t* dst = q + 128 * (b / 4) + 16 * (b % 4);
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), _mm_setzero_si128());
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 64), _mm_setzero_si128());
-    }
-    for (size_t b = nb; b < out.b_stride; ++b) hd[b] = qf[b] = 0.0f, qi[b] = 0;
+    zero_row_padding(out, t, nb);
   }
 }
 
@@ -229,7 +223,7 @@ void panel_tile(const __m512i* panel, size_t panel_stride, size_t nb, const Q8Ac
     }
     for (int n = 0; n < TN; ++n) {
       // Quad order: groups 0-3 (evens) at +0, groups 4-7 (odds) at +64.
-      const int32_t* xe = reinterpret_cast<const int32_t*>(xq[n] + 128 * (b / 4) + 16 * (b % 4));
+      const int32_t* xe = reinterpret_cast<const int32_t*>(xq[n] + quad_evens(b));
       const int32_t* xo = xe + 16;
       __m512i s[P];
       for (int p = 0; p < P; ++p) s[p] = _mm512_set1_epi32(qi[n][b]);  // -12 sum(q): code offset
