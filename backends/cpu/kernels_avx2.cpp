@@ -2,7 +2,7 @@
 // Same structure as kernels_avx512.cpp with 8-wide vectors; MXFP4 codes are widened with
 // a byte shuffle to int8 (2 x the E2M1 value, an exact integer), converted to fp32 and the
 // block products scaled by 2^(e-127) / 2 (exact: powers of two).
-//   n_tok == 1: 4 rows at a time share every load of x.
+//   n_tok == 1: 4 rows share every load of x (which rows: row_streams.hpp).
 //   n_tok > 1: 16 rows decoded once into an fp32 panel, then 4 rows x 3 tokens register tiles.
 #include <immintrin.h>
 
@@ -54,15 +54,15 @@ inline void mxfp4_block2(const uint8_t* c, __m256 out[4]) {
 }
 
 template <int R>
-void gemv_mxfp4(const Weight& w, size_t r0, const float* x, float* y) {
+void gemv_mxfp4(const Weight& w, size_t r0, size_t step, const float* x, float* y) {
   const float* st = e8m0_table();
   const size_t nb = w.cols / 32;
   const uint8_t* c[R];
   const uint8_t* s[R];
   __m256 acc[R];
   for (int r = 0; r < R; ++r) {
-    c[r] = w.data + (r0 + size_t(r)) * w.row_bytes;
-    s[r] = w.scales + (r0 + size_t(r)) * nb;
+    c[r] = w.data + (r0 + size_t(r) * step) * w.row_bytes;
+    s[r] = w.scales + (r0 + size_t(r) * step) * nb;
     acc[r] = _mm256_setzero_ps();
   }
   for (size_t b = 0; b < nb; ++b) {
@@ -79,36 +79,48 @@ void gemv_mxfp4(const Weight& w, size_t r0, const float* x, float* y) {
       acc[r] = _mm256_fmadd_ps(p, _mm256_set1_ps(st[s[r][b]]), acc[r]);
     }
   }
-  for (int r = 0; r < R; ++r) y[r] = 0.5f * hsum(acc[r]);
+  for (int r = 0; r < R; ++r) y[size_t(r) * step] = 0.5f * hsum(acc[r]);
 }
 
+// R rows interleaved (the caller passes rows far apart, see matmul_driver.hpp), two
+// accumulators each; with R = 1 a row gets exactly the same arithmetic.
 template <int R>
-void gemv_bf16(const Weight& w, size_t r0, const float* x, float* y) {
-  // Rows one after the other (one DRAM stream per core; see kernels_avx512.cpp).
+void gemv_bf16(const Weight& w, size_t r0, size_t step, const float* x, float* y) {
   const size_t K = w.cols;
+  const uint16_t* row[R];
+  __m256 acc[R][2];
   for (int r = 0; r < R; ++r) {
-    const uint16_t* row = reinterpret_cast<const uint16_t*>(w.data + (r0 + size_t(r)) * w.row_bytes);
-    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
-    size_t k = 0;
-    for (; k + 32 <= K; k += 32) {
-      prefetch(row + k);
-      for (int j = 0; j < 4; ++j)
-        acc[j] = _mm256_fmadd_ps(bf16x8(row + k + 8 * j), _mm256_loadu_ps(x + k + 8 * j), acc[j]);
+    row[r] = reinterpret_cast<const uint16_t*>(w.data + (r0 + size_t(r) * step) * w.row_bytes);
+    acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+  }
+  size_t k = 0;
+  for (; k + 16 <= K; k += 16) {
+    const __m256 x0 = _mm256_loadu_ps(x + k), x1 = _mm256_loadu_ps(x + k + 8);
+    for (int r = 0; r < R; ++r) {
+      if (k % 32 == 0) prefetch(row[r] + k);
+      acc[r][0] = _mm256_fmadd_ps(bf16x8(row[r] + k), x0, acc[r][0]);
+      acc[r][1] = _mm256_fmadd_ps(bf16x8(row[r] + k + 8), x1, acc[r][1]);
     }
-    for (; k + 8 <= K; k += 8) acc[0] = _mm256_fmadd_ps(bf16x8(row + k), _mm256_loadu_ps(x + k), acc[0]);
-    float sum = hsum(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
-    for (; k < K; ++k) sum += bf16_scalar(row[k]) * x[k];
-    y[r] = sum;
+  }
+  for (int r = 0; r < R; ++r) {
+    size_t j = k;
+    if (j + 8 <= K) {
+      acc[r][0] = _mm256_fmadd_ps(bf16x8(row[r] + j), _mm256_loadu_ps(x + j), acc[r][0]);
+      j += 8;
+    }
+    float sum = hsum(_mm256_add_ps(acc[r][0], acc[r][1]));
+    for (; j < K; ++j) sum += bf16_scalar(row[r][j]) * x[j];
+    y[size_t(r) * step] = sum;
   }
 }
 
 template <int R>
-void gemv_f32(const Weight& w, size_t r0, const float* x, float* y) {
+void gemv_f32(const Weight& w, size_t r0, size_t step, const float* x, float* y) {
   const size_t K = w.cols;
   const float* row[R];
   __m256 acc[R];
   for (int r = 0; r < R; ++r) {
-    row[r] = reinterpret_cast<const float*>(w.data + (r0 + size_t(r)) * w.row_bytes);
+    row[r] = reinterpret_cast<const float*>(w.data + (r0 + size_t(r) * step) * w.row_bytes);
     acc[r] = _mm256_setzero_ps();
   }
   size_t k = 0;
@@ -121,7 +133,7 @@ void gemv_f32(const Weight& w, size_t r0, const float* x, float* y) {
   for (int r = 0; r < R; ++r) {
     float s = hsum(acc[r]);
     for (size_t j = k; j < K; ++j) s += row[r][j] * x[j];
-    y[r] = s;
+    y[size_t(r) * step] = s;
   }
 }
 

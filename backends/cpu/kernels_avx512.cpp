@@ -4,7 +4,7 @@
 // E2M1 values, then one multiply by the block scale per 32 products).
 //
 // Work split (by the caller): each call owns a range of output rows.
-//   n_tok == 1: 4 rows at a time share every load of x (GEMV; memory-bound).
+//   n_tok == 1: 4 rows share every load of x (GEMV; memory-bound; which rows: row_streams.hpp).
 //   n_tok > 1: 16 rows are decoded once into an fp32 panel (in L2), then 4x4 register tiles
 //   (4 rows x 4 tokens, 16 accumulators) sweep the panel for every group of 4 tokens.
 #include <immintrin.h>
@@ -38,7 +38,7 @@ inline void prefetch(const void* p) {
 }
 
 template <int R>
-void gemv_mxfp4(const Weight& w, size_t r0, const float* x, float* y) {
+void gemv_mxfp4(const Weight& w, size_t r0, size_t step, const float* x, float* y) {
   const __m512 lut = mxfp4_lut();
   const float* st = e8m0_table();
   const size_t nb = w.cols / 32;
@@ -46,8 +46,8 @@ void gemv_mxfp4(const Weight& w, size_t r0, const float* x, float* y) {
   const uint8_t* s[R];
   __m512 acc[R];
   for (int r = 0; r < R; ++r) {
-    c[r] = w.data + (r0 + size_t(r)) * w.row_bytes;
-    s[r] = w.scales + (r0 + size_t(r)) * nb;
+    c[r] = w.data + (r0 + size_t(r) * step) * w.row_bytes;
+    s[r] = w.scales + (r0 + size_t(r) * step) * nb;
     acc[r] = _mm512_setzero_ps();
   }
   for (size_t b = 0; b < nb; ++b) {
@@ -61,40 +61,46 @@ void gemv_mxfp4(const Weight& w, size_t r0, const float* x, float* y) {
       acc[r] = _mm512_fmadd_ps(p, _mm512_set1_ps(st[s[r][b]]), acc[r]);
     }
   }
-  for (int r = 0; r < R; ++r) y[r] = _mm512_reduce_add_ps(acc[r]);
+  for (int r = 0; r < R; ++r) y[size_t(r) * step] = _mm512_reduce_add_ps(acc[r]);
 }
 
-// One row after the other, not R rows interleaved: a single sequential stream per core
-// reads ~17% faster from DRAM than 4 streams 5.8 KB apart (48 decode-sized bf16 GEMVs on 2
-// threads: 46 -> 54 GB/s). Four accumulators keep the FMA latency off the critical path.
+// R rows interleaved, each with its own pair of accumulators (FMA latency off the critical
+// path); with R = 1 a row gets exactly the same arithmetic. The caller passes rows far apart
+// (matmul_driver.hpp): 4 adjacent rows, 5.8 KB apart, stream slower than one row alone.
 template <int R>
-void gemv_bf16(const Weight& w, size_t r0, const float* x, float* y) {
+void gemv_bf16(const Weight& w, size_t r0, size_t step, const float* x, float* y) {
   const size_t K = w.cols;
+  const uint16_t* row[R];
+  __m512 acc[R][2];
   for (int r = 0; r < R; ++r) {
-    const uint16_t* row = reinterpret_cast<const uint16_t*>(w.data + (r0 + size_t(r)) * w.row_bytes);
-    __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
-    size_t k = 0;
-    for (; k + 64 <= K; k += 64) {
-      prefetch(row + k);
-      prefetch(row + k + 32);
-      for (int j = 0; j < 4; ++j)
-        acc[j] = _mm512_fmadd_ps(bf16x16(row + k + 16 * j), _mm512_loadu_ps(x + k + 16 * j), acc[j]);
-    }
-    for (; k < K; k += 16) {
-      const __mmask16 m = tail_mask(K - k < 16 ? K - k : 16);
-      acc[0] = _mm512_fmadd_ps(bf16x16_masked(row + k, m), _mm512_maskz_loadu_ps(m, x + k), acc[0]);
-    }
-    y[r] = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3])));
+    row[r] = reinterpret_cast<const uint16_t*>(w.data + (r0 + size_t(r) * step) * w.row_bytes);
+    acc[r][0] = acc[r][1] = _mm512_setzero_ps();
   }
+  size_t k = 0;
+  for (; k + 32 <= K; k += 32) {
+    const __m512 x0 = _mm512_loadu_ps(x + k), x1 = _mm512_loadu_ps(x + k + 16);
+    for (int r = 0; r < R; ++r) {
+      prefetch(row[r] + k);
+      acc[r][0] = _mm512_fmadd_ps(bf16x16(row[r] + k), x0, acc[r][0]);
+      acc[r][1] = _mm512_fmadd_ps(bf16x16(row[r] + k + 16), x1, acc[r][1]);
+    }
+  }
+  for (; k < K; k += 16) {
+    const __mmask16 m = tail_mask(K - k < 16 ? K - k : 16);
+    const __m512 xv = _mm512_maskz_loadu_ps(m, x + k);
+    for (int r = 0; r < R; ++r)
+      acc[r][0] = _mm512_fmadd_ps(bf16x16_masked(row[r] + k, m), xv, acc[r][0]);
+  }
+  for (int r = 0; r < R; ++r) y[size_t(r) * step] = _mm512_reduce_add_ps(_mm512_add_ps(acc[r][0], acc[r][1]));
 }
 
 template <int R>
-void gemv_f32(const Weight& w, size_t r0, const float* x, float* y) {
+void gemv_f32(const Weight& w, size_t r0, size_t step, const float* x, float* y) {
   const size_t K = w.cols;
   const float* row[R];
   __m512 acc[R];
   for (int r = 0; r < R; ++r) {
-    row[r] = reinterpret_cast<const float*>(w.data + (r0 + size_t(r)) * w.row_bytes);
+    row[r] = reinterpret_cast<const float*>(w.data + (r0 + size_t(r) * step) * w.row_bytes);
     acc[r] = _mm512_setzero_ps();
   }
   size_t k = 0;
@@ -111,7 +117,7 @@ void gemv_f32(const Weight& w, size_t r0, const float* x, float* y) {
     for (int r = 0; r < R; ++r)
       acc[r] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, row[r] + k), xv, acc[r]);
   }
-  for (int r = 0; r < R; ++r) y[r] = _mm512_reduce_add_ps(acc[r]);
+  for (int r = 0; r < R; ++r) y[size_t(r) * step] = _mm512_reduce_add_ps(acc[r]);
 }
 
 // Rows [r0, r0 + n) of w into panel (row stride w.cols), fp32, kernel order.

@@ -8,11 +8,13 @@
 
 #include "cpu_backend.hpp"
 #include "kernels.hpp"
+#include "row_streams.hpp"
 
 namespace gptoss::cpu {
 namespace {
 
-using GemvFn = void (*)(const Weight&, size_t r0, const float* x, float* y);
+// Rows r0 + r * step (r < 4, or r = 0 for the one-row kernel) into y[r * step].
+using GemvFn = void (*)(const Weight&, size_t r0, size_t step, const float* x, float* y);
 using PanelFn = void (*)(const Weight&, size_t r0, size_t n, float* panel);
 // y[n * ldy + r] = dot(w + r * ldw, x + n * ldx) over K, for r < rows, n < tokens of the tile.
 using TileFn = void (*)(const float* w, size_t ldw, const float* x, size_t ldx, size_t K,
@@ -29,16 +31,16 @@ struct MatmulKernels {
   TileFn tiles[4][TileTokens];
 };
 
-// n_tok == 1: 4 rows at a time share every load of x.
+// n_tok == 1: 4 rows share every load of x; far apart unless MXFP4 (row_streams.hpp).
 template <size_t T>
 void gemv_rows(const MatmulKernels<T>& k, const Weight& w, size_t r0, size_t n_rows,
                const float* x, float* y) {
   const GemvFn* f = w.dtype == gptoss_dtype_mxfp4 ? k.gemv_mxfp4
                     : w.dtype == gptoss_dtype_bf16 ? k.gemv_bf16
                                                    : k.gemv_f32;
-  size_t i = 0;
-  for (; i + 4 <= n_rows; i += 4) f[0](w, r0 + i, x, y + i);
-  for (; i < n_rows; ++i) f[1](w, r0 + i, x, y + i);
+  for_each_row_quad(
+      n_rows, w.dtype != gptoss_dtype_mxfp4, [&](size_t i, size_t step) { f[0](w, r0 + i, step, x, y + i); },
+      [&](size_t i) { f[1](w, r0 + i, 1, x, y + i); });
 }
 
 // n_tok > 1: 16 rows decoded once into an fp32 panel, then register tiles over it.

@@ -171,4 +171,27 @@ TEST_CASE("ISA selection honours GPTOSS_CPU_ISA and never exceeds the CPU", "[cp
   CHECK(kernels_for(Isa::scalar).isa == Isa::scalar);
 }
 
+// Decode GEMVs take rows in quads a quarter of the range apart (row_streams.hpp), so which
+// rows share a kernel call depends on the caller's split; each row's result must not.
+TEST_CASE("matmul: one token's results do not depend on how the rows are split", "[cpu-kernels]") {
+  for (gptoss_dtype d : {gptoss_dtype_f32, gptoss_dtype_bf16, gptoss_dtype_mxfp4}) {
+    const size_t rows = 45, cols = d == gptoss_dtype_mxfp4 ? 544 : 530;
+    const Weight w = random_weight(d, rows, cols, 99);
+    std::vector<float> x = random_floats(cols, 98);
+    if (d == gptoss_dtype_mxfp4) {
+      std::vector<float> xk(cols);
+      permute_for_mxfp4(x.data(), cols, 1, cols, xk.data());
+      x = xk;
+    }
+    for (Isa isa : supported_isas()) {
+      std::vector<float> whole(rows), split(rows);
+      kernels_for(isa).matmul(w, 0, rows, x.data(), cols, 1, whole.data(), rows);
+      for (size_t r0 = 0, n = 1; r0 < rows; r0 += n, n = n % 9 + 2)  // pieces of 1, 3, 5, ... rows
+        kernels_for(isa).matmul(w, r0, std::min(n, rows - r0), x.data(), cols, 1, split.data() + r0, rows);
+      INFO(isa_name(isa) << " dtype " << int(d));
+      CHECK(whole == split);
+    }
+  }
+}
+
 }  // namespace gptoss::cpu::test
