@@ -11,7 +11,7 @@
 //   ones, which is how quantize_q8 lays out the activations ("quad order", kernels.hpp). Two
 //   vpdpbusd then give block b + i of the group in lanes 4i..4i+3; those int32 sums are scaled
 //   by s_b * d_b / 2 (one permute of 16 precomputed block scales) into an fp32 accumulator.
-//   4 rows share each activation load.
+//   4 adjacent rows share each activation load (MXFP4 rows are two streams: row_streams.hpp).
 //
 //   n_tok > 1 (prefill, compute-bound): "lane" layout. A panel of 16 rows is decoded once
 //   into int8 with one row per 32-bit lane: for block b, group g (kernel-order elements
@@ -83,51 +83,70 @@ void quantize_q8(const float* x, size_t ldx, size_t n_tok, Q8Acts& out) {
 
 // --- n_tok == 1: row layout -------------------------------------------------------------
 
+// State of R rows of a decode GEMV.
 template <int R>
-void gemv_rows(const Weight& w, size_t r0, const int8_t* xq, const float* hd, const float* q12,
-               float* y) {
-  const size_t nb = w.cols / 32, ngroups = (nb + 3) / 4;
-  const __m512i lut = code_lut(), low4 = _mm512_set1_epi8(0x0f);
-  const __m512i lane_block = _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0);
+struct GemvRows {
   const uint8_t* codes[R];
   const uint8_t* scales[R];
   __m512 acc[R], corr[R], cs[R];
-  for (int r = 0; r < R; ++r) {
-    codes[r] = w.data + (r0 + size_t(r)) * w.row_bytes;
-    scales[r] = w.scales + (r0 + size_t(r)) * nb;
-    acc[r] = corr[r] = cs[r] = _mm512_setzero_ps();
-  }
-  for (size_t g = 0; g < ngroups; ++g) {
-    const size_t b0 = 4 * g;
-    if (g % 4 == 0) {  // scales of blocks b0 .. b0 + 15 for every row: s_b * d_b / 2
-      const __m512 h = _mm512_loadu_ps(hd + b0), c12 = _mm512_loadu_ps(q12 + b0);
-      for (int r = 0; r < R; ++r) {
-        // The scales are a second stream (1/16 of the codes' bytes): prefetch it as far ahead.
-        _mm_prefetch(reinterpret_cast<const char*>(scales[r] + b0) + kPrefetchBytes / 16, _MM_HINT_T0);
-        const __m128i sb = nb - b0 >= 16
-                               ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(scales[r] + b0))
-                               : _mm_maskz_loadu_epi8(mask16(nb - b0), scales[r] + b0);
-        cs[r] = _mm512_mul_ps(e8m0x16(sb), h);
-        corr[r] = _mm512_fmadd_ps(cs[r], c12, corr[r]);
-      }
-    }
-    const __m512i idx = _mm512_add_epi32(_mm512_set1_epi32(int(b0 % 16)), lane_block);
-    const __m512i x_even = _mm512_loadu_si512(xq + 128 * g), x_odd = _mm512_loadu_si512(xq + 128 * g + 64);
-    // Plain loads except in a last partial group: masked loads in the stream defeat the
-    // hardware prefetcher (measured: half the bandwidth).
-    const bool whole = b0 + 4 <= nb;
-    const __mmask64 tail = whole ? ~__mmask64(0) : (__mmask64(1) << (16 * (nb - b0))) - 1;
+};
+
+// Group g (blocks 4g .. 4g + 3) of every row. Whole: all 4 blocks exist, and the codes come
+// by plain loads. Only the last group of a row may be partial; it gets its own instantiation,
+// because a masked load anywhere in the main loop (the compiler turns "whole ? load :
+// masked load" into a masked load with an all-ones mask) defeats the hardware prefetcher
+// (measured: half the bandwidth).
+template <int R, bool Whole>
+__attribute__((always_inline)) inline void gemv_group(GemvRows<R>& st, size_t g, size_t nb,
+                                                      const int8_t* xq, const float* hd,
+                                                      const float* q12) {
+  const __m512i lut = code_lut(), low4 = _mm512_set1_epi8(0x0f);
+  const __m512i lane_block = _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0);
+  const size_t b0 = 4 * g;
+  if (g % 4 == 0) {  // scales of blocks b0 .. b0 + 15 for every row: s_b * d_b / 2
+    const __m512 h = _mm512_loadu_ps(hd + b0), c12 = _mm512_loadu_ps(q12 + b0);
     for (int r = 0; r < R; ++r) {
-      const uint8_t* src = codes[r] + 64 * g;
-      _mm_prefetch(reinterpret_cast<const char*>(src) + kPrefetchBytes, _MM_HINT_T0);
-      const __m512i c = whole ? _mm512_loadu_si512(src) : _mm512_maskz_loadu_epi8(tail, src);
-      const __m512i lo = _mm512_shuffle_epi8(lut, _mm512_and_si512(c, low4));
-      const __m512i hi = _mm512_shuffle_epi8(lut, _mm512_and_si512(_mm512_srli_epi16(c, 4), low4));
-      const __m512i s = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, x_even), hi, x_odd);
-      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_permutexvar_ps(idx, cs[r]), acc[r]);
+      // The scales are a second stream (1/16 of the codes' bytes): prefetch it as far ahead.
+      _mm_prefetch(reinterpret_cast<const char*>(st.scales[r] + b0) + kPrefetchBytes / 16, _MM_HINT_T0);
+      const __m128i sb = nb - b0 >= 16
+                             ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(st.scales[r] + b0))
+                             : _mm_maskz_loadu_epi8(mask16(nb - b0), st.scales[r] + b0);
+      st.cs[r] = _mm512_mul_ps(e8m0x16(sb), h);
+      st.corr[r] = _mm512_fmadd_ps(st.cs[r], c12, st.corr[r]);
     }
   }
-  for (int r = 0; r < R; ++r) y[r] = _mm512_reduce_add_ps(acc[r]) - _mm512_reduce_add_ps(corr[r]);
+  const __m512i idx = _mm512_add_epi32(_mm512_set1_epi32(int(b0 % 16)), lane_block);
+  const __m512i x_even = _mm512_loadu_si512(xq + 128 * g), x_odd = _mm512_loadu_si512(xq + 128 * g + 64);
+  for (int r = 0; r < R; ++r) {
+    const uint8_t* src = st.codes[r] + 64 * g;
+    __m512i c;
+    if constexpr (Whole) {
+      _mm_prefetch(reinterpret_cast<const char*>(src) + kPrefetchBytes, _MM_HINT_T0);
+      c = _mm512_loadu_si512(src);
+    } else {
+      c = _mm512_maskz_loadu_epi8((__mmask64(1) << (16 * (nb - b0))) - 1, src);
+    }
+    const __m512i lo = _mm512_shuffle_epi8(lut, _mm512_and_si512(c, low4));
+    const __m512i hi = _mm512_shuffle_epi8(lut, _mm512_and_si512(_mm512_srli_epi16(c, 4), low4));
+    const __m512i s = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, x_even), hi, x_odd);
+    st.acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_permutexvar_ps(idx, st.cs[r]), st.acc[r]);
+  }
+}
+
+template <int R>
+void gemv_rows(const Weight& w, size_t r0, const int8_t* xq, const float* hd, const float* q12,
+               float* y) {
+  const size_t nb = w.cols / 32, whole_groups = nb / 4;
+  GemvRows<R> st;
+  for (int r = 0; r < R; ++r) {
+    st.codes[r] = w.data + (r0 + size_t(r)) * w.row_bytes;
+    st.scales[r] = w.scales + (r0 + size_t(r)) * nb;
+    st.acc[r] = st.corr[r] = st.cs[r] = _mm512_setzero_ps();
+  }
+  for (size_t g = 0; g < whole_groups; ++g) gemv_group<R, true>(st, g, nb, xq, hd, q12);
+  if (nb % 4 != 0) gemv_group<R, false>(st, whole_groups, nb, xq, hd, q12);
+  for (int r = 0; r < R; ++r)
+    y[r] = _mm512_reduce_add_ps(st.acc[r]) - _mm512_reduce_add_ps(st.corr[r]);
 }
 
 // --- n_tok > 1: lane layout ---------------------------------------------------------------

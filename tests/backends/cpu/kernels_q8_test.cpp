@@ -9,6 +9,7 @@
 //       |ref - w.x| <= sum_b (d_b / 2) sum_k |w_k| * (1 + 1e-5) + 1e-6 * sum |w x|
 //     since each activation moves by at most half a step d_b of its block.
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <cmath>
 #include <utility>
 #include <vector>
@@ -157,6 +158,25 @@ TEST_CASE("q8: MXFP4 x int8 matmul at real gpt-oss shapes", "[cpu-kernels][q8]")
     check_matmul(isa, 5760, 2880, 1, 5700, 60);
     check_matmul(isa, 2880, 2880, 12, 2850, 30);
     check_matmul(isa, 2880, 2880, 64, 0, 48);
+  }
+}
+
+// Decode rows go through the kernels in quads a quarter of the range apart (row_streams.hpp):
+// a row's result must not depend on how the caller split the rows.
+TEST_CASE("q8: one token's results do not depend on how the rows are split", "[cpu-kernels][q8]") {
+  const size_t rows = 45, cols = 544;
+  const Weight w = random_weight(gptoss_dtype_mxfp4, rows, cols, 97);
+  const auto x = activations(1, cols, 96);
+  for (Isa isa : q8_isas()) {
+    Q8Storage mem;
+    Q8Acts& q = mem.prepare(1, cols);
+    kernels_for(isa).quantize_q8(x.data(), cols, 1, q);
+    std::vector<float> whole(rows), split(rows);
+    kernels_for(isa).matmul_mxfp4_q8(w, 0, rows, q, 0, 1, whole.data(), rows);
+    for (size_t r0 = 0, n = 1; r0 < rows; r0 += n, n = n % 9 + 2)
+      kernels_for(isa).matmul_mxfp4_q8(w, r0, std::min(n, rows - r0), q, 0, 1, split.data() + r0, rows);
+    INFO(isa_name(isa));
+    CHECK(whole == split);
   }
 }
 
