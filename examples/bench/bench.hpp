@@ -24,7 +24,9 @@ struct Stat {
 Stat stat_of(const std::vector<double>& v);
 
 // Read bandwidth in GB/s: `threads` threads summing a buffer of `bytes`, best of a few runs.
-double measure_read_bandwidth(unsigned threads, size_t bytes);
+// Bytes of the read test: far larger than any cache (see membw.cpp).
+constexpr size_t kReadTestBytes = size_t(1) << 30;
+double measure_read_bandwidth(unsigned threads, size_t bytes = kReadTestBytes);
 
 // Peak resident set size of this process in bytes (VmHWM).
 size_t peak_rss_bytes();

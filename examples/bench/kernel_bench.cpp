@@ -84,7 +84,7 @@ struct Row {
 
 int run_kernel_bench(const Options& o) {
   const unsigned threads = o.threads ? o.threads : std::max(1u, std::thread::hardware_concurrency());
-  const double bw_before = measure_read_bandwidth(threads, size_t(512) << 20);
+  const double bw_before = measure_read_bandwidth(threads);
   const size_t H = 2880, I = 2880, Q = 4096, KV = 512, HD = 64;
   // 8 experts' mlp1 (70 MB): several times the last-level cache.
   const Weight mlp1 = make_weight(gptoss_dtype_mxfp4, 8 * 2 * I, H, 1);
@@ -148,7 +148,7 @@ int run_kernel_bench(const Options& o) {
 
   // The machine's bandwidth drifts: the ceiling is the higher of two measurements, before
   // and after the kernels.
-  const double bw = std::max(bw_before, measure_read_bandwidth(threads, size_t(512) << 20));
+  const double bw = std::max(bw_before, measure_read_bandwidth(threads));
   if (o.json) {
     std::printf("{\"threads\": %u, \"read_bandwidth_gbs\": %.3f, \"kernels\": [", threads, bw);
     for (size_t i = 0; i < rows.size(); ++i)

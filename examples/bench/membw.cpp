@@ -33,9 +33,12 @@ Stat stat_of(const std::vector<double>& v) {
 double measure_read_bandwidth(unsigned threads, size_t bytes) {
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
   const size_t n = bytes / sizeof(uint64_t);
-  // The kernels read weights from huge pages with software prefetch; the ceiling they are
-  // compared against is measured the same way, so the percentage is not flattered by a
-  // handicapped baseline (4 KiB pages and no prefetch read ~30% slower here).
+  // The ceiling is measured the way the decode kernels read weights, so the percentage is not
+  // flattered by a handicapped baseline: huge pages, software prefetch 8 KiB ahead, and (in
+  // half the runs) 4 streams per thread a quarter of its range apart (row_streams.hpp; 4 KiB
+  // pages and no prefetch read ~30% slower here). The buffer must dwarf every cache: a
+  // 256 MiB one read up to ~35% faster than 1-2 GiB on this VM (some of it stayed cached),
+  // while a decode token streams ~3.7 GB that no cache holds.
   void* mem = mmap(nullptr, n * sizeof(uint64_t), PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (mem == MAP_FAILED) return 0.0;
@@ -44,21 +47,21 @@ double measure_read_bandwidth(unsigned threads, size_t bytes) {
   for (size_t i = 0; i < n; ++i) buf[i] = i * 0x9e3779b97f4a7c15ull;  // touch every page
   double best = 0;
   for (int run = 0; run < 6; ++run) {
-    const bool prefetch = run % 2 == 1;
+    const size_t streams = run % 2 == 0 ? 1 : 4;
     std::vector<uint64_t> sums(threads * 8);
     std::vector<std::thread> pool;
     const auto t0 = std::chrono::steady_clock::now();
     for (unsigned t = 0; t < threads; ++t)
       pool.emplace_back([&, t] {
         const uint64_t* p = buf + n * t / threads;
-        const size_t m = n * (t + 1) / threads - n * t / threads;
+        const size_t m = (n * (t + 1) / threads - n * t / threads) / streams / 8 * 8;
         uint64_t a[8] = {0, 0, 0, 0, 0, 0, 0, 0};  // independent chains: vectorised adds
-        size_t i = 0;
-        for (; i + 8 <= m; i += 8) {
-          if (prefetch) __builtin_prefetch(p + i + 1024);  // 8 KiB ahead, as the kernels do
-          for (int j = 0; j < 8; ++j) a[j] += p[i + size_t(j)];
-        }
-        for (; i < m; ++i) a[0] += p[i];
+        for (size_t i = 0; i < m; i += 8)
+          for (size_t s = 0; s < streams; ++s) {
+            const uint64_t* q = p + s * m + i;
+            __builtin_prefetch(q + 1024);  // 8 KiB ahead, as the kernels do
+            for (int j = 0; j < 8; ++j) a[j] += q[j];
+          }
         for (int j = 0; j < 8; ++j) sums[t * 8 + size_t(j)] = a[j];
       });
     for (auto& th : pool) th.join();
@@ -66,7 +69,10 @@ double measure_read_bandwidth(unsigned threads, size_t bytes) {
     uint64_t check = 0;
     for (uint64_t x : sums) check += x;
     if (check == 42) std::fprintf(stderr, " ");  // keeps the sums alive
-    best = std::max(best, double(n * sizeof(uint64_t)) / s / 1e9);
+    size_t read = 0;  // what the runs actually covered (each part rounded down to whole streams)
+    for (unsigned t = 0; t < threads; ++t)
+      read += (n * (t + 1) / threads - n * t / threads) / streams / 8 * 8 * streams;
+    best = std::max(best, double(read * sizeof(uint64_t)) / s / 1e9);
   }
   munmap(mem, n * sizeof(uint64_t));
   return best;

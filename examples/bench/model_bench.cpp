@@ -50,11 +50,10 @@ int run_model_bench(const Options& o) {
   // Read bandwidth drifts on a shared machine (2x within minutes here): it is measured around
   // every repetition, and each repetition's decode is compared with the higher of the two
   // measurements beside it. The test buffer is kept out of the peak RSS (reset_peak_rss).
-  const size_t bw_bytes = size_t(256) << 20;
   size_t peak_rss = 0;
   auto bandwidth = [&] {
     peak_rss = std::max(peak_rss, peak_rss_bytes());
-    const double bw = measure_read_bandwidth(o.threads, bw_bytes);
+    const double bw = measure_read_bandwidth(o.threads);
     reset_peak_rss();
     return bw;
   };
