@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
+#include <memory>
 
 #include "cpu_backend.hpp"
 
@@ -30,13 +32,37 @@ inline size_t rows_per_piece(size_t rows, size_t n_tokens, const ThreadPool& poo
   return std::max(min_grain, want / min_grain * min_grain);
 }
 
-// Runs f(begin, end) over [0, n) in pieces of `grain`, taken by whichever pool thread is free
-// (the machine is shared: a static split waits for the slowest core). Every output must be
-// computed by one piece, so results do not depend on which thread ran it.
+// Runs f(begin, end) over [0, n) in pieces of `grain`. Every output must be computed by one
+// piece, so results do not depend on which thread ran it.
+//
+// Each pool thread starts on its own contiguous share of the pieces and walks it in order:
+// a GEMV's weight stream then runs on from one piece into the next (the software prefetch
+// ahead of a piece's last rows has already fetched the next piece's first). A thread done
+// with its share takes pieces from the back of the others' (the machine is shared: a purely
+// static split would wait for the slowest core).
 //
 // `work` (multiply-adds, roughly) below kMinParallelWork runs on the calling thread alone: waking
 // a worker and waiting for it costs microseconds, more than such an op (tiny models, router).
 constexpr double kMinParallelWork = 1 << 18;
+
+// A thread's share of the pieces, [begin, end) packed in one word so that the owner taking
+// the front and a thief taking the back cannot both get the last piece.
+struct alignas(64) PieceShare {
+  std::atomic<uint64_t> range{0};
+  void set(size_t begin, size_t end) { range.store(uint64_t(begin) << 32 | uint64_t(end), std::memory_order_relaxed); }
+  bool take(bool front, size_t& piece) {
+    uint64_t cur = range.load(std::memory_order_relaxed);
+    for (;;) {
+      const uint64_t b = cur >> 32, e = cur & 0xffffffffu;
+      if (b >= e) return false;
+      const uint64_t next = front ? (b + 1) << 32 | e : b << 32 | (e - 1);
+      if (range.compare_exchange_weak(cur, next, std::memory_order_relaxed)) {
+        piece = size_t(front ? b : e - 1);
+        return true;
+      }
+    }
+  }
+};
 
 template <typename Fn>
 void for_each_piece(ThreadPool& pool, size_t n, size_t grain, double work, Fn&& f) {
@@ -46,12 +72,14 @@ void for_each_piece(ThreadPool& pool, size_t n, size_t grain, double work, Fn&& 
     f(size_t(0), n);
     return;
   }
-  std::atomic<size_t> next{0};
-  pool.run_on_all([&](unsigned) {
-    for (;;) {
-      const size_t b = next.fetch_add(grain, std::memory_order_relaxed);
-      if (b >= n) break;
-      f(b, std::min(n, b + grain));
+  const size_t pieces = (n + grain - 1) / grain, T = pool.size();
+  std::unique_ptr<PieceShare[]> shares(new PieceShare[T]);
+  for (size_t t = 0; t < T; ++t) shares[t].set(pieces * t / T, pieces * (t + 1) / T);
+  pool.run_on_all([&](unsigned self) {
+    size_t p;
+    for (size_t k = 0; k < T; ++k) {
+      PieceShare& s = shares[(self + k) % T];
+      while (s.take(k == 0, p)) f(p * grain, std::min(n, (p + 1) * grain));
     }
   });
 }
