@@ -51,5 +51,8 @@ struct Weight {
 
 // Decodes row `row` of `w` (cols values) into out.
 void decode_row(const Weight& w, size_t row, float* out);
+// Decodes columns [c0, c0 + n) of row `row` of `w` into out (a bias slice for one piece of a
+// matmul's output rows; f32/bf16/f16 directly, other dtypes through a whole-row decode).
+void decode_row_range(const Weight& w, size_t row, size_t c0, size_t n, float* out);
 
 }  // namespace gptoss::cpu

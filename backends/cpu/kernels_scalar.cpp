@@ -55,6 +55,29 @@ const float* e8m0_table() {
   return table.data();
 }
 
+void decode_row_range(const Weight& w, size_t row, size_t c0, size_t n, float* out) {
+  const uint8_t* p = w.data + row * w.row_bytes;
+  switch (w.dtype) {
+    case gptoss_dtype_f32:
+      std::memcpy(out, p + 4 * c0, n * 4);
+      return;
+    case gptoss_dtype_bf16:
+    case gptoss_dtype_f16:
+      for (size_t i = 0; i < n; ++i) {
+        uint16_t h;
+        std::memcpy(&h, p + 2 * (c0 + i), 2);
+        out[i] = w.dtype == gptoss_dtype_bf16 ? bf16_to_f32(h) : f16_to_f32(h);
+      }
+      return;
+    default: {  // block formats: decode the whole row
+      thread_local std::vector<float> whole;
+      whole.resize(w.cols);
+      decode_row(w, row, whole.data());
+      std::copy(whole.begin() + std::ptrdiff_t(c0), whole.begin() + std::ptrdiff_t(c0 + n), out);
+    }
+  }
+}
+
 void decode_row_kernel_order(const Weight& w, size_t row, float* out) {
   if (w.dtype != gptoss_dtype_mxfp4) {
     decode_row(w, row, out);

@@ -61,14 +61,9 @@ gptoss_status op_linear(void* stream, const void* x, const void* weight, const v
     thread_local Q8Storage q8_temp;
     std::vector<float>& xs = xs_temp;
     Q8Storage& q8 = q8_temp;
-    std::vector<float> b;
     const bool q8_path = use_q8(dev, w);
     // The int8 quantizer folds the MXFP4 permutation in; the fp32 kernels need it done.
     const float* xin = q8_path ? F(x) : activations_for(w, F(x), n_tokens, xs);
-    if (bw != nullptr) {
-      b.resize(n_out);
-      decode_row(*bw, 0, b.data());
-    }
     const Q8Acts* xq = nullptr;
     if (q8_path) {
       Q8Acts& q = q8.prepare(n_tokens, n_in);
@@ -83,9 +78,13 @@ gptoss_status op_linear(void* stream, const void* x, const void* weight, const v
         dev.kernels->matmul_mxfp4_q8(w, r0, r1 - r0, *xq, 0, n_tokens, o, n_out);
       else
         dev.kernels->matmul(w, r0, r1 - r0, xin, n_in, n_tokens, o, n_out);
-      if (!b.empty())
+      if (bw != nullptr) {  // each piece decodes its own slice of the bias
+        thread_local std::vector<float> b;
+        b.resize(r1 - r0);
+        decode_row_range(*bw, 0, r0, r1 - r0, b.data());
         for (size_t t = 0; t < n_tokens; ++t)
-          for (size_t r = r0; r < r1; ++r) F(out)[t * n_out + r] += b[r];
+          for (size_t r = r0; r < r1; ++r) F(out)[t * n_out + r] += b[r - r0];
+      }
     });
   } catch (const std::bad_alloc&) {
     return gptoss_status_insufficient_memory;

@@ -5,8 +5,9 @@
 //   2. mlp1 + SwiGLU, fused: each piece computes 32 rows (16 glu/linear pairs) of
 //      h = mlp1[e] X_e for all of e's tokens in a scratch tile and writes the activations
 //      straight into A_e (kernel order of mlp2), so h never reaches memory
-//   3. mlp2:    Y_e = mlp2[e] A_e, pieces of 32 output rows
-//   4. out[t] = sum over k of weight[t, k] * (Y + b2), in k order as the reference does.
+//   3. mlp2:    Y_e = mlp2[e] A_e + b2[e], pieces of 32 output rows
+//   4. out[t] = sum over k of weight[t, k] * Y, in k order as the reference does.
+// Each piece decodes the slice of the biases its rows need.
 // In the fast precision mode X_e and A_e are quantized to int8 (whole arrays, in pieces over
 // the pool) before the pass that reads them, and the matmuls are the int8 MXFP4 kernels.
 // Steps 2 and 3 are one dynamically scheduled pass each over (expert, row range) pieces.
@@ -116,15 +117,8 @@ gptoss_status op_moe(void* stream, const void* x, const void* expert_ids,
           std::copy(src, src + dim, dst);
       }
     }
-    // Biases of the active experts only.
-    std::vector<float> bias1(groups.size() * 2 * inter, 0.0f), bias2(groups.size() * dim, 0.0f);
-    std::vector<size_t> group_of(n_experts, 0);
-    for (size_t g = 0; g < groups.size(); ++g) {
-      group_of[groups[g].expert] = g;
-      if (b1) decode_row(*b1, groups[g].expert, bias1.data() + g * 2 * inter);
-      if (b2) decode_row(*b2, groups[g].expert, bias2.data() + g * dim);
-    }
-
+    // Biases are decoded by the pieces, each the slice of its own rows (decoding all active
+    // experts' bias rows up front was a serial pass over scattered memory: ~20 us per layer).
     // Pieces: (group, row range); piece p of group g covers rows [p * grain, ...).
     // Few tokens (decode): longer pieces, see rows_per_piece.
     const size_t grain = rows_per_piece(2 * inter * groups.size(), n_slots, dev.pool, kMoeRowGrain);
@@ -139,7 +133,7 @@ gptoss_status op_moe(void* stream, const void* x, const void* expert_ids,
       });
     };
 
-    run_pieces(2 * inter, [&](const ExpertGroup& g, size_t gi, size_t r0, size_t r1) {
+    run_pieces(2 * inter, [&](const ExpertGroup& g, size_t, size_t r0, size_t r1) {
       float* h = thread_scratch(g.count * grain, 0);
       if (xq != nullptr)
         dev.kernels->matmul_mxfp4_q8(w1, g.expert * 2 * inter + r0, r1 - r0, *xq, g.first,
@@ -149,16 +143,19 @@ gptoss_status op_moe(void* stream, const void* x, const void* expert_ids,
                             dim, g.count, h, grain);
       // A_e in natural order for the int8 path (its quantizer permutes), else in the order the
       // fp32 kernels expect for w2.
-      const float* bb = bias1.data() + gi * 2 * inter;
+      thread_local std::vector<float> bias;  // mlp1 bias of rows [r0, r1)
+      bias.resize(r1 - r0);
+      if (b1) decode_row_range(*b1, g.expert, r0, r1 - r0, bias.data());
+      const float* bb = b1 ? bias.data() : nullptr;
       const size_t i0 = r0 / 2, n_out = (r1 - r0) / 2;
       thread_local std::vector<float> tmp;
       for (size_t n = 0; n < g.count; ++n) {
         float* a = act.data() + (g.first + n) * inter;
         if (q2 || !perm2) {
-          dev.kernels->swiglu(h + n * grain, bb + r0, n_out, limit, a + i0);
+          dev.kernels->swiglu(h + n * grain, bb, n_out, limit, a + i0);
         } else {
           tmp.resize(n_out);
-          dev.kernels->swiglu(h + n * grain, bb + r0, n_out, limit, tmp.data());
+          dev.kernels->swiglu(h + n * grain, bb, n_out, limit, tmp.data());
           for (size_t j = 0; j < n_out; ++j) a[mxfp4_kernel_pos(i0 + j)] = tmp[j];
         }
       }
@@ -172,6 +169,13 @@ gptoss_status op_moe(void* stream, const void* x, const void* expert_ids,
       else
         dev.kernels->matmul(w2, g.expert * dim + r0, r1 - r0, act.data() + g.first * inter, inter,
                             g.count, y, dim);
+      if (b2) {  // Y + b2, as the reference adds it before weighting
+        thread_local std::vector<float> bias;
+        bias.resize(r1 - r0);
+        decode_row_range(*b2, g.expert, r0, r1 - r0, bias.data());
+        for (size_t n = 0; n < g.count; ++n)
+          for (size_t r = 0; r < r1 - r0; ++r) y[n * dim + r] += bias[r];
+      }
     });
 
     for_each_piece(dev.pool, n_tokens, 8, double(n_slots) * double(dim), [&](size_t t0, size_t t1) {
@@ -181,9 +185,8 @@ gptoss_status op_moe(void* stream, const void* x, const void* expert_ids,
         for (size_t k = 0; k < top_k; ++k) {
           const size_t tk = t * top_k + k;
           const float wk = F(expert_weights)[tk];
-          const float* y = yg.data() + slot_row[tk] * dim;
-          const float* bb = bias2.data() + group_of[size_t(I(expert_ids)[tk])] * dim;
-          for (size_t r = 0; r < dim; ++r) o[r] += wk * (y[r] + bb[r]);
+          const float* y = yg.data() + slot_row[tk] * dim;  // includes b2
+          for (size_t r = 0; r < dim; ++r) o[r] += wk * y[r];
         }
       }
     });

@@ -194,4 +194,26 @@ TEST_CASE("matmul: one token's results do not depend on how the rows are split",
   }
 }
 
+// The fast ops decode the bias slice of each piece's rows (decode_row_range); it must equal
+// the same columns of the whole decoded row for every dtype a bias can have.
+TEST_CASE("decode_row_range equals the slice of decode_row", "[cpu-kernels]") {
+  for (gptoss_dtype d : {gptoss_dtype_f32, gptoss_dtype_bf16, gptoss_dtype_mxfp4}) {
+    const size_t rows = 3, cols = 160;
+    const Weight w = random_weight(d, rows, cols, 11);
+    std::vector<float> whole(cols), part(cols);
+    for (size_t row = 0; row < rows; ++row) {
+      decode_row(w, row, whole.data());
+      for (size_t c0 : {0, 1, 31, 100})
+        for (size_t n : {1, 7, 60}) {
+          if (c0 + n > cols) continue;
+          std::fill(part.begin(), part.end(), -7.0f);
+          decode_row_range(w, row, c0, n, part.data());
+          INFO("dtype " << int(d) << " row " << row << " cols " << c0 << "+" << n);
+          CHECK(std::equal(part.begin(), part.begin() + std::ptrdiff_t(n), whole.begin() + std::ptrdiff_t(c0)));
+          CHECK(part[n] == -7.0f);  // nothing written past n
+        }
+    }
+  }
+}
+
 }  // namespace gptoss::cpu::test
