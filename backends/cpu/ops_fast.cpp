@@ -71,7 +71,10 @@ gptoss_status op_linear(void* stream, const void* x, const void* weight, const v
       xq = &q;
     }
     // Each piece owns a range of output rows for every token: each weight row is read once.
-    const size_t grain = rows_per_piece(n_out, n_tokens, dev.pool, kRowGrain);
+    // One token: the GEMV kernels' results do not depend on the cut, so the pool may merge
+    // pieces (for_each_piece): fine pieces for the end of the op, long calls before it.
+    const bool merge = n_tokens == 1;
+    const size_t grain = rows_per_piece(n_out, n_tokens, dev.pool, kRowGrain, merge ? 64 : 16);
     for_each_piece(dev.pool, n_out, grain, double(n_out) * double(n_in) * double(n_tokens), [&](size_t r0, size_t r1) {
       float* o = F(out) + r0;
       if (xq != nullptr)
@@ -85,7 +88,7 @@ gptoss_status op_linear(void* stream, const void* x, const void* weight, const v
         for (size_t t = 0; t < n_tokens; ++t)
           for (size_t r = r0; r < r1; ++r) F(out)[t * n_out + r] += b[r - r0];
       }
-    });
+    }, merge);
   } catch (const std::bad_alloc&) {
     return gptoss_status_insufficient_memory;
   }

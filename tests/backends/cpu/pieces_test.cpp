@@ -1,5 +1,6 @@
 // for_each_piece (ops_util.hpp): every index of [0, n) runs exactly once, in pieces that
-// start at multiples of the grain (or in one call on one thread), whatever the pool size, and however unevenly the threads
+// start at multiples of the grain (or in one call on one thread; merged calls span several
+// pieces), whatever the pool size, and however unevenly the threads
 // progress (a slow thread's share is taken from the back by the others).
 #include <catch2/catch.hpp>
 #include <atomic>
@@ -15,6 +16,7 @@ namespace gptoss::cpu::test {
 TEST_CASE("pieces: every index runs once, shares are stolen from slow threads", "[cpu-ops]") {
   for (unsigned threads : {1u, 2u, 3u, 5u}) {
     ThreadPool pool(threads);
+    for (bool merge : {false, true})
     for (size_t n : {1, 2, 7, 64, 1000, 4099})
       for (size_t grain : {1, 3, 32, 5000}) {
         std::unique_ptr<std::atomic<int>[]> hits(new std::atomic<int>[n]);
@@ -24,17 +26,20 @@ TEST_CASE("pieces: every index runs once, shares are stolen from slow threads", 
         ops::for_each_piece(pool, n, grain, 1e9, [&](size_t b, size_t e) {
           // One thread (or one piece's worth) runs [0, n) in one call; otherwise pieces.
           const bool whole = threads == 1 || n <= grain;
-          if (whole ? (b != 0 || e != n) : (b % grain != 0 || e <= b || e - b > grain || e > n)) ++bad_piece;
+          // Merged calls cover whole pieces: [b, e) starts and ends on the grain (or at n).
+          const bool cut_ok = b % grain == 0 && e > b && e <= n && (e == n || e % grain == 0) &&
+                              (merge || e - b <= grain);
+          if (whole ? (b != 0 || e != n) : !cut_ok) ++bad_piece;
           // The calling thread is slow: its share must be finished by the others.
           if (std::this_thread::get_id() == caller && threads > 1 && n > grain) {
             ++caller_pieces;
             std::this_thread::sleep_for(std::chrono::microseconds(200));
           }
           for (size_t i = b; i < e; ++i) hits[i].fetch_add(1);
-        });
+        }, merge);
         size_t wrong = 0;
         for (size_t i = 0; i < n; ++i) wrong += hits[i].load() != 1;
-        INFO("threads " << threads << " n " << n << " grain " << grain);
+        INFO("threads " << threads << " n " << n << " grain " << grain << " merge " << merge);
         CHECK(bad_piece.load() == 0);
         CHECK(wrong == 0);
         // The slow caller's own share (half or more of the pieces) went mostly to the others.
