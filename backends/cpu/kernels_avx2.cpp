@@ -19,6 +19,14 @@ constexpr size_t kPrefetchBytes = 8192;
 inline void prefetch(const void* p) {
   _mm_prefetch(static_cast<const char*>(p) + kPrefetchBytes, _MM_HINT_T0);
 }
+// bf16 and f32 rows are read as 4 streams far apart (row_streams.hpp), which want a much
+// shorter distance: 4 x 8 KiB ahead crowds the L1 and the miss buffers. Random A/B in the
+// 20b model's decode, medians of ~1600 calls: 1 KiB ahead is 9-14% faster than 8 KiB (AVX-512;
+// AVX2 6-9%), 1-3% faster than 2 KiB and 3-5% faster than no software prefetch.
+constexpr size_t kFarRowsPrefetchBytes = 1024;
+inline void prefetch_far_row(const void* p) {
+  _mm_prefetch(static_cast<const char*>(p) + kFarRowsPrefetchBytes, _MM_HINT_T0);
+}
 
 inline float hsum(__m256 v) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -97,7 +105,7 @@ void gemv_bf16(const Weight& w, size_t r0, size_t step, const float* x, float* y
   for (; k + 16 <= K; k += 16) {
     const __m256 x0 = _mm256_loadu_ps(x + k), x1 = _mm256_loadu_ps(x + k + 8);
     for (int r = 0; r < R; ++r) {
-      if (k % 32 == 0) prefetch(row[r] + k);
+      if (k % 32 == 0) prefetch_far_row(row[r] + k);
       acc[r][0] = _mm256_fmadd_ps(bf16x8(row[r] + k), x0, acc[r][0]);
       acc[r][1] = _mm256_fmadd_ps(bf16x8(row[r] + k + 8), x1, acc[r][1]);
     }
@@ -127,7 +135,7 @@ void gemv_f32(const Weight& w, size_t r0, size_t step, const float* x, float* y)
   for (; k + 8 <= K; k += 8) {
     const __m256 xv = _mm256_loadu_ps(x + k);
     if (k % 16 == 0)
-      for (int r = 0; r < R; ++r) prefetch(row[r] + k);
+      for (int r = 0; r < R; ++r) prefetch_far_row(row[r] + k);
     for (int r = 0; r < R; ++r) acc[r] = _mm256_fmadd_ps(_mm256_loadu_ps(row[r] + k), xv, acc[r]);
   }
   for (int r = 0; r < R; ++r) {

@@ -36,6 +36,14 @@ constexpr size_t kPrefetchBytes = 8192;
 inline void prefetch(const void* p) {
   _mm_prefetch(static_cast<const char*>(p) + kPrefetchBytes, _MM_HINT_T0);
 }
+// bf16 and f32 rows are read as 4 streams far apart (row_streams.hpp), which want a much
+// shorter distance: 4 x 8 KiB ahead crowds the L1 and the miss buffers. Random A/B in the
+// 20b model's decode, medians of ~1600 calls: 1 KiB ahead is 9-14% faster than 8 KiB (AVX-512;
+// AVX2 6-9%), 1-3% faster than 2 KiB and 3-5% faster than no software prefetch.
+constexpr size_t kFarRowsPrefetchBytes = 1024;
+inline void prefetch_far_row(const void* p) {
+  _mm_prefetch(static_cast<const char*>(p) + kFarRowsPrefetchBytes, _MM_HINT_T0);
+}
 
 template <int R>
 void gemv_mxfp4(const Weight& w, size_t r0, size_t step, const float* x, float* y) {
@@ -80,7 +88,7 @@ void gemv_bf16(const Weight& w, size_t r0, size_t step, const float* x, float* y
   for (; k + 32 <= K; k += 32) {
     const __m512 x0 = _mm512_loadu_ps(x + k), x1 = _mm512_loadu_ps(x + k + 16);
     for (int r = 0; r < R; ++r) {
-      prefetch(row[r] + k);
+      prefetch_far_row(row[r] + k);
       acc[r][0] = _mm512_fmadd_ps(bf16x16(row[r] + k), x0, acc[r][0]);
       acc[r][1] = _mm512_fmadd_ps(bf16x16(row[r] + k + 16), x1, acc[r][1]);
     }
@@ -107,7 +115,7 @@ void gemv_f32(const Weight& w, size_t r0, size_t step, const float* x, float* y)
   for (; k + 16 <= K; k += 16) {
     const __m512 xv = _mm512_loadu_ps(x + k);
     for (int r = 0; r < R; ++r) {
-      prefetch(row[r] + k);
+      prefetch_far_row(row[r] + k);
       acc[r] = _mm512_fmadd_ps(_mm512_loadu_ps(row[r] + k), xv, acc[r]);
     }
   }

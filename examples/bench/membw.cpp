@@ -33,12 +33,13 @@ Stat stat_of(const std::vector<double>& v) {
 double measure_read_bandwidth(unsigned threads, size_t bytes) {
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
   const size_t n = bytes / sizeof(uint64_t);
-  // The ceiling is measured the way the decode kernels read weights, so the percentage is not
-  // flattered by a handicapped baseline: huge pages, software prefetch 8 KiB ahead, and (in
-  // half the runs) 4 streams per thread a quarter of its range apart (row_streams.hpp; 4 KiB
-  // pages and no prefetch read ~30% slower here). The buffer must dwarf every cache: a
-  // 256 MiB one read up to ~35% faster than 1-2 GiB on this VM (some of it stayed cached),
-  // while a decode token streams ~3.7 GB that no cache holds.
+  // The ceiling is measured the ways the decode kernels read weights, and the best counts, so
+  // the percentage is not flattered by a handicapped baseline: huge pages, and each thread
+  // reading one stream with software prefetch 8 KiB ahead (the MXFP4 GEMVs), or 4 streams a
+  // quarter of its range apart with prefetch 8 KiB or 1 KiB ahead (the bf16 GEMVs;
+  // row_streams.hpp). 4 KiB pages and no prefetch read ~30% slower here. The buffer must
+  // dwarf every cache: a 256 MiB one read up to ~35% faster than 1-2 GiB on this VM (some of
+  // it stayed cached), while a decode token streams ~3.7 GB that no cache holds.
   void* mem = mmap(nullptr, n * sizeof(uint64_t), PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (mem == MAP_FAILED) return 0.0;
@@ -47,7 +48,8 @@ double measure_read_bandwidth(unsigned threads, size_t bytes) {
   for (size_t i = 0; i < n; ++i) buf[i] = i * 0x9e3779b97f4a7c15ull;  // touch every page
   double best = 0;
   for (int run = 0; run < 6; ++run) {
-    const size_t streams = run % 2 == 0 ? 1 : 4;
+    const size_t streams = run % 3 == 0 ? 1 : 4;
+    const size_t ahead = run % 3 == 2 ? 128 : 1024;  // words: 1 KiB or 8 KiB
     std::vector<uint64_t> sums(threads * 8);
     std::vector<std::thread> pool;
     const auto t0 = std::chrono::steady_clock::now();
@@ -59,7 +61,7 @@ double measure_read_bandwidth(unsigned threads, size_t bytes) {
         for (size_t i = 0; i < m; i += 8)
           for (size_t s = 0; s < streams; ++s) {
             const uint64_t* q = p + s * m + i;
-            __builtin_prefetch(q + 1024);  // 8 KiB ahead, as the kernels do
+            __builtin_prefetch(q + ahead);
             for (int j = 0; j < 8; ++j) a[j] += q[j];
           }
         for (int j = 0; j < 8; ++j) sums[t * 8 + size_t(j)] = a[j];
