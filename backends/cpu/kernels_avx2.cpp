@@ -13,16 +13,11 @@
 namespace gptoss::cpu {
 namespace {
 
-// GEMVs stream their weights once: prefetch this far ahead of each row (see
-// kernels_avx512vnni.cpp for the measurements behind the distance).
-constexpr size_t kPrefetchBytes = 8192;
-inline void prefetch(const void* p) {
-  _mm_prefetch(static_cast<const char*>(p) + kPrefetchBytes, _MM_HINT_T0);
-}
-// bf16 and f32 rows are read as 4 streams far apart (row_streams.hpp), which want a much
-// shorter distance: 4 x 8 KiB ahead crowds the L1 and the miss buffers. Random A/B in the
-// 20b model's decode, medians of ~1600 calls: 1 KiB ahead is 9-14% faster than 8 KiB (AVX-512;
-// AVX2 6-9%), 1-3% faster than 2 KiB and 3-5% faster than no software prefetch.
+// GEMVs stream their weights once, prefetching this far ahead of each row. Decode rows are
+// read as 4 streams far apart (row_streams.hpp), which want a much shorter distance than one
+// stream (kernels_avx512vnni.cpp: 8 KiB was best for one): 4 x 8 KiB ahead crowds the L1 and the miss buffers. Random A/B
+// in the 20b model's decode, medians of ~1600 calls, bf16: 1 KiB ahead is 9-14% faster than
+// 8 KiB (AVX-512; AVX2 6-9%), 1-3% faster than 2 KiB and 3-5% faster than no prefetch.
 constexpr size_t kFarRowsPrefetchBytes = 1024;
 inline void prefetch_far_row(const void* p) {
   _mm_prefetch(static_cast<const char*>(p) + kFarRowsPrefetchBytes, _MM_HINT_T0);
@@ -77,7 +72,7 @@ void gemv_mxfp4(const Weight& w, size_t r0, size_t step, const float* x, float* 
     __m256 xv[4];
     for (int j = 0; j < 4; ++j) xv[j] = _mm256_loadu_ps(x + 32 * b + 8 * size_t(j));
     for (int r = 0; r < R; ++r) {
-      if (b % 4 == 0) prefetch(c[r] + 16 * b);
+      if (b % 4 == 0) prefetch_far_row(c[r] + 16 * b);
       __m256 v[4];
       mxfp4_block2(c[r] + 16 * b, v);
       __m256 p = _mm256_mul_ps(v[0], xv[0]);

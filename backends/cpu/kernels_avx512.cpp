@@ -30,16 +30,11 @@ inline __m512 bf16x16_masked(const uint16_t* p, __mmask16 m) {
 inline __mmask16 tail_mask(size_t rem) { return __mmask16((1u << rem) - 1u); }
 inline __mmask16 mask16_of(size_t n) { return n >= 16 ? __mmask16(0xffff) : tail_mask(n); }
 
-// GEMVs stream their weights once: prefetch this far ahead of each row (see
-// kernels_avx512vnni.cpp for the measurements behind the distance).
-constexpr size_t kPrefetchBytes = 8192;
-inline void prefetch(const void* p) {
-  _mm_prefetch(static_cast<const char*>(p) + kPrefetchBytes, _MM_HINT_T0);
-}
-// bf16 and f32 rows are read as 4 streams far apart (row_streams.hpp), which want a much
-// shorter distance: 4 x 8 KiB ahead crowds the L1 and the miss buffers. Random A/B in the
-// 20b model's decode, medians of ~1600 calls: 1 KiB ahead is 9-14% faster than 8 KiB (AVX-512;
-// AVX2 6-9%), 1-3% faster than 2 KiB and 3-5% faster than no software prefetch.
+// GEMVs stream their weights once, prefetching this far ahead of each row. Decode rows are
+// read as 4 streams far apart (row_streams.hpp), which want a much shorter distance than one
+// stream (kernels_avx512vnni.cpp: 8 KiB was best for one): 4 x 8 KiB ahead crowds the L1 and the miss buffers. Random A/B
+// in the 20b model's decode, medians of ~1600 calls, bf16: 1 KiB ahead is 9-14% faster than
+// 8 KiB (AVX-512; AVX2 6-9%), 1-3% faster than 2 KiB and 3-5% faster than no prefetch.
 constexpr size_t kFarRowsPrefetchBytes = 1024;
 inline void prefetch_far_row(const void* p) {
   _mm_prefetch(static_cast<const char*>(p) + kFarRowsPrefetchBytes, _MM_HINT_T0);
@@ -61,7 +56,7 @@ void gemv_mxfp4(const Weight& w, size_t r0, size_t step, const float* x, float* 
   for (size_t b = 0; b < nb; ++b) {
     const __m512 xe = _mm512_loadu_ps(x + 32 * b), xo = _mm512_loadu_ps(x + 32 * b + 16);
     for (int r = 0; r < R; ++r) {
-      if (b % 4 == 0) prefetch(c[r] + 16 * b);
+      if (b % 4 == 0) prefetch_far_row(c[r] + 16 * b);
       const __m512i q = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(c[r] + 16 * b)));
       const __m512 lo = _mm512_permutexvar_ps(q, lut);  // uses the low 4 bits of each lane
       const __m512 hi = _mm512_permutexvar_ps(_mm512_srli_epi32(q, 4), lut);

@@ -11,7 +11,7 @@
 //   ones, which is how quantize_q8 lays out the activations ("quad order", kernels.hpp). Two
 //   vpdpbusd then give block b + i of the group in lanes 4i..4i+3; those int32 sums are scaled
 //   by s_b * d_b / 2 (one permute of 16 precomputed block scales) into an fp32 accumulator.
-//   4 adjacent rows share each activation load (MXFP4 rows are two streams: row_streams.hpp).
+//   4 rows a quarter of the caller's range apart share each activation load (row_streams.hpp).
 //
 //   n_tok > 1 (prefill, compute-bound): "lane" layout. A panel of 16 rows is decoded once
 //   into int8 with one row per 32-bit lane: for block b, group g (kernel-order elements
@@ -23,15 +23,19 @@
 #include "cpu_backend.hpp"
 #include "kernels.hpp"
 #include "q8_quad.hpp"
+#include "row_streams.hpp"
 
 namespace gptoss::cpu {
 namespace {
 
 constexpr size_t kPanelRows = 16;
-// Decode reads each weight once: software prefetch this far ahead of every row keeps enough
-// loads in flight to stream at memory speed. Measured (Zen 5, 1 thread, qmatvec 46080x2880):
-// no prefetch 18.5 GB/s, 1 KiB ahead 23.7, 4 KiB 26.7, 8 KiB 34.7, 16 KiB 34.5.
+// Software prefetch distance of the prefill panels (16 rows at a time). It was the decode
+// distance when decode read adjacent rows (Zen 5, 1 thread, qmatvec 46080x2880: no prefetch
+// 18.5 GB/s, 1 KiB ahead 23.7, 4 KiB 26.7, 8 KiB 34.7, 16 KiB 34.5).
 constexpr size_t kPrefetchBytes = 8192;
+// Decode GEMVs read 4 rows a quarter of the range apart, prefetching this far ahead of each
+// (its scales 1/8 of it): measurements in row_streams.hpp.
+constexpr size_t kFarRowsPrefetchBytes = 1024;
 
 // nibble code -> 2v + 12 (v = E2M1 value): 0..7 -> 12 + {0,1,2,3,4,6,8,12}, 8..15 negated.
 inline __m512i code_lut() {
@@ -107,7 +111,7 @@ __attribute__((always_inline)) inline void gemv_group(GemvRows<R>& st, size_t g,
     const __m512 h = _mm512_loadu_ps(hd + b0), c12 = _mm512_loadu_ps(q12 + b0);
     for (int r = 0; r < R; ++r) {
       // The scales are a second stream (1/16 of the codes' bytes): prefetch it as far ahead.
-      _mm_prefetch(reinterpret_cast<const char*>(st.scales[r] + b0) + kPrefetchBytes / 16, _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(st.scales[r] + b0) + kFarRowsPrefetchBytes / 8, _MM_HINT_T0);
       const __m128i sb = nb - b0 >= 16
                              ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(st.scales[r] + b0))
                              : _mm_maskz_loadu_epi8(mask16(nb - b0), st.scales[r] + b0);
@@ -121,7 +125,7 @@ __attribute__((always_inline)) inline void gemv_group(GemvRows<R>& st, size_t g,
     const uint8_t* src = st.codes[r] + 64 * g;
     __m512i c;
     if constexpr (Whole) {
-      _mm_prefetch(reinterpret_cast<const char*>(src) + kPrefetchBytes, _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(src) + kFarRowsPrefetchBytes, _MM_HINT_T0);
       c = _mm512_loadu_si512(src);
     } else {
       c = _mm512_maskz_loadu_epi8((__mmask64(1) << (16 * (nb - b0))) - 1, src);
@@ -134,19 +138,19 @@ __attribute__((always_inline)) inline void gemv_group(GemvRows<R>& st, size_t g,
 }
 
 template <int R>
-void gemv_rows(const Weight& w, size_t r0, const int8_t* xq, const float* hd, const float* q12,
-               float* y) {
+void gemv_rows(const Weight& w, size_t r0, size_t step, const int8_t* xq, const float* hd,
+               const float* q12, float* y) {
   const size_t nb = w.cols / 32, whole_groups = nb / 4;
   GemvRows<R> st;
   for (int r = 0; r < R; ++r) {
-    st.codes[r] = w.data + (r0 + size_t(r)) * w.row_bytes;
-    st.scales[r] = w.scales + (r0 + size_t(r)) * nb;
+    st.codes[r] = w.data + (r0 + size_t(r) * step) * w.row_bytes;
+    st.scales[r] = w.scales + (r0 + size_t(r) * step) * nb;
     st.acc[r] = st.corr[r] = st.cs[r] = _mm512_setzero_ps();
   }
   for (size_t g = 0; g < whole_groups; ++g) gemv_group<R, true>(st, g, nb, xq, hd, q12);
   if (nb % 4 != 0) gemv_group<R, false>(st, whole_groups, nb, xq, hd, q12);
   for (int r = 0; r < R; ++r)
-    y[r] = _mm512_reduce_add_ps(st.acc[r]) - _mm512_reduce_add_ps(st.corr[r]);
+    y[size_t(r) * step] = _mm512_reduce_add_ps(st.acc[r]) - _mm512_reduce_add_ps(st.corr[r]);
 }
 
 // --- n_tok > 1: lane layout ---------------------------------------------------------------
@@ -282,9 +286,9 @@ void matmul_mxfp4_q8_avx512vnni(const Weight& w, size_t r0, size_t n_rows, const
     const int8_t* xq = x.q + t0 * x.q_stride;
     const float* hd = x.half_d + t0 * x.b_stride;
     const float* q12 = x.q12f + t0 * x.b_stride;
-    size_t i = 0;
-    for (; i + 4 <= n_rows; i += 4) gemv_rows<4>(w, r0 + i, xq, hd, q12, y + i);
-    for (; i < n_rows; ++i) gemv_rows<1>(w, r0 + i, xq, hd, q12, y + i);
+    for_each_row_quad(
+        n_rows, [&](size_t i, size_t step) { gemv_rows<4>(w, r0 + i, step, xq, hd, q12, y + i); },
+        [&](size_t i) { gemv_rows<1>(w, r0 + i, 1, xq, hd, q12, y + i); });
     return;
   }
   const size_t nb = w.cols / 32, stride = 9 * nb;  // zmm per panel

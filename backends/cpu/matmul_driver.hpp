@@ -31,7 +31,7 @@ struct MatmulKernels {
   TileFn tiles[4][TileTokens];
 };
 
-// n_tok == 1: 4 rows share every load of x; far apart unless MXFP4 (row_streams.hpp).
+// n_tok == 1: 4 rows far apart share every load of x (row_streams.hpp).
 template <size_t T>
 void gemv_rows(const MatmulKernels<T>& k, const Weight& w, size_t r0, size_t n_rows,
                const float* x, float* y) {
@@ -39,7 +39,7 @@ void gemv_rows(const MatmulKernels<T>& k, const Weight& w, size_t r0, size_t n_r
                     : w.dtype == gptoss_dtype_bf16 ? k.gemv_bf16
                                                    : k.gemv_f32;
   for_each_row_quad(
-      n_rows, w.dtype != gptoss_dtype_mxfp4, [&](size_t i, size_t step) { f[0](w, r0 + i, step, x, y + i); },
+      n_rows, [&](size_t i, size_t step) { f[0](w, r0 + i, step, x, y + i); },
       [&](size_t i) { f[1](w, r0 + i, 1, x, y + i); });
 }
 
