@@ -14,7 +14,8 @@
 //   their evens, high nibbles their odds, which is where quad order puts their activations (at
 //   +0 and +64 for the first pair of a group of 4, +32 and +96 for the second). int32 lanes
 //   0-3 then belong to block 2k, 4-7 to 2k + 1; scaled by s_b d_b / 2 (one permute of 8
-//   precomputed block scales) into an fp32 accumulator. 4 rows share each activation load.
+//   precomputed block scales) into an fp32 accumulator. 4 adjacent rows share each activation
+//   load (here adjacent rows measured faster than far-apart ones: row_streams.hpp).
 //
 //   n_tok > 1: "lane" layout. A panel of 8 rows is decoded once into int8, one row per 32-bit
 //   lane (rows r and r + 4 share a 128-bit lane's transpose): for block b, group g (kernel-order
