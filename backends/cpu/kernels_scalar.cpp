@@ -213,6 +213,14 @@ void matmul_mxfp4_q8_avx512vnni(const Weight& w, size_t r0, size_t n_rows, const
 void quantize_q8_avx512vnni(const float* x, size_t ldx, size_t n_tok, Q8Acts& out);
 const Kernels kKernelsScalar = {Isa::scalar, matmul_scalar, swiglu_reference, nullptr, nullptr};
 
+// A table with the AVX2 int8 kernels of the fast mode added (built at first use, see below).
+static Kernels with_avx2_int8(const Kernels& base) {
+  Kernels k = base;
+  k.quantize_q8 = quantize_q8_avx2;
+  k.matmul_mxfp4_q8 = cpu_has_avxvnni() ? matmul_mxfp4_q8_avxvnni : matmul_mxfp4_q8_avx2;
+  return k;
+}
+
 const Kernels& kernels_for(Isa isa) {
   switch (isa) {
     case Isa::avx512vnni: {
@@ -231,22 +239,12 @@ const Kernels& kernels_for(Isa isa) {
       // AVX-512 without VNNI (e.g. Skylake-SP): the AVX2 int8 kernels still double the
       // fast mode's MXFP4 GEMM rate over fp32 (217 vs 94 GOP/s on one Zen 5 thread); its fp32
       // GEMV is as fast, so decode does not change.
-      static const Kernels avx512 = [] {
-        Kernels k = kKernelsAvx512;
-        k.quantize_q8 = quantize_q8_avx2;
-        k.matmul_mxfp4_q8 = cpu_has_avxvnni() ? matmul_mxfp4_q8_avxvnni : matmul_mxfp4_q8_avx2;
-        return k;
-      }();
+      static const Kernels avx512 = with_avx2_int8(kKernelsAvx512);
       return avx512;
     }
     case Isa::avx2: {
       // The AVX2 table plus the int8 kernels, with vpdpbusd where the CPU has AVX-VNNI.
-      static const Kernels avx2 = [] {
-        Kernels k = kKernelsAvx2;
-        k.quantize_q8 = quantize_q8_avx2;
-        k.matmul_mxfp4_q8 = cpu_has_avxvnni() ? matmul_mxfp4_q8_avxvnni : matmul_mxfp4_q8_avx2;
-        return k;
-      }();
+      static const Kernels avx2 = with_avx2_int8(kKernelsAvx2);
       return avx2;
     }
     case Isa::scalar: break;

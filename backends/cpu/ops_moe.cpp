@@ -128,12 +128,12 @@ gptoss_status op_moe(void* stream, const void* x, const void* expert_ids,
       for_each_piece(dev.pool, groups.size() * per, 1, work, [&](size_t b, size_t e) {
         for (size_t p = b; p < e; ++p) {
           const size_t r0 = (p % per) * grain;
-          body(groups[p / per], p / per, r0, std::min(rows_per_expert, r0 + grain));
+          body(groups[p / per], r0, std::min(rows_per_expert, r0 + grain));
         }
       });
     };
 
-    run_pieces(2 * inter, [&](const ExpertGroup& g, size_t, size_t r0, size_t r1) {
+    run_pieces(2 * inter, [&](const ExpertGroup& g, size_t r0, size_t r1) {
       float* h = thread_scratch(g.count * grain, 0);
       if (xq != nullptr)
         dev.kernels->matmul_mxfp4_q8(w1, g.expert * 2 * inter + r0, r1 - r0, *xq, g.first,
@@ -162,7 +162,7 @@ gptoss_status op_moe(void* stream, const void* x, const void* expert_ids,
     });
 
     const Q8Acts* aq = q2 ? &quantize(act.data(), n_slots, inter, temps.aq) : nullptr;
-    run_pieces(dim, [&](const ExpertGroup& g, size_t, size_t r0, size_t r1) {
+    run_pieces(dim, [&](const ExpertGroup& g, size_t r0, size_t r1) {
       float* y = yg.data() + g.first * dim + r0;
       if (aq != nullptr)
         dev.kernels->matmul_mxfp4_q8(w2, g.expert * dim + r0, r1 - r0, *aq, g.first, g.count, y, dim);
