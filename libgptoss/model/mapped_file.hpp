@@ -1,6 +1,8 @@
 #pragma once
 // A whole file, read-only, either memory-mapped (MAP_PRIVATE) or read into memory. The bytes
 // stay valid and unchanged for the object's lifetime, so tensors can point into them.
+// Both ways ask for 2 MiB pages; a mapped file whose cached pages cannot map that way (it was
+// written recently) has them re-read once (see map_with_huge_pages in mapped_file.cpp).
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -8,6 +10,10 @@
 #include <string>
 
 namespace gptoss {
+
+// Bytes of the mappings inside [begin, begin + size) that the kernel maps with 2 MiB pages
+// (FilePmdMapped and AnonHugePages in /proc/self/smaps; 0 where that cannot be read).
+size_t huge_page_mapped_bytes(const void* begin, size_t size);
 
 class MappedFile {
  public:
