@@ -115,6 +115,20 @@ TEST_CASE("log-probabilities of the chosen token and the top alternatives", "[sa
   REQUIRE(s.last_alternatives().size() == 2);
   CHECK(s.last_alternatives()[1].token == 1u);
   CHECK(s.last_alternatives()[1].logprob == Approx(std::log(0.3)).margin(1e-6));
+
+  // They are computed when asked for, from the last sample's logits: after a second sample
+  // (asked for or not in between), they describe that one.
+  std::vector<float> l2 = {std::log(0.2f), std::log(0.1f), std::log(0.7f)};
+  CHECK(s.sample(l2, {}) == 2u);
+  CHECK(s.sample(l, {}) == 0u);
+  CHECK(s.sample(l2, {}) == 2u);
+  CHECK(s.last_chosen().token == 2u);
+  CHECK(s.last_chosen().logprob == Approx(std::log(0.7)).margin(1e-6));
+  CHECK(s.last_chosen().logprob == Approx(std::log(0.7)).margin(1e-6));  // asked twice
+  REQUIRE(s.last_alternatives().size() == 2);
+  CHECK(s.last_alternatives()[0].token == 2u);
+  CHECK(s.last_alternatives()[1].token == 0u);
+  CHECK(s.last_alternatives()[1].logprob == Approx(std::log(0.2)).margin(1e-6));
 }
 
 TEST_CASE("out-of-range options are rejected by name", "[sampling][bad-input]") {
