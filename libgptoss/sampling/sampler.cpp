@@ -105,7 +105,10 @@ uint32_t Sampler::sample(std::span<const float> logits, std::span<const uint32_t
                                 std::exp((work_[order_[head - 1]] - top) / p.temperature) < p.min_p);
       if (!head_enough) std::sort(order_.begin(), order_.end(), by_logit);
     }
-    std::vector<double> probs(n);
+    // A member, not a fresh vector: 1.6 MB for the whole vocabulary, new pages (faults) on
+    // every sample.
+    std::vector<double>& probs = probs_;
+    probs.resize(n);
     double top = -INFINITY;
     for (size_t i = 0; i < n; ++i) top = std::max(top, double(work_[order_[i]]));
     double sum = 0.0;

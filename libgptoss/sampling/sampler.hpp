@@ -55,6 +55,7 @@ class Sampler {
   std::mt19937_64 rng_;
   std::vector<float> work_;
   std::vector<uint32_t> order_;
+  std::vector<double> probs_;
   void compute_logprobs() const;
 
   bool has_last_ = false;
