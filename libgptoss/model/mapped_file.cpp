@@ -35,6 +35,8 @@ struct FdGuard {
 constexpr size_t kHugePage = size_t(2) << 20;
 
 uintptr_t align_up(uintptr_t a) { return (a + kHugePage - 1) & ~uintptr_t(kHugePage - 1); }
+size_t page_size() { return size_t(::sysconf(_SC_PAGESIZE)); }
+size_t page_round(size_t n) { return (n + page_size() - 1) / page_size() * page_size(); }
 uintptr_t align_down(uintptr_t a) { return a & ~uintptr_t(kHugePage - 1); }
 
 // Transparent huge pages are not switched off ("never") system-wide.
@@ -57,7 +59,7 @@ uint8_t* map_aligned(int fd, size_t size) {
     return nullptr;
   }
   if (at > a) ::munmap(area, at - a);  // the reserve's slack before and after the file
-  const uintptr_t end = at + ((size + 4095) & ~size_t(4095)), area_end = a + size + kHugePage;
+  const uintptr_t end = at + page_round(size), area_end = a + page_round(size) + kHugePage;
   if (area_end > end) ::munmap(reinterpret_cast<void*>(end), area_end - end);
   (void)::madvise(p, size, MADV_HUGEPAGE);
   return static_cast<uint8_t*>(p);
@@ -68,7 +70,7 @@ uint8_t* map_aligned(int fd, size_t size) {
 // byte otherwise); returns how many. Pages not cached yet are left alone: they will be read
 // into 2 MiB folios when first used (the mapping asks for huge pages).
 size_t touch_cached_huge_pages(uintptr_t lo, uintptr_t hi) {
-  const size_t n = (hi - lo) / kHugePage, pages_per = kHugePage / 4096;
+  const size_t n = (hi - lo) / kHugePage, pages_per = kHugePage / page_size();
   std::vector<unsigned char> resident(n * pages_per);
   if (::mincore(reinterpret_cast<void*>(lo), hi - lo, resident.data()) != 0) return 0;
   size_t touched = 0;
