@@ -34,8 +34,9 @@ constexpr size_t kPanelRows = 16;
 // 18.5 GB/s, 1 KiB ahead 23.7, 4 KiB 26.7, 8 KiB 34.7, 16 KiB 34.5).
 constexpr size_t kPrefetchBytes = 8192;
 // Decode GEMVs read 4 rows a quarter of the range apart, prefetching this far ahead of each
-// (its scales 1/8 of it): measurements in row_streams.hpp.
-constexpr size_t kFarRowsPrefetchBytes = 1024;
+// (its scales 1/8 of it): measurements in row_streams.hpp. Twice the bf16 GEMVs' distance:
+// an MXFP4 row is consumed at a quarter of the bytes per instruction.
+constexpr size_t kFarRowsPrefetchBytes = 2048;
 
 // nibble code -> 2v + 12 (v = E2M1 value): 0..7 -> 12 + {0,1,2,3,4,6,8,12}, 8..15 negated.
 inline __m512i code_lut() {
