@@ -26,7 +26,7 @@ constexpr size_t kPanelRows = 16;
 // multiplies r <= 4 weight rows by t <= TileTokens tokens.
 template <size_t TileTokens>
 struct MatmulKernels {
-  GemvFn gemv_mxfp4[2], gemv_bf16[2], gemv_f32[2];
+  GemvFn gemv_mxfp4[2], gemv_bf16[2], gemv_f16[2], gemv_q8_0[2], gemv_f32[2];
   PanelFn decode_panel;  // rows to fp32 in kernel order (not used for f32 weights)
   TileFn tiles[4][TileTokens];
 };
@@ -35,8 +35,10 @@ struct MatmulKernels {
 template <size_t T>
 void gemv_rows(const MatmulKernels<T>& k, const Weight& w, size_t r0, size_t n_rows,
                const float* x, float* y) {
-  const GemvFn* f = w.dtype == gptoss_dtype_mxfp4 ? k.gemv_mxfp4
+  const GemvFn* f = w.dtype == gptoss_dtype_mxfp4  ? k.gemv_mxfp4
                     : w.dtype == gptoss_dtype_bf16 ? k.gemv_bf16
+                    : w.dtype == gptoss_dtype_f16  ? k.gemv_f16
+                    : w.dtype == gptoss_dtype_q8_0 ? k.gemv_q8_0
                                                    : k.gemv_f32;
   for_each_row_quad(
       n_rows, [&](size_t i, size_t step) { f[0](w, r0 + i, step, x, y + i); },
@@ -71,7 +73,8 @@ void gemm_panels(const MatmulKernels<T>& k, const Weight& w, size_t r0, size_t n
 template <size_t T>
 void matmul_with(const MatmulKernels<T>& k, const Weight& w, size_t r0, size_t n_rows,
                  const float* x, size_t ldx, size_t n_tok, float* y, size_t ldy) {
-  if (w.dtype != gptoss_dtype_mxfp4 && w.dtype != gptoss_dtype_bf16 && w.dtype != gptoss_dtype_f32)
+  if (w.dtype != gptoss_dtype_mxfp4 && w.dtype != gptoss_dtype_bf16 && w.dtype != gptoss_dtype_f16 &&
+      w.dtype != gptoss_dtype_q8_0 && w.dtype != gptoss_dtype_f32)
     return matmul_fallback(w, r0, n_rows, x, ldx, n_tok, y, ldy);
   if (n_tok == 1) return gemv_rows(k, w, r0, n_rows, x, y);
   gemm_panels(k, w, r0, n_rows, x, ldx, n_tok, y, ldy);

@@ -41,6 +41,15 @@ Weight make_weight(gptoss_dtype dt, size_t rows, size_t cols, uint32_t seed) {
     for (auto& b : w.owned_data) b = uint8_t(rng());
     for (auto& s : w.owned_scales) s = uint8_t(118 + rng() % 8);
     w.scales = w.owned_scales.data();
+  } else if (dt == gptoss_dtype_q8_0) {  // ggml blocks: f16 d, then 32 int8
+    w.row_bytes = cols / 32 * 34;
+    w.owned_data.resize(rows * w.row_bytes);
+    for (size_t b = 0; b < rows * cols / 32; ++b) {
+      const uint16_t d = uint16_t(0x1c00 + rng() % 0x400);  // ~2^-8
+      std::memcpy(w.owned_data.data() + 34 * b, &d, 2);
+      for (size_t j = 0; j < 32; ++j) w.owned_data[34 * b + 2 + j] = uint8_t(rng());
+    }
+    w.scales = nullptr;
   } else {  // bf16
     w.row_bytes = cols * 2;
     w.owned_data.resize(rows * w.row_bytes);
@@ -89,6 +98,7 @@ int run_kernel_bench(const Options& o) {
   // 8 experts' mlp1 (70 MB): several times the last-level cache.
   const Weight mlp1 = make_weight(gptoss_dtype_mxfp4, 8 * 2 * I, H, 1);
   const Weight dense = make_weight(gptoss_dtype_bf16, 32768, H, 2);  // 189 MB (unembedding-like)
+  const Weight dense_q8 = make_weight(gptoss_dtype_q8_0, 65536, H, 9);  // 200 MB, Q8_0 GGUFs
   const auto x1 = floats(H, 3), x64 = floats(64 * H, 4);
   std::vector<float> y(64 * 8 * 2 * I);
   // Attention: 4096 cached positions, f32, 64 query heads over 8 KV heads.
@@ -124,6 +134,9 @@ int run_kernel_bench(const Options& o) {
     s = time_best(reps, [&] { cpu::op_linear(&st, x1.data(), &dense, nullptr, 1, H, dense.rows, y.data()); });
     rows.push_back({name, "GEMV bf16 (unembedding)", "32768x2880, 1 tok", s, double(dense.rows) * H * 2.0,
                     2.0 * double(dense.rows) * H});
+    s = time_best(reps, [&] { cpu::op_linear(&st, x1.data(), &dense_q8, nullptr, 1, H, dense_q8.rows, y.data()); });
+    rows.push_back({name, "GEMV Q8_0 (GGUF unembedding)", "65536x2880, 1 tok", s,
+                    double(dense_q8.rows) * H * 34.0 / 32.0, 2.0 * double(dense_q8.rows) * H});
     s = time_best(reps, [&] {
       cpu::op_attention(&st, q512.data(), kc.data(), vc.data(), gptoss_kv_dtype_f32, &sinks, dec.data(),
                         table.data(), 1, 64, 8, HD, P, 0.125f, out.data());
@@ -166,7 +179,7 @@ int run_kernel_bench(const Options& o) {
                 r.kernel.c_str(), r.shape.c_str(), 1e3 * r.seconds, r.bytes / 1e6,
                 r.bytes / r.seconds / 1e9, 100.0 * r.bytes / r.seconds / 1e9 / bw, r.flops / 1e9,
                 r.flops / r.seconds / 1e9);
-  std::printf("\nbytes: weights/KV that must stream from memory per call (MXFP4 = 17 bytes per 32 values);"
+  std::printf("\nbytes: weights/KV that must stream from memory per call (MXFP4 = 17 bytes, Q8_0 = 34 bytes per 32 values);"
               " a memory-bound kernel should approach the read bandwidth.\n");
   return 0;
 }

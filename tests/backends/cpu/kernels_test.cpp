@@ -73,16 +73,17 @@ class MatmulTester {
 }  // namespace
 
 TEST_CASE("matmul: one SIMD group, tails and many groups, every dtype", "[cpu-kernels]") {
-  for (gptoss_dtype d : {gptoss_dtype_f32, gptoss_dtype_bf16}) {
+  for (gptoss_dtype d : {gptoss_dtype_f32, gptoss_dtype_bf16, gptoss_dtype_f16}) {
     for (size_t cols : {1, 7, 8, 15, 16, 17, 31, 33, 64, 100})
       for (size_t rows : {1, 3, 4, 5, 17, 33})
         for (size_t tokens : {1, 2, 3, 4, 5, 7})
           MatmulTester().dtype(d).rows(rows).cols(cols).tokens(tokens).test_all_isas();
   }
-  for (size_t cols : {32, 64, 96, 160})
-    for (size_t rows : {1, 3, 4, 5, 17, 33})
-      for (size_t tokens : {1, 2, 3, 4, 5, 7})
-        MatmulTester().dtype(gptoss_dtype_mxfp4).rows(rows).cols(cols).tokens(tokens).test_all_isas();
+  for (gptoss_dtype d : {gptoss_dtype_mxfp4, gptoss_dtype_q8_0})  // whole 32-blocks only
+    for (size_t cols : {32, 64, 96, 160})
+      for (size_t rows : {1, 3, 4, 5, 17, 33})
+        for (size_t tokens : {1, 2, 3, 4, 5, 7})
+          MatmulTester().dtype(d).rows(rows).cols(cols).tokens(tokens).test_all_isas();
 }
 
 // Batches of 16+ tokens of bf16/f32 weights take the AVX-512 blocked GEMM (gemm_avx512.cpp):
@@ -94,14 +95,16 @@ TEST_CASE("matmul: prefill-sized batches (blocked GEMM)", "[cpu-kernels]") {
       for (size_t rows : {1, 17, 32, 45})
         for (size_t tokens : {16, 25})
           MatmulTester().dtype(d).rows(rows).cols(cols).tokens(tokens).test_all_isas();
-  for (size_t rows : {5, 33})
-    MatmulTester().dtype(gptoss_dtype_mxfp4).rows(rows).cols(160).tokens(64).test_all_isas();
+  for (gptoss_dtype d : {gptoss_dtype_mxfp4, gptoss_dtype_q8_0, gptoss_dtype_f16})
+    for (size_t rows : {5, 33})
+      MatmulTester().dtype(d).rows(rows).cols(160).tokens(64).test_all_isas();
   MatmulTester().dtype(gptoss_dtype_bf16).rows(70).cols(2880).tokens(37).row_range(3, 60).x_stride_pad(13).test_all_isas();
   MatmulTester().dtype(gptoss_dtype_mxfp4).rows(40).cols(2880).tokens(65).row_range(2, 35).test_all_isas();
 }
 
 TEST_CASE("matmul: strided activations and a row offset", "[cpu-kernels]") {
-  for (gptoss_dtype d : {gptoss_dtype_f32, gptoss_dtype_bf16, gptoss_dtype_mxfp4})
+  for (gptoss_dtype d : {gptoss_dtype_f32, gptoss_dtype_bf16, gptoss_dtype_f16, gptoss_dtype_q8_0,
+                         gptoss_dtype_mxfp4})
     for (size_t tokens : {1, 6})
       MatmulTester().dtype(d).rows(40).cols(96).tokens(tokens).row_range(5, 30).x_stride_pad(13).test_all_isas();
 }
@@ -114,8 +117,14 @@ TEST_CASE("matmul: real gpt-oss shapes", "[cpu-kernels]") {
   // Attention projections in bf16: q [4096, 2880], o [2880, 4096].
   MatmulTester().dtype(gptoss_dtype_bf16).rows(4096).cols(2880).tokens(1).row_range(0, 512).test_all_isas();
   MatmulTester().dtype(gptoss_dtype_bf16).rows(2880).cols(4096).tokens(3).row_range(2800, 80).test_all_isas();
+  // The same in Q8_0 and f16, as llama.cpp's GGUF files store them (ggml-org's MXFP4 release:
+  // Q8_0 attention, embedding and output; F16 conversions).
+  MatmulTester().dtype(gptoss_dtype_q8_0).rows(4096).cols(2880).tokens(1).row_range(0, 512).test_all_isas();
+  MatmulTester().dtype(gptoss_dtype_q8_0).rows(2880).cols(4096).tokens(3).row_range(2800, 80).test_all_isas();
+  MatmulTester().dtype(gptoss_dtype_f16).rows(4096).cols(2880).tokens(1).row_range(0, 512).test_all_isas();
   // The unembedding's 201088 rows (at the conformance model's hidden size, to stay cheap).
   MatmulTester().dtype(gptoss_dtype_bf16).rows(201088).cols(64).tokens(1).test_all_isas();
+  MatmulTester().dtype(gptoss_dtype_q8_0).rows(201088).cols(64).tokens(1).test_all_isas();
 }
 
 // The SwiGLU of every level against a double-precision evaluation of the formula, over the
@@ -174,8 +183,9 @@ TEST_CASE("ISA selection honours GPTOSS_CPU_ISA and never exceeds the CPU", "[cp
 // Decode GEMVs take rows in quads a quarter of the range apart (row_streams.hpp), so which
 // rows share a kernel call depends on the caller's split; each row's result must not.
 TEST_CASE("matmul: one token's results do not depend on how the rows are split", "[cpu-kernels]") {
-  for (gptoss_dtype d : {gptoss_dtype_f32, gptoss_dtype_bf16, gptoss_dtype_mxfp4}) {
-    const size_t rows = 45, cols = d == gptoss_dtype_mxfp4 ? 544 : 530;
+  for (gptoss_dtype d : {gptoss_dtype_f32, gptoss_dtype_bf16, gptoss_dtype_f16, gptoss_dtype_q8_0,
+                         gptoss_dtype_mxfp4}) {
+    const size_t rows = 45, cols = d == gptoss_dtype_mxfp4 || d == gptoss_dtype_q8_0 ? 544 : 530;
     const Weight w = random_weight(d, rows, cols, 99);
     std::vector<float> x = random_floats(cols, 98);
     if (d == gptoss_dtype_mxfp4) {

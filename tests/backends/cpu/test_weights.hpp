@@ -55,6 +55,26 @@ inline Weight random_weight(gptoss_dtype dtype, size_t rows, size_t cols, uint32
       }
       break;
     }
+    case gptoss_dtype_f16: {  // random halves: sign, exponent 2^-6 .. 2^1, all mantissas
+      w.row_bytes = cols * 2;
+      w.owned_data.resize(rows * w.row_bytes);
+      for (size_t i = 0; i < rows * cols; ++i) {
+        const uint16_t h = uint16_t((rng() & 1u) << 15 | (9u + rng() % 8u) << 10 | (rng() & 0x3ffu));
+        std::memcpy(w.owned_data.data() + 2 * i, &h, 2);
+      }
+      break;
+    }
+    case gptoss_dtype_q8_0: {  // ggml blocks: f16 d in 2^-9 .. 2^-3, then all 256 int8 values
+      w.row_bytes = cols / 32 * 34;
+      w.owned_data.resize(rows * w.row_bytes);
+      for (size_t b = 0; b < rows * cols / 32; ++b) {
+        uint8_t* blk = w.owned_data.data() + 34 * b;
+        const uint16_t d = uint16_t((6u + rng() % 7u) << 10 | (rng() & 0x3ffu));
+        std::memcpy(blk, &d, 2);
+        for (int j = 0; j < 32; ++j) blk[2 + j] = uint8_t(rng());
+      }
+      break;
+    }
     case gptoss_dtype_mxfp4: {
       w.row_bytes = cols / 2;
       w.owned_data.resize(rows * w.row_bytes);
