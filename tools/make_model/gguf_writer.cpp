@@ -1,5 +1,7 @@
 #include "tools/make_model/gguf_writer.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <functional>
 
@@ -13,7 +15,7 @@ namespace gptoss::make_model {
 namespace {
 
 constexpr uint64_t kAlignment = 32;
-constexpr uint32_t kF32 = 0, kBF16 = 30, kMXFP4 = 39;  // ggml types
+constexpr uint32_t kF32 = 0, kF16 = 1, kQ8_0 = 8, kBF16 = 30, kMXFP4 = 39;  // ggml types
 
 enum : uint32_t { kU32 = 4, kF32Value = 6, kString = 8, kArray = 9, kI32 = 5 };  // value types
 
@@ -47,16 +49,82 @@ std::function<void(OutputFile&)> dense_writer(uint64_t n, bool bf16, Value value
   };
 }
 
-std::vector<Planned> plan(const ModelConfig& config, uint64_t seed) {
+// f32 -> IEEE half, round to nearest even, subnormals included (finite inputs).
+uint16_t f32_to_f16(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  const uint32_t sign = (x >> 16) & 0x8000u;
+  const int32_t e = int32_t((x >> 23) & 0xff) - 127 + 15;
+  if (e >= 31) return uint16_t(sign | 0x7c00u);  // overflow: infinity
+  if (e < -10) return uint16_t(sign);            // under half the smallest subnormal: zero
+  // Significand with its leading one, and how many of its 24 bits drop out of the half's 11
+  // (more for subnormals).
+  const uint32_t sig = (x & 0x7fffffu) | 0x800000u;
+  const uint32_t shift = e > 0 ? 13u : uint32_t(14 - e);
+  uint32_t h = sig >> shift;
+  const uint32_t rest = sig & ((1u << shift) - 1u), half = 1u << (shift - 1);
+  if (rest > half || (rest == half && (h & 1u))) ++h;  // may carry into the exponent: fine
+  if (e > 0) h = (uint32_t(e) << 10) + (h - 0x400u);    // normal: replace the leading one
+  return uint16_t(sign | h);
+}
+
+// Streams `n` generated values as ggml Q8_0 blocks (as llama.cpp's quantize_row_q8_0:
+// d = max|x| / 127 stored as f16, q = round(x / d)); n % 32 == 0.
+template <typename Value>
+std::function<void(OutputFile&)> q8_0_writer(uint64_t n, Value value) {
+  return [n, value](OutputFile& f) {
+    std::vector<uint8_t> buf;
+    for (uint64_t i = 0; i < n; i += 32u << 15) {
+      const uint64_t blocks = std::min<uint64_t>(1u << 15, (n - i) / 32);
+      buf.resize(blocks * 34);
+      for (uint64_t b = 0; b < blocks; ++b) {
+        float v[32], amax = 0.0f;
+        for (int j = 0; j < 32; ++j) {
+          v[j] = value(i + 32 * b + uint64_t(j));
+          amax = std::max(amax, std::fabs(v[j]));
+        }
+        const float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+        const uint16_t dh = f32_to_f16(d);
+        std::memcpy(&buf[34 * b], &dh, 2);
+        for (int j = 0; j < 32; ++j) buf[34 * b + 2 + uint64_t(j)] = uint8_t(int8_t(std::lround(v[j] * id)));
+      }
+      f.write(buf.data(), buf.size());
+    }
+  };
+}
+
+template <typename Value>
+std::function<void(OutputFile&)> f16_writer(uint64_t n, Value value) {
+  return [n, value](OutputFile& f) {
+    std::vector<uint8_t> buf;
+    for (uint64_t i = 0; i < n; i += 1u << 20) {
+      const uint64_t m = std::min<uint64_t>(1u << 20, n - i);
+      buf.resize(m * 2);
+      for (uint64_t k = 0; k < m; ++k) {
+        const uint16_t h = f32_to_f16(value(i + k));
+        std::memcpy(&buf[2 * k], &h, 2);
+      }
+      f.write(buf.data(), buf.size());
+    }
+  };
+}
+
+std::vector<Planned> plan(const ModelConfig& config, uint64_t seed, const std::string& dense_type) {
   std::vector<Planned> out;
   for (const TensorSpec& s : canonical_tensors(config, config.num_layers)) {
     const std::string p = "blk." + std::to_string(s.layer) + ".";
     std::vector<int64_t> ne(s.shape.rbegin(), s.shape.rend());
     uint64_t n = 1;
     for (int64_t d : ne) n *= static_cast<uint64_t>(d);
-    auto dense = [&](const std::string& name, bool bf16) {
+    // matrix: one of the 2-D weights llama.cpp stores in the file's dense type.
+    auto dense = [&](const std::string& name, bool matrix) {
       DenseGenerator gen = dense_generator(s, seed);
-      out.push_back({name, bf16 ? kBF16 : kF32, ne, n * (bf16 ? 2 : 4), dense_writer(n, bf16, gen)});
+      if (matrix && dense_type == "q8_0")
+        out.push_back({name, kQ8_0, ne, n / 32 * 34, q8_0_writer(n, gen)});
+      else if (matrix && dense_type == "f16")
+        out.push_back({name, kF16, ne, n * 2, f16_writer(n, gen)});
+      else
+        out.push_back({name, matrix ? kBF16 : kF32, ne, n * (matrix ? 2 : 4), dense_writer(n, matrix, gen)});
     };
     switch (s.role) {
       case gptoss_tensor_embedding: dense("token_embd.weight", true); break;
@@ -214,7 +282,9 @@ void write_gguf(const ModelConfig& config, const GgufOptions& o) {
   GgufVocab vocab;
   if (!o.tokenizer_json.empty()) vocab = read_vocab(o.tokenizer_json, config.vocab_size);
   const GgufVocab* v = o.tokenizer_json.empty() ? nullptr : &vocab;
-  const std::vector<Planned> tensors = plan(config, o.seed);
+  if (o.dense_type != "bf16" && o.dense_type != "f16" && o.dense_type != "q8_0")
+    fail(gptoss_status_invalid_argument, "dense type must be bf16, f16 or q8_0, not {}", o.dense_type);
+  const std::vector<Planned> tensors = plan(config, o.seed, o.dense_type);
 
   OutputFile f(o.path);
   f.put<uint32_t>(0x46554747);  // "GGUF"

@@ -3,6 +3,7 @@
 //
 //   gptoss-make-model --preset tiny|conformance|20b|120b --out DIR [--format hf|gguf|both]
 //                     [--seed N] [--tokenizer-json PATH] [--layers N] [--shard-mb N]
+//                     [--gguf-dense bf16|f16|q8_0]
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -21,10 +22,12 @@ void usage(std::FILE* to) {
   std::fputs(
       "usage: gptoss-make-model --preset tiny|conformance|20b|120b --out DIR\n"
       "                         [--format hf|gguf|both] [--seed N] [--tokenizer-json PATH]\n"
-      "                         [--layers N] [--shard-mb N]\n"
+      "                         [--layers N] [--shard-mb N] [--gguf-dense bf16|f16|q8_0]\n"
       "Writes DIR/model-hf/ (config.json, safetensors, tokenizer.json) and/or DIR/model.gguf with\n"
       "identical seeded random weights. --shard-mb splits the safetensors into shards of at\n"
-      "most N MiB with an index (default: 4096 for 20b/120b, unsharded otherwise).\n",
+      "most N MiB with an index (default: 4096 for 20b/120b, unsharded otherwise).\n"
+      "--gguf-dense stores the GGUF's 2-D dense tensors (embedding, output, attention) as BF16\n"
+      "(default), F16 or Q8_0 like llama.cpp's releases: the same values rounded to that type.\n",
       to);
 }
 
@@ -38,7 +41,7 @@ uint64_t parse_number(const std::string& flag, const std::string& text) {
 }
 
 int run(int argc, char** argv) {
-  std::string preset_name, out, format = "both", tokenizer_json;
+  std::string preset_name, out, format = "both", tokenizer_json, gguf_dense = "bf16";
   uint64_t seed = 0, layers = 0, shard_mb = 0;
   bool shard_given = false;
   for (int i = 1; i < argc; ++i) {
@@ -59,6 +62,7 @@ int run(int argc, char** argv) {
     else if (flag == "--tokenizer-json") tokenizer_json = value;
     else if (flag == "--layers") layers = parse_number(flag, value);
     else if (flag == "--shard-mb") shard_mb = parse_number(flag, value), shard_given = true;
+    else if (flag == "--gguf-dense") gguf_dense = value;
     else {
       usage(stderr);
       gptoss::fail(gptoss_status_invalid_argument, "unknown option {}", flag);
@@ -70,6 +74,10 @@ int run(int argc, char** argv) {
   }
   if (format != "hf" && format != "gguf" && format != "both")
     gptoss::fail(gptoss_status_invalid_argument, "--format must be hf, gguf or both");
+  if (gguf_dense != "bf16" && gguf_dense != "f16" && gguf_dense != "q8_0")
+    gptoss::fail(gptoss_status_invalid_argument, "--gguf-dense must be bf16, f16 or q8_0");
+  if (gguf_dense != "bf16" && format == "hf")
+    gptoss::fail(gptoss_status_invalid_argument, "--gguf-dense applies to the GGUF only (--format gguf or both)");
   if (layers > 1024) gptoss::fail(gptoss_status_invalid_argument, "--layers {} is too many", layers);
   if (!tokenizer_json.empty() && !std::filesystem::is_regular_file(tokenizer_json))
     gptoss::fail(gptoss_status_io, "tokenizer {} not found", tokenizer_json);
@@ -89,7 +97,7 @@ int run(int argc, char** argv) {
   if (format != "hf") {
     const std::string name = "gptoss-make-model " + preset_name + " seed " + std::to_string(seed);
     gptoss::make_model::write_gguf(preset.config, {(std::filesystem::path(out) / "model.gguf").string(),
-                                                   seed, name, tokenizer_json});
+                                                   seed, name, tokenizer_json, gguf_dense});
     std::printf("wrote %s/model.gguf\n", out.c_str());
   }
   const double seconds =
