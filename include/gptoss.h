@@ -253,6 +253,11 @@ struct gptoss_model_info {
   size_t num_parameters;        /* total parameter count */
   const char* backend;          /* name of the backend in use ("cpu"...); model-owned */
   const char* format;           /* "safetensors" or "gguf"; model-owned */
+  /* Bytes of weights one decode step (one token) reads, as the checkpoint stores them: every
+   * dense tensor, num_active_experts of each layer's experts, one embedding row; the KV cache
+   * comes on top (gptoss_model_get_kv_bytes_per_token). Decode speed is bounded by memory
+   * bandwidth / this. */
+  size_t decode_weight_bytes;
 };
 /* Fills `info` up to info->struct_size bytes (older callers get fewer fields). */
 GPTOSS_API enum gptoss_status gptoss_model_get_info(gptoss_model_t model,

@@ -25,20 +25,13 @@ bool ok(gptoss_status st, const char* what) {
   return false;
 }
 
-// Bytes a decode step reads, from the model's shapes, assuming the gpt-oss checkpoint's
-// storage: MXFP4 experts (16 bytes + 1 scale byte per 32 values), bf16 everything else, f32 KV
-// at the mean context position of the generation.
+// Bytes a decode step reads: the weights as the checkpoint stores them (the library counts
+// them: every dense tensor, the active experts' share, one embedding row; BF16, F16 or Q8_0
+// dense matrices alike) and the f32 KV cache at the mean context position of the generation.
 double decode_bytes_per_token(const gptoss_model_info& m, double mean_pos) {
-  const double H = double(m.hidden_size), I = double(m.intermediate_size);
-  const double q = double(m.num_heads * m.head_dim), kv = double(m.num_kv_heads * m.head_dim);
-  const double mx = 17.0 / 32.0;  // bytes per MXFP4 value
-  const double attn = 2.0 * (2 * q * H + 2 * kv * H + q + 2 * kv + H + double(m.num_heads));
-  const double router = 2.0 * double(m.num_experts) * (H + 1);
-  const double experts = double(m.num_active_experts) * (mx * 3 * I * H + 2.0 * (2 * I + H));
-  double bytes = double(m.num_layers) * (attn + router + experts + 2 * 4 * H);
-  bytes += 2.0 * double(m.vocab_size) * H + 2 * H + 4 * H;  // unembedding, embedding row, norm
+  double bytes = double(m.decode_weight_bytes);
   // KV: half the layers full attention, half a sliding window.
-  const double kv_per_pos = 2 * kv * 4;
+  const double kv_per_pos = 2 * double(m.num_kv_heads * m.head_dim) * 4;
   const double full = double(m.num_layers) / 2, sliding = double(m.num_layers) - full;
   bytes += kv_per_pos * (full * mean_pos + sliding * std::min(mean_pos, double(m.sliding_window)));
   return bytes;
@@ -166,8 +159,8 @@ int run_model_bench(const Options& o) {
     std::printf("| %.2f s | %.1f ± %.1f ms | %.1f MiB | %.2f ± %.2f GB/s | %.1f MB |\n", load_s,
                 1e3 * sttft.mean, 1e3 * sttft.std, double(rss) / (1 << 20), read_bw, sbw.std,
                 bytes_tok / 1e6);
-    std::printf("\n(%zu repetitions after one warm-up; bytes/token assume MXFP4 experts, bf16 dense "
-                "weights, f32 KV;\n %% of read BW: each repetition's decode against the higher of "
+    std::printf("\n(%zu repetitions after one warm-up; bytes/token: the weights a decode token reads as "
+                "stored, plus f32 KV;\n %% of read BW: each repetition's decode against the higher of "
                 "the read-bandwidth measurements taken just before and just after it)\n",
                 o.reps);
   }

@@ -110,6 +110,7 @@ GPTOSS_API enum gptoss_status gptoss_model_get_info(gptoss_model_t model,
     out.num_parameters = m.num_parameters();
     out.backend = m.device().name().c_str();
     out.format = m.format().c_str();
+    out.decode_weight_bytes = size_t(m.decode_weight_bytes());
     std::memcpy(static_cast<void*>(info), &out, out.struct_size);
   });
 }

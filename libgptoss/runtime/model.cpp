@@ -1,5 +1,7 @@
 #include "libgptoss/runtime/model.hpp"
 
+#include <cmath>
+
 #include "libgptoss/common/error.hpp"
 #include "libgptoss/common/log.hpp"
 #include "libgptoss/model/weights.hpp"
@@ -65,6 +67,15 @@ std::shared_ptr<const Model> Model::load(const std::string& path, const LoadOpti
     uint64_t elems = 1;
     for (uint32_t i = 0; i < d.ndim; ++i) elems *= uint64_t(d.shape[i]);
     m->num_parameters_ += elems;
+    {  // what a decode token reads of it: one embedding row, its share of the experts
+      const double bytes = double(d.data_size) + double(d.scales_size);
+      const bool expert = d.role == gptoss_tensor_mlp1 || d.role == gptoss_tensor_mlp1_bias ||
+                          d.role == gptoss_tensor_mlp2 || d.role == gptoss_tensor_mlp2_bias;
+      const double share = d.role == gptoss_tensor_embedding ? 1.0 / double(d.shape[0])
+                           : expert ? double(m->config_.experts_per_token) / double(m->config_.num_experts)
+                                    : 1.0;
+      m->decode_weight_bytes_ += uint64_t(std::llround(bytes * share));
+    }
     void* w = nullptr;
     m->device_->check(api.weight_upload(m->device_->dev(), &d, &w), d.name);
     void** slot = nullptr;

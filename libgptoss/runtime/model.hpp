@@ -56,6 +56,8 @@ class Model {
   const std::shared_ptr<const Tokenizer>& tokenizer() const { return tokenizer_; }
   const std::string& format() const { return format_; }
   uint64_t num_parameters() const { return num_parameters_; }
+  // Bytes of weights one decode token reads (see gptoss_model_info::decode_weight_bytes).
+  uint64_t decode_weight_bytes() const { return decode_weight_bytes_; }
   const BackendDevice& device() const { return *device_; }
 
   // Backend weight handle of a layer tensor (role in gptoss_tensor_attn_norm..mlp2_bias).
@@ -73,6 +75,7 @@ class Model {
   std::shared_ptr<const Tokenizer> tokenizer_;
   std::string format_;
   uint64_t num_parameters_ = 0;
+  uint64_t decode_weight_bytes_ = 0;
   // Keeps the checkpoint mapped: backends may point into it (GPTOSS_TENSOR_PERSISTENT).
   std::shared_ptr<const WeightSource> source_;
   std::shared_ptr<BackendDevice> device_;

@@ -182,6 +182,7 @@ TEST_CASE("make-model: Q8_0 and F16 GGUFs hold the HF values rounded", "[model]"
   }
   const std::string tok = gptoss::test::tokenizer_json();
   std::vector<float> logits[3];
+  size_t decode_bytes[3] = {};
   int k = 0;
   for (const char* sub : {"b", "f", "q"}) {
     gptoss_model_options mo;
@@ -193,11 +194,30 @@ TEST_CASE("make-model: Q8_0 and F16 GGUFs hold the HF values rounded", "[model]"
     const std::string path = dir / (std::string(sub) + "/model.gguf");
     GPTOSS_REQUIRE_OK(gptoss_model_create_with_options(path.c_str(), &mo, &m));
     gptoss::test::ModelPtr model(m);
+    gptoss_model_info info{};
+    info.struct_size = sizeof(info);
+    GPTOSS_REQUIRE_OK(gptoss_model_get_info(m, &info));
+    decode_bytes[k] = info.decode_weight_bytes;
     auto c = gptoss::test::make_context(m, 64);
     const uint32_t ids[] = {200006, 17360, 200008, 3575, 553, 261, 10297, 2359, 13};
     GPTOSS_REQUIRE_OK(gptoss_context_append_tokens(c.get(), 9, ids));
     GPTOSS_REQUIRE_OK(gptoss_context_process(c.get()));
     logits[k++] = gptoss::test::logits_of(c.get());
+  }
+  // What one decode token reads, from the tiny preset's shapes (2 layers, hidden 64, 8 query
+  // heads and 1 KV head of 64, 32 experts of 64, top 4) and this file's types: BF16 matrices,
+  // F32 norms / biases / sinks / router, MXFP4 experts (17 bytes per 32), one embedding row.
+  {
+    const double H = 64, Q = 8 * 64, KV = 64, E = 32, A = 4, I = 64, V = 201088, mx = 17.0 / 32;
+    const double matrices = Q * H + 2 * KV * H + H * Q;  // q, k, v, o: elements per layer
+    const double layer = 2 * matrices + 4 * (H + Q + 2 * KV + H + 8 + H + E * H + E) +
+                         A * (mx * 2 * I * H + 4 * 2 * I + mx * H * I + 4 * H);
+    const double bf16 = 2 * layer + 2 * V * H + 4 * H + 2 * H;
+    CHECK(double(decode_bytes[0]) == Approx(bf16).margin(1));
+    CHECK(decode_bytes[1] == decode_bytes[0]);  // F16 is as wide as BF16
+    // Q8_0: 34 bytes per 32 instead of 64 for the same matrices, the embedding row included.
+    const double q8_saving = (2.0 - 34.0 / 32) * (2 * matrices + V * H + H);
+    CHECK(double(decode_bytes[2]) == Approx(bf16 - q8_saving).margin(1));
   }
   double scale = 0;
   for (float v : logits[0]) scale = std::max(scale, double(std::fabs(v)));

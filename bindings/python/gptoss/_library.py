@@ -59,6 +59,7 @@ class ModelInfo(ctypes.Structure):
         ("num_parameters", c_size_t),
         ("backend", c_char_p),
         ("format", c_char_p),
+        ("decode_weight_bytes", c_size_t),
     ]
 
 

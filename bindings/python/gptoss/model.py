@@ -46,6 +46,7 @@ class ModelInfo:
     num_parameters: int
     backend: str
     format: str
+    decode_weight_bytes: int  # weights one decode token reads, as stored (see gptoss.h)
 
 
 class Model(Handle):
