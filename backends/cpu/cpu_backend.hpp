@@ -46,7 +46,8 @@ struct Weight {
   size_t row_bytes;  // bytes of one row in `data`
   const uint8_t* data;
   const uint8_t* scales;  // mxfp4: cols/32 bytes per row
-  std::vector<uint8_t> owned_data, owned_scales;
+  std::vector<uint8_t> owned_data, owned_scales;  // tests' weights
+  std::shared_ptr<void> owned_map;  // a copy made at upload: data then scales, huge pages
 };
 
 // Decodes row `row` of `w` (cols values) into out.

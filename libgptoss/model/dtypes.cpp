@@ -1,5 +1,9 @@
 #include "libgptoss/model/dtypes.hpp"
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include <cmath>
 #include <limits>
 
@@ -32,13 +36,23 @@ float e8m0_to_f32(uint8_t e) {
 }
 
 void mxfp4_ggml_to_openai(const uint8_t* ggml_qs, uint8_t* openai) {
-  // Canonical element k sits in ggml byte k % 16, low nibble for k < 16, high for k >= 16.
-  for (int j = 0; j < 16; ++j) {
-    const int k0 = 2 * j, k1 = 2 * j + 1;
-    const uint8_t lo = k0 < 16 ? (ggml_qs[k0] & 0xf) : (ggml_qs[k0 - 16] >> 4);
-    const uint8_t hi = k1 < 16 ? (ggml_qs[k1] & 0xf) : (ggml_qs[k1 - 16] >> 4);
-    openai[j] = static_cast<uint8_t>(lo | (hi << 4));
+  // Canonical element k sits in ggml byte k % 16, low nibble for k < 16, high for k >= 16:
+  // canonical bytes 0..7 pair the low nibbles of ggml bytes 2j, 2j+1, bytes 8..15 their high
+  // nibbles. The GGUF loader converts every expert block through here (650 M for the 20b).
+#if defined(__SSE2__)
+  const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(ggml_qs));
+  const __m128i m0f = _mm_set1_epi16(0x0f), mf0 = _mm_set1_epi16(0xf0);
+  const __m128i even = _mm_and_si128(v, _mm_set1_epi16(0xff)), odd = _mm_srli_epi16(v, 8);
+  const __m128i lo = _mm_or_si128(_mm_and_si128(even, m0f), _mm_slli_epi16(_mm_and_si128(odd, m0f), 4));
+  const __m128i hi = _mm_or_si128(_mm_srli_epi16(even, 4), _mm_and_si128(odd, mf0));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(openai), _mm_packus_epi16(lo, hi));
+#else
+  for (int j = 0; j < 8; ++j) {
+    const uint8_t a = ggml_qs[2 * j], b = ggml_qs[2 * j + 1];
+    openai[j] = static_cast<uint8_t>((a & 0x0f) | (b << 4));
+    openai[j + 8] = static_cast<uint8_t>((a >> 4) | (b & 0xf0));
   }
+#endif
 }
 
 void mxfp4_openai_to_ggml(const uint8_t* openai, uint8_t* ggml_qs) {

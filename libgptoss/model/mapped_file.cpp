@@ -223,6 +223,13 @@ MappedFile::MappedFile(const std::string& path, bool use_mmap) : path_(path) {
   data_ = owned_;
 }
 
+void MappedFile::release(const uint8_t* p, size_t n) const {
+  if (!mapped_ || p < data_ || p + n > data_ + size_) return;
+  const uintptr_t lo = (reinterpret_cast<uintptr_t>(p) + page_size() - 1) / page_size() * page_size();
+  const uintptr_t hi = (reinterpret_cast<uintptr_t>(p) + n) / page_size() * page_size();
+  if (hi > lo) (void)::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
+}
+
 MappedFile::~MappedFile() {
   if (mapped_) ::munmap(const_cast<uint8_t*>(data_), size_);
   if (owned_ != nullptr) ::munmap(owned_, size_);

@@ -28,6 +28,10 @@ class MappedFile {
   std::span<const uint8_t> bytes() const { return {data_, size_}; }
   const std::string& path() const { return path_; }
   bool is_mapped() const { return mapped_; }
+  // Bytes [p, p + n) of a mapped file will not be read soon: their whole pages leave this
+  // process's memory (the page cache keeps them; reading them again faults them back in).
+  // For a read copy (use_mmap false) nothing happens: its pages are the only copy.
+  void release(const uint8_t* p, size_t n) const;
 
  private:
   std::string path_;

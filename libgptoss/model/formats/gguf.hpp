@@ -57,6 +57,8 @@ class File {
   const std::map<std::string, Value>& metadata() const { return metadata_; }
   const std::map<std::string, TensorInfo>& tensors() const { return tensors_; }
   const TensorInfo* find_tensor(const std::string& name) const;
+  // The tensor's bytes have been converted and will not be read soon (MappedFile::release).
+  void release(const TensorInfo& t) const { file_->release(t.data, t.size); }
 
   // Typed metadata access: nullopt if the key is absent; gptoss::Error(io) naming the key if
   // it holds the wrong type (integers of any width convert when the value fits).
