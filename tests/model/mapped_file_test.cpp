@@ -5,6 +5,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <random>
 
@@ -106,4 +108,39 @@ TEST_CASE("MappedFile maps a file written in small pieces with 2 MiB pages",
   gptoss::MappedFile again(path, true);
   CHECK(touch_and_count_huge(again.data(), again.size()) >= whole_huge_pages / 10 * 9);
   CHECK(std::memcmp(again.data(), bytes.data(), bytes.size()) == 0);
+}
+
+namespace {
+size_t resident_bytes() {  // of the whole process, from /proc/self/statm
+  std::FILE* f = std::fopen("/proc/self/statm", "r");
+  REQUIRE(f != nullptr);
+  unsigned long size = 0, resident = 0;
+  REQUIRE(std::fscanf(f, "%lu %lu", &size, &resident) == 2);
+  std::fclose(f);
+  return size_t(resident) * size_t(::sysconf(_SC_PAGESIZE));
+}
+}  // namespace
+
+// The GGUF loader releases the file's pages of each tensor it has converted: they leave the
+// process (RSS), yet the bytes read back intact; a read copy is never released (its pages
+// are the only copy).
+TEST_CASE("MappedFile::release drops pages from the process, never the bytes", "[model][mapped_file]") {
+  TempDir dir;
+  const std::string path = dir / "weights.bin";
+  const auto bytes = random_bytes(64 * kMiB + 321, 2);
+  write_in_chunks(path, bytes, 8 * kMiB);
+  for (bool use_mmap : {true, false}) {
+    INFO("use_mmap " << use_mmap);
+    gptoss::MappedFile f(path, use_mmap);
+    REQUIRE(std::memcmp(f.data(), bytes.data(), bytes.size()) == 0);  // all resident now
+    const size_t before = resident_bytes();
+    f.release(f.data() + 1001, 60 * kMiB);  // not page-aligned: only whole pages inside go
+    const size_t after = resident_bytes();
+    if (use_mmap)
+      CHECK(before - std::min(before, after) >= 56 * kMiB);
+    else
+      CHECK(after + 4 * kMiB >= before);
+    f.release(f.data() + bytes.size() - 10, 100);  // past the end: ignored
+    CHECK(std::memcmp(f.data(), bytes.data(), bytes.size()) == 0);
+  }
 }
