@@ -101,8 +101,12 @@ void gemv_mxfp4(const Weight& w, size_t r0, size_t step, const float* x, float* 
 
 // R rows interleaved (the caller passes rows far apart, see matmul_driver.hpp), two
 // accumulators each; with R = 1 a row gets exactly the same arithmetic.
-template <int R>
-void gemv_bf16(const Weight& w, size_t r0, size_t step, const float* x, float* y) {
+// bf16 and f16 rows: 8 values widened per load (a shift for bf16, vcvtph2ps for f16).
+using Widen8 = __m256 (*)(const uint16_t*);
+using WidenOne = float (*)(uint16_t);
+inline float f16_scalar(uint16_t h) { return _cvtsh_ss(h); }
+template <int R, Widen8 Load, WidenOne LoadOne>
+void gemv_16bit(const Weight& w, size_t r0, size_t step, const float* x, float* y) {
   const size_t K = w.cols;
   const uint16_t* row[R];
   __m256 acc[R][2];
@@ -115,51 +119,28 @@ void gemv_bf16(const Weight& w, size_t r0, size_t step, const float* x, float* y
     const __m256 x0 = _mm256_loadu_ps(x + k), x1 = _mm256_loadu_ps(x + k + 8);
     for (int r = 0; r < R; ++r) {
       if (k % 32 == 0) prefetch_far_row(row[r] + k);
-      acc[r][0] = _mm256_fmadd_ps(bf16x8(row[r] + k), x0, acc[r][0]);
-      acc[r][1] = _mm256_fmadd_ps(bf16x8(row[r] + k + 8), x1, acc[r][1]);
+      acc[r][0] = _mm256_fmadd_ps(Load(row[r] + k), x0, acc[r][0]);
+      acc[r][1] = _mm256_fmadd_ps(Load(row[r] + k + 8), x1, acc[r][1]);
     }
   }
   for (int r = 0; r < R; ++r) {
     size_t j = k;
     if (j + 8 <= K) {
-      acc[r][0] = _mm256_fmadd_ps(bf16x8(row[r] + j), _mm256_loadu_ps(x + j), acc[r][0]);
+      acc[r][0] = _mm256_fmadd_ps(Load(row[r] + j), _mm256_loadu_ps(x + j), acc[r][0]);
       j += 8;
     }
     float sum = hsum(_mm256_add_ps(acc[r][0], acc[r][1]));
-    for (; j < K; ++j) sum += bf16_scalar(row[r][j]) * x[j];
+    for (; j < K; ++j) sum += LoadOne(row[r][j]) * x[j];
     y[size_t(r) * step] = sum;
   }
 }
-
-// f16 like bf16: 8 halves widened per load (vcvtph2ps).
+template <int R>
+void gemv_bf16(const Weight& w, size_t r0, size_t step, const float* x, float* y) {
+  gemv_16bit<R, bf16x8, bf16_scalar>(w, r0, step, x, y);
+}
 template <int R>
 void gemv_f16(const Weight& w, size_t r0, size_t step, const float* x, float* y) {
-  const size_t K = w.cols;
-  const uint16_t* row[R];
-  __m256 acc[R][2];
-  for (int r = 0; r < R; ++r) {
-    row[r] = reinterpret_cast<const uint16_t*>(w.data + (r0 + size_t(r) * step) * w.row_bytes);
-    acc[r][0] = acc[r][1] = _mm256_setzero_ps();
-  }
-  size_t k = 0;
-  for (; k + 16 <= K; k += 16) {
-    const __m256 x0 = _mm256_loadu_ps(x + k), x1 = _mm256_loadu_ps(x + k + 8);
-    for (int r = 0; r < R; ++r) {
-      if (k % 32 == 0) prefetch_far_row(row[r] + k);
-      acc[r][0] = _mm256_fmadd_ps(f16x8(row[r] + k), x0, acc[r][0]);
-      acc[r][1] = _mm256_fmadd_ps(f16x8(row[r] + k + 8), x1, acc[r][1]);
-    }
-  }
-  for (int r = 0; r < R; ++r) {
-    size_t j = k;
-    if (j + 8 <= K) {
-      acc[r][0] = _mm256_fmadd_ps(f16x8(row[r] + j), _mm256_loadu_ps(x + j), acc[r][0]);
-      j += 8;
-    }
-    float sum = hsum(_mm256_add_ps(acc[r][0], acc[r][1]));
-    for (; j < K; ++j) sum += _cvtsh_ss(row[r][j]) * x[j];
-    y[size_t(r) * step] = sum;
-  }
+  gemv_16bit<R, f16x8, f16_scalar>(w, r0, step, x, y);
 }
 
 // Q8_0 (ggml: 34-byte blocks of f16 d and 32 int8 q, cols % 32 == 0): per block the 32

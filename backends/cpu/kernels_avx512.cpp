@@ -90,8 +90,11 @@ void gemv_mxfp4(const Weight& w, size_t r0, size_t step, const float* x, float* 
 // R rows interleaved, each with its own pair of accumulators (FMA latency off the critical
 // path); with R = 1 a row gets exactly the same arithmetic. The caller passes rows far apart
 // (matmul_driver.hpp): 4 adjacent rows, 5.8 KB apart, stream slower than one row alone.
-template <int R>
-void gemv_bf16(const Weight& w, size_t r0, size_t step, const float* x, float* y) {
+// bf16 and f16 rows: 16 values widened per load (a shift for bf16, vcvtph2ps for f16).
+using Widen16 = __m512 (*)(const uint16_t*);
+using Widen16Masked = __m512 (*)(const uint16_t*, __mmask16);
+template <int R, Widen16 Load, Widen16Masked LoadMasked>
+void gemv_16bit(const Weight& w, size_t r0, size_t step, const float* x, float* y) {
   const size_t K = w.cols;
   const uint16_t* row[R];
   __m512 acc[R][2];
@@ -104,45 +107,25 @@ void gemv_bf16(const Weight& w, size_t r0, size_t step, const float* x, float* y
     const __m512 x0 = _mm512_loadu_ps(x + k), x1 = _mm512_loadu_ps(x + k + 16);
     for (int r = 0; r < R; ++r) {
       prefetch_far_row(row[r] + k);
-      acc[r][0] = _mm512_fmadd_ps(bf16x16(row[r] + k), x0, acc[r][0]);
-      acc[r][1] = _mm512_fmadd_ps(bf16x16(row[r] + k + 16), x1, acc[r][1]);
+      acc[r][0] = _mm512_fmadd_ps(Load(row[r] + k), x0, acc[r][0]);
+      acc[r][1] = _mm512_fmadd_ps(Load(row[r] + k + 16), x1, acc[r][1]);
     }
   }
   for (; k < K; k += 16) {
     const __mmask16 m = tail_mask(K - k < 16 ? K - k : 16);
     const __m512 xv = _mm512_maskz_loadu_ps(m, x + k);
     for (int r = 0; r < R; ++r)
-      acc[r][0] = _mm512_fmadd_ps(bf16x16_masked(row[r] + k, m), xv, acc[r][0]);
+      acc[r][0] = _mm512_fmadd_ps(LoadMasked(row[r] + k, m), xv, acc[r][0]);
   }
   for (int r = 0; r < R; ++r) y[size_t(r) * step] = _mm512_reduce_add_ps(_mm512_add_ps(acc[r][0], acc[r][1]));
 }
-
-// f16 like bf16: 16 halves widened per load (vcvtph2ps).
+template <int R>
+void gemv_bf16(const Weight& w, size_t r0, size_t step, const float* x, float* y) {
+  gemv_16bit<R, bf16x16, bf16x16_masked>(w, r0, step, x, y);
+}
 template <int R>
 void gemv_f16(const Weight& w, size_t r0, size_t step, const float* x, float* y) {
-  const size_t K = w.cols;
-  const uint16_t* row[R];
-  __m512 acc[R][2];
-  for (int r = 0; r < R; ++r) {
-    row[r] = reinterpret_cast<const uint16_t*>(w.data + (r0 + size_t(r) * step) * w.row_bytes);
-    acc[r][0] = acc[r][1] = _mm512_setzero_ps();
-  }
-  size_t k = 0;
-  for (; k + 32 <= K; k += 32) {
-    const __m512 x0 = _mm512_loadu_ps(x + k), x1 = _mm512_loadu_ps(x + k + 16);
-    for (int r = 0; r < R; ++r) {
-      prefetch_far_row(row[r] + k);
-      acc[r][0] = _mm512_fmadd_ps(f16x16(row[r] + k), x0, acc[r][0]);
-      acc[r][1] = _mm512_fmadd_ps(f16x16(row[r] + k + 16), x1, acc[r][1]);
-    }
-  }
-  for (; k < K; k += 16) {
-    const __mmask16 m = tail_mask(K - k < 16 ? K - k : 16);
-    const __m512 xv = _mm512_maskz_loadu_ps(m, x + k);
-    for (int r = 0; r < R; ++r)
-      acc[r][0] = _mm512_fmadd_ps(f16x16_masked(row[r] + k, m), xv, acc[r][0]);
-  }
-  for (int r = 0; r < R; ++r) y[size_t(r) * step] = _mm512_reduce_add_ps(_mm512_add_ps(acc[r][0], acc[r][1]));
+  gemv_16bit<R, f16x16, f16x16_masked>(w, r0, step, x, y);
 }
 
 // Q8_0 (ggml: 34-byte blocks of f16 d and 32 int8 q, cols % 32 == 0): per block the 32
