@@ -1,7 +1,8 @@
 // A llama.cpp GGUF of gpt-oss (convert_hf_to_gguf.py, architecture "gpt-oss"). Dense tensors
 // are handed out zero-copy in their GGUF type; the experts, which llama.cpp stores as separate
 // gate / up / down tensors in ggml's MXFP4 block layout, are converted per tensor to the
-// canonical interleaved OpenAI layout in a temporary buffer.
+// canonical interleaved OpenAI layout in a buffer reused from tensor to tensor; once the
+// backend has its copy, the file's pages of those tensors leave the process.
 #include <algorithm>
 #include <cstring>
 #include <memory>
@@ -111,6 +112,7 @@ void convert_mxfp4_rows(size_t rows, size_t blocks, RowSource src, uint8_t* data
   const size_t n = std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 16);
   if (n == 1 || rows < 1024) return part(0, rows);
   std::vector<std::thread> threads;
+  threads.reserve(n - 1);  // emplace_back below then only throws if a thread cannot start
   try {
     for (size_t t = 1; t < n; ++t) threads.emplace_back(part, rows * t / n, rows * (t + 1) / n);
   } catch (const std::system_error&) {  // no more threads: the calling one does the rest
