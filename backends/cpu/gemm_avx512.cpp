@@ -1,5 +1,5 @@
-// fp32 GEMM for prefill-sized batches of bf16 and f32 weights at the AVX-512 levels (the
-// dense projections, in every precision). The register-tile GEMM of matmul_driver.hpp reads a
+// fp32 GEMM for prefill-sized batches of bf16, f16, Q8_0 and f32 weights at the AVX-512 levels
+// (the dense projections, in every precision). The register-tile GEMM of matmul_driver.hpp reads a
 // 4-row x 4-token tile's weights and activations from L2 for every 16 multiply-adds: L2
 // bandwidth, not the FMA units, bounds it (~230-290 GFLOP/s on 2 Zen 5 cores). Here:
 //   - 32 weight rows are widened to fp32 and transposed (k-major: 32 floats per k) once;
@@ -44,7 +44,7 @@ void transpose16(const float* src, size_t lds, float* dst, size_t ldd) {
   }
 }
 
-// Rows [r0, r0 + n) (n <= 32; missing rows zero) of a bf16 or f32 w, as fp32, into
+// Rows [r0, r0 + n) (n <= 32; missing rows zero) of a bf16, f16, Q8_0 or f32 w, as fp32, into
 // panel[k * 32 + r] for k < Kp (K rounded up to 16; padding zero). rows: scratch of 16 * Kp.
 void pack_panel(const Weight& w, size_t r0, size_t n, size_t Kp, float* rows, float* panel) {
   const size_t K = w.cols;
@@ -56,12 +56,26 @@ void pack_panel(const Weight& w, size_t r0, size_t n, size_t Kp, float* rows, fl
         for (size_t k = 0; k < Kp; ++k) dst[k] = 0.0f;
         continue;
       }
-      if (w.dtype == gptoss_dtype_bf16) {
+      if (w.dtype == gptoss_dtype_bf16 || w.dtype == gptoss_dtype_f16) {
         const uint16_t* src = reinterpret_cast<const uint16_t*>(w.data + (r0 + r) * w.row_bytes);
+        const bool half = w.dtype == gptoss_dtype_f16;
         for (size_t k = 0; k < Kp; k += 16) {
           const __mmask16 m = K - k >= 16 ? __mmask16(0xffff) : __mmask16((1u << (K - k)) - 1);
-          const __m512i v = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, src + k));
-          _mm512_storeu_ps(dst + k, _mm512_castsi512_ps(_mm512_slli_epi32(v, 16)));
+          const __m256i h = _mm256_maskz_loadu_epi16(m, src + k);
+          _mm512_storeu_ps(dst + k, half ? _mm512_cvtph_ps(h)
+                                         : _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)));
+        }
+      } else if (w.dtype == gptoss_dtype_q8_0) {  // K % 32 == 0, so Kp == K
+        const uint8_t* src = w.data + (r0 + r) * w.row_bytes;
+        for (size_t b = 0; b < K / 32; ++b) {
+          const uint8_t* blk = src + 34 * b;
+          uint16_t d16;
+          __builtin_memcpy(&d16, blk, 2);
+          const __m512 d = _mm512_set1_ps(_cvtsh_ss(d16));
+          for (size_t h = 0; h < 2; ++h) {
+            const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 2 + 16 * h));
+            _mm512_storeu_ps(dst + 32 * b + 16 * h, _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q)), d));
+          }
         }
       } else {
         const float* src = reinterpret_cast<const float*>(w.data + (r0 + r) * w.row_bytes);

@@ -86,15 +86,19 @@ TEST_CASE("matmul: one SIMD group, tails and many groups, every dtype", "[cpu-ke
           MatmulTester().dtype(d).rows(rows).cols(cols).tokens(tokens).test_all_isas();
 }
 
-// Batches of 16+ tokens of bf16/f32 weights take the AVX-512 blocked GEMM (gemm_avx512.cpp):
+// Batches of 16+ tokens of dense weights take the AVX-512 blocked GEMM (gemm_avx512.cpp):
 // 32-row panels (partial ones too), K chunks of 128 with a tail, token tiles of 12 with a
 // tail. (MXFP4 cases here cover the 16-row panels at prefill sizes.)
 TEST_CASE("matmul: prefill-sized batches (blocked GEMM)", "[cpu-kernels]") {
-  for (gptoss_dtype d : {gptoss_dtype_f32, gptoss_dtype_bf16})
+  for (gptoss_dtype d : {gptoss_dtype_f32, gptoss_dtype_bf16, gptoss_dtype_f16})
     for (size_t cols : {7, 16, 100, 129, 300})
       for (size_t rows : {1, 17, 32, 45})
         for (size_t tokens : {16, 25})
           MatmulTester().dtype(d).rows(rows).cols(cols).tokens(tokens).test_all_isas();
+  for (size_t cols : {32, 160, 288})  // Q8_0: whole 32-blocks
+    for (size_t rows : {1, 17, 32, 45})
+      for (size_t tokens : {16, 25})
+        MatmulTester().dtype(gptoss_dtype_q8_0).rows(rows).cols(cols).tokens(tokens).test_all_isas();
   for (gptoss_dtype d : {gptoss_dtype_mxfp4, gptoss_dtype_q8_0, gptoss_dtype_f16})
     for (size_t rows : {5, 33})
       MatmulTester().dtype(d).rows(rows).cols(160).tokens(64).test_all_isas();
