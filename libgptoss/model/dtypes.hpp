@@ -27,6 +27,8 @@ inline uint16_t f32_to_bf16(float f) {
 }
 
 float f16_to_f32(uint16_t h);
+// Round to nearest even, subnormals included; beyond the half range: infinity (finite inputs).
+uint16_t f32_to_f16(float f);
 
 // E2M1 code (bit 3 = sign) to its value: magnitudes {0, .5, 1, 1.5, 2, 3, 4, 6}.
 float mxfp4_code_value(uint8_t code);

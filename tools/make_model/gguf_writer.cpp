@@ -49,25 +49,6 @@ std::function<void(OutputFile&)> dense_writer(uint64_t n, bool bf16, Value value
   };
 }
 
-// f32 -> IEEE half, round to nearest even, subnormals included (finite inputs).
-uint16_t f32_to_f16(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  const uint32_t sign = (x >> 16) & 0x8000u;
-  const int32_t e = int32_t((x >> 23) & 0xff) - 127 + 15;
-  if (e >= 31) return uint16_t(sign | 0x7c00u);  // overflow: infinity
-  if (e < -10) return uint16_t(sign);            // under half the smallest subnormal: zero
-  // Significand with its leading one, and how many of its 24 bits drop out of the half's 11
-  // (more for subnormals).
-  const uint32_t sig = (x & 0x7fffffu) | 0x800000u;
-  const uint32_t shift = e > 0 ? 13u : uint32_t(14 - e);
-  uint32_t h = sig >> shift;
-  const uint32_t rest = sig & ((1u << shift) - 1u), half = 1u << (shift - 1);
-  if (rest > half || (rest == half && (h & 1u))) ++h;  // may carry into the exponent: fine
-  if (e > 0) h = (uint32_t(e) << 10) + (h - 0x400u);    // normal: replace the leading one
-  return uint16_t(sign | h);
-}
-
 // Streams `n` generated values as ggml Q8_0 blocks (as llama.cpp's quantize_row_q8_0:
 // d = max|x| / 127 stored as f16, q = round(x / d)); n % 32 == 0.
 template <typename Value>
