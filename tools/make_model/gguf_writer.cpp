@@ -27,21 +27,23 @@ struct Planned {
   std::function<void(OutputFile&)> write;
 };
 
-// Streams `n` generated values as f32 or bf16; value(i) gives element i of the GGUF tensor.
+// Streams `n` generated values as f32, bf16 or f16 (`type`, a ggml type); value(i) gives
+// element i of the GGUF tensor.
 template <typename Value>
-std::function<void(OutputFile&)> dense_writer(uint64_t n, bool bf16, Value value) {
-  return [n, bf16, value](OutputFile& f) {
+std::function<void(OutputFile&)> dense_writer(uint64_t n, uint32_t type, Value value) {
+  return [n, type, value](OutputFile& f) {
+    const size_t width = type == kF32 ? 4 : 2;
     std::vector<uint8_t> buf;
     for (uint64_t i = 0; i < n; i += 1u << 20) {
       const uint64_t m = std::min<uint64_t>(1u << 20, n - i);
-      buf.resize(m * (bf16 ? 2 : 4));
+      buf.resize(m * width);
       for (uint64_t k = 0; k < m; ++k) {
         const float v = value(i + k);
-        if (bf16) {
-          const uint16_t h = f32_to_bf16(v);
-          std::memcpy(&buf[2 * k], &h, 2);
-        } else {
+        if (type == kF32) {
           std::memcpy(&buf[4 * k], &v, 4);
+        } else {
+          const uint16_t h = type == kBF16 ? f32_to_bf16(v) : f32_to_f16(v);
+          std::memcpy(&buf[2 * k], &h, 2);
         }
       }
       f.write(buf.data(), buf.size());
@@ -74,22 +76,6 @@ std::function<void(OutputFile&)> q8_0_writer(uint64_t n, Value value) {
   };
 }
 
-template <typename Value>
-std::function<void(OutputFile&)> f16_writer(uint64_t n, Value value) {
-  return [n, value](OutputFile& f) {
-    std::vector<uint8_t> buf;
-    for (uint64_t i = 0; i < n; i += 1u << 20) {
-      const uint64_t m = std::min<uint64_t>(1u << 20, n - i);
-      buf.resize(m * 2);
-      for (uint64_t k = 0; k < m; ++k) {
-        const uint16_t h = f32_to_f16(value(i + k));
-        std::memcpy(&buf[2 * k], &h, 2);
-      }
-      f.write(buf.data(), buf.size());
-    }
-  };
-}
-
 std::vector<Planned> plan(const ModelConfig& config, uint64_t seed, const std::string& dense_type) {
   std::vector<Planned> out;
   for (const TensorSpec& s : canonical_tensors(config, config.num_layers)) {
@@ -100,12 +86,12 @@ std::vector<Planned> plan(const ModelConfig& config, uint64_t seed, const std::s
     // matrix: one of the 2-D weights llama.cpp stores in the file's dense type.
     auto dense = [&](const std::string& name, bool matrix) {
       DenseGenerator gen = dense_generator(s, seed);
-      if (matrix && dense_type == "q8_0")
+      if (matrix && dense_type == "q8_0") {
         out.push_back({name, kQ8_0, ne, n / 32 * 34, q8_0_writer(n, gen)});
-      else if (matrix && dense_type == "f16")
-        out.push_back({name, kF16, ne, n * 2, f16_writer(n, gen)});
-      else
-        out.push_back({name, matrix ? kBF16 : kF32, ne, n * (matrix ? 2 : 4), dense_writer(n, matrix, gen)});
+      } else {
+        const uint32_t type = !matrix ? kF32 : dense_type == "f16" ? kF16 : kBF16;
+        out.push_back({name, type, ne, n * (type == kF32 ? 4 : 2), dense_writer(n, type, gen)});
+      }
     };
     switch (s.role) {
       case gptoss_tensor_embedding: dense("token_embd.weight", true); break;
@@ -132,7 +118,7 @@ std::vector<Planned> plan(const ModelConfig& config, uint64_t seed, const std::s
         std::vector<int64_t> half_ne = {ne[0] / 2, ne[1]};
         for (uint64_t up = 0; up < 2; ++up)
           out.push_back({p + (up ? "ffn_up_exps.bias" : "ffn_gate_exps.bias"), kF32, half_ne, n * 2,
-                         dense_writer(n / 2, false, [gen, half, up](uint64_t i) {
+                         dense_writer(n / 2, kF32, [gen, half, up](uint64_t i) {
                            return gen((i / half) * 2 * half + 2 * (i % half) + up);
                          })});
         break;
