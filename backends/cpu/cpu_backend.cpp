@@ -227,7 +227,7 @@ gptoss_status weight_upload(void* dev_, const gptoss_tensor_desc* desc, void** w
       w->scales = static_cast<const uint8_t*>(desc->scales);
     } else {
       // A converted tensor (GGUF experts: the whole 11 GB of the 20b's): in 2 MiB pages like
-      // mapped weights (4 KiB pages made every expert piece pay TLB misses), uninitialised.
+      // mapped weights (4 KiB pages made every expert piece pay TLB misses).
       const size_t bytes = desc->data_size + scale_bytes;
       void* p = map_buffer(bytes);
       if (p == nullptr) return gptoss_status_insufficient_memory;
