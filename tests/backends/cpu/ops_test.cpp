@@ -196,6 +196,19 @@ TEST_CASE("attention: one call mixing sequences matches the reference", "[cpu-op
   const int32_t c = decode.sequence(300), e = decode.sequence(131);
   decode.query(c, 299, 0).query(e, 130, 64);
   check_all(decode);
+  AttnCase wide(64, 8, 64);  // gpt-oss heads: every KV head in one item, keys split 4 ways
+  const int32_t f = wide.sequence(333), g = wide.sequence(70);
+  wide.query(f, 332, 0).query(g, 69, 0).query(f, 200, 128);
+  check_all(wide);
+}
+
+// The 20b decode shape: 64 query heads over 8 KV heads, one token, long enough for the keys to
+// be split, in a full and a sliding-window layer (the window's first tile is partial).
+TEST_CASE("attention: decode with all KV heads in one item matches the reference", "[cpu-ops]") {
+  check_all(last_positions(1, 517, 0, 64, 8, 64));
+  check_all(last_positions(1, 517, 128, 64, 8, 64));
+  check_all(last_positions(1, 40, 0, 64, 8, 64));  // too few keys to split
+  check_all(last_positions(2, 300, 0, 32, 8, 64)); // two tokens: 64 rows, still one item
 }
 
 // Tiles sit at fixed multiples of the tile size, so a query row's result does not depend on
