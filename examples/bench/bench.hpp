@@ -16,6 +16,7 @@ struct Options {
   bool kernels = false;
   bool exact = false;  // --precision exact
   bool use_mmap = true;
+  bool kv_bf16 = false;  // --kv bf16
 };
 
 struct Stat {

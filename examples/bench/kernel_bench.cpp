@@ -8,10 +8,14 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <memory>
+#include <new>
 #include <random>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <sys/mman.h>
 
 #include "bench.hpp"
 #include "cpu_backend.hpp"
@@ -84,6 +88,17 @@ double time_best(int reps, const std::function<void()>& f) {
   return best;
 }
 
+// `bytes` of anonymous memory in 2 MiB pages where the kernel grants them, as the CPU backend
+// allocates a KV pool (4 KiB pages would add a TLB miss per two cached f32 rows).
+std::shared_ptr<void> huge_buffer(size_t bytes) {
+  constexpr size_t kHuge = size_t(2) << 20;
+  bytes = (bytes + kHuge - 1) / kHuge * kHuge;
+  void* p = nullptr;
+  if (posix_memalign(&p, kHuge, bytes) != 0) throw std::bad_alloc();
+  (void)madvise(p, bytes, MADV_HUGEPAGE);
+  return std::shared_ptr<void>(p, std::free);
+}
+
 struct Row {
   std::string isa, kernel, shape;
   double seconds, bytes, flops;
@@ -107,6 +122,20 @@ int run_kernel_bench(const Options& o) {
   std::vector<int32_t> table(ctx / P);
   for (size_t i = 0; i < table.size(); ++i) table[i] = int32_t(i);
   const Weight sinks = make_weight(gptoss_dtype_bf16, 1, 64, 8);
+  // Decode reads the cache of kLayers layers in turn (the 20b's full-attention layers), each
+  // cold by its turn as in a forward step; f32 and bf16, K then V per layer.
+  constexpr size_t kLayers = 12;
+  size_t layer = 0;
+  std::shared_ptr<void> kv_layers[2] = {huge_buffer(kLayers * 2 * ctx * KV * 4),
+                                        huge_buffer(kLayers * 2 * ctx * KV * 2)};
+  for (size_t l = 0; l < kLayers; ++l)
+    for (int part = 0; part < 2; ++part) {
+      const std::vector<float>& src = part == 0 ? kc : vc;
+      float* f = static_cast<float*>(kv_layers[0].get()) + (2 * l + part) * ctx * KV;
+      uint16_t* b = static_cast<uint16_t*>(kv_layers[1].get()) + (2 * l + part) * ctx * KV;
+      std::copy(src.begin(), src.end(), f);
+      for (size_t i = 0; i < src.size(); ++i) b[i] = cpu::f32_to_bf16(src[i]);
+    }
   std::vector<gptoss_attn_token> dec = {{int32_t(ctx - 1), 0, 0, 0}}, pre(512), win(512);
   for (size_t t = 0; t < 512; ++t) pre[t] = {int32_t(t), 0, 0, 0};
   for (size_t t = 0; t < 512; ++t) win[t] = {int32_t(t), std::max(0, int32_t(t) - 127), 0, 0};  // gpt-oss even layers
@@ -137,12 +166,17 @@ int run_kernel_bench(const Options& o) {
     s = time_best(reps, [&] { cpu::op_linear(&st, x1.data(), &dense_q8, nullptr, 1, H, dense_q8.rows, y.data()); });
     rows.push_back({name, "GEMV Q8_0 (GGUF unembedding)", "65536x2880, 1 tok", s,
                     double(dense_q8.rows) * H * 34.0 / 32.0, 2.0 * double(dense_q8.rows) * H});
-    s = time_best(reps, [&] {
-      cpu::op_attention(&st, q512.data(), kc.data(), vc.data(), gptoss_kv_dtype_f32, &sinks, dec.data(),
-                        table.data(), 1, 64, 8, HD, P, 0.125f, out.data());
-    });
-    rows.push_back({name, "attention decode (f32 KV)", "4096 keys, 64/8 heads", s, 2.0 * ctx * KV * 4,
-                    4.0 * 64 * ctx * HD});
+    for (int bf16 = 0; bf16 < 2; ++bf16) {
+      const size_t elem = bf16 ? 2 : 4, layer_bytes = ctx * KV * elem;
+      s = time_best(reps, [&] {
+        layer = (layer + 1) % kLayers;
+        const char* k = static_cast<const char*>(kv_layers[bf16].get()) + 2 * layer * layer_bytes;
+        cpu::op_attention(&st, q512.data(), k, k + layer_bytes, bf16 ? gptoss_kv_dtype_bf16 : gptoss_kv_dtype_f32,
+                          &sinks, dec.data(), table.data(), 1, 64, 8, HD, P, 0.125f, out.data());
+      });
+      rows.push_back({name, bf16 ? "attention decode (bf16 KV)" : "attention decode (f32 KV)",
+                      "4096 keys, 64/8 heads", s, 2.0 * double(layer_bytes), 4.0 * 64 * ctx * HD});
+    }
     s = time_best(isa == Isa::scalar ? 1 : 3, [&] {
       cpu::op_attention(&st, q512.data(), kc.data(), vc.data(), gptoss_kv_dtype_f32, &sinks, pre.data(),
                         table.data(), 512, 64, 8, HD, P, 0.125f, out.data());

@@ -2,7 +2,7 @@
 // llama-bench, and per-kernel microbenchmarks of the CPU backend (--kernels).
 //
 //   gptoss-bench -m MODEL [-p 512] [-n 128] [-t THREADS] [-r 5] [--tokenizer-json PATH]
-//                [--precision fast|exact] [--mmap 0|1] [--output md|json]
+//                [--precision fast|exact] [--kv f32|bf16] [--mmap 0|1] [--output md|json]
 //   gptoss-bench --kernels [-t THREADS] [--output md|json]
 #include <cstdio>
 #include <cstdlib>
@@ -17,6 +17,7 @@ void usage() {
   std::fprintf(stderr,
                "usage: gptoss-bench -m MODEL [-p N_PROMPT=512] [-n N_GEN=128] [-t THREADS]\n"
                "                    [-r REPS=5] [--tokenizer-json PATH] [--precision fast|exact]\n"
+               "                    [--kv f32|bf16 (KV cache dtype; default f32)]\n"
                "                    [--mmap 0|1 (1: map the files; 0: read them into huge pages)]\n"
                "                    [-v (library log on stderr; GPTOSS_CPU_PROFILE=1 adds time per op)]\n"
                "                    [--output md|json]\n"
@@ -72,6 +73,14 @@ int main(int argc, char** argv) {
         return 2;
       }
       o.exact = v == "exact";
+    }
+    else if (a == "--kv") {
+      const std::string v = value();
+      if (v != "f32" && v != "bf16") {
+        std::fprintf(stderr, "gptoss-bench: --kv must be f32 or bf16, got %s\n", v.c_str());
+        return 2;
+      }
+      o.kv_bf16 = v == "bf16";
     }
     else if (a == "-o" || a == "--output") {
       const std::string v = value();

@@ -27,11 +27,12 @@ bool ok(gptoss_status st, const char* what) {
 
 // Bytes a decode step reads: the weights as the checkpoint stores them (the library counts
 // them: every dense tensor, the active experts' share, one embedding row; BF16, F16 or Q8_0
-// dense matrices alike) and the f32 KV cache at the mean context position of the generation.
-double decode_bytes_per_token(const gptoss_model_info& m, double mean_pos) {
+// dense matrices alike) and the KV cache (f32 or bf16) at the mean context position of the
+// generation.
+double decode_bytes_per_token(const gptoss_model_info& m, double mean_pos, double kv_elem_bytes) {
   double bytes = double(m.decode_weight_bytes);
   // KV: half the layers full attention, half a sliding window.
-  const double kv_per_pos = 2 * double(m.num_kv_heads * m.head_dim) * 4;
+  const double kv_per_pos = 2 * double(m.num_kv_heads * m.head_dim) * kv_elem_bytes;
   const double full = double(m.num_layers) / 2, sliding = double(m.num_layers) - full;
   bytes += kv_per_pos * (full * mean_pos + sliding * std::min(mean_pos, double(m.sliding_window)));
   return bytes;
@@ -71,6 +72,7 @@ int run_model_bench(const Options& o) {
   gptoss_context_options_init(&co);
   co.context_length = o.n_prompt + o.n_gen + 8;
   co.max_batch_tokens = std::max<size_t>(o.n_prompt, 1);
+  co.kv_dtype = o.kv_bf16 ? gptoss_kv_dtype_bf16 : gptoss_kv_dtype_f32;
   gptoss_context_t ctx = nullptr;
   if (!ok(gptoss_context_create_with_options(model, &co, &ctx), "creating a context")) return 1;
   gptoss_sampler_options so;
@@ -107,7 +109,8 @@ int run_model_bench(const Options& o) {
   // Warm-up (pages the weights in, starts the threads); not counted.
   double a, b, c;
   if (!run(std::min<size_t>(o.n_prompt, 32), std::min<size_t>(o.n_gen, 2), &a, &b, &c)) return 1;
-  const double bytes_tok = decode_bytes_per_token(info, double(o.n_prompt) + double(o.n_gen) / 2);
+  const double bytes_tok = decode_bytes_per_token(info, double(o.n_prompt) + double(o.n_gen) / 2,
+                                                o.kv_bf16 ? 2.0 : 4.0);
   std::vector<double> pp, tg, ttft, bws, pcts;
   double bw_prev = bandwidth();
   for (size_t r = 0; r < o.reps; ++r) {
@@ -134,15 +137,16 @@ int run_model_bench(const Options& o) {
   if (const auto slash = name.find_last_of('/'); slash != std::string::npos) name = name.substr(slash + 1);
 
   const char* prec = o.exact ? "exact" : "fast";
+  const char* kv = o.kv_bf16 ? "bf16" : "f32";
   if (o.json) {
     std::printf(
-        "{\"model\": \"%s\", \"backend\": \"%s\", \"precision\": \"%s\", \"mmap\": %d, "
+        "{\"model\": \"%s\", \"backend\": \"%s\", \"precision\": \"%s\", \"kv\": \"%s\", \"mmap\": %d, "
         "\"threads\": %u, \"n_prompt\": %zu, \"n_gen\": %zu, \"repetitions\": %zu, "
         "\"prefill_tok_s\": {\"mean\": %.4f, \"std\": %.4f}, "
         "\"decode_tok_s\": {\"mean\": %.4f, \"std\": %.4f}, \"ttft_s\": {\"mean\": %.6f, \"std\": %.6f}, "
         "\"load_s\": %.4f, \"peak_rss_bytes\": %zu, \"decode_bytes_per_token\": %.0f, "
         "\"achieved_gbs\": %.3f, \"bandwidth_gbs\": %.3f, \"bandwidth_pct\": {\"mean\": %.2f, \"std\": %.2f}}\n",
-        name.c_str(), info.backend, prec, o.use_mmap ? 1 : 0, threads, o.n_prompt, o.n_gen, o.reps,
+        name.c_str(), info.backend, prec, kv, o.use_mmap ? 1 : 0, threads, o.n_prompt, o.n_gen, o.reps,
         spp.mean, spp.std, stg.mean, stg.std, sttft.mean, sttft.std, load_s, rss, bytes_tok, gbs,
         read_bw, spct.mean, spct.std);
   } else {
@@ -160,9 +164,9 @@ int run_model_bench(const Options& o) {
                 1e3 * sttft.mean, 1e3 * sttft.std, double(rss) / (1 << 20), read_bw, sbw.std,
                 bytes_tok / 1e6);
     std::printf("\n(%zu repetitions after one warm-up; bytes/token: the weights a decode token reads as "
-                "stored, plus f32 KV;\n %% of read BW: each repetition's decode against the higher of "
+                "stored, plus %s KV;\n %% of read BW: each repetition's decode against the higher of "
                 "the read-bandwidth measurements taken just before and just after it)\n",
-                o.reps);
+                o.reps, kv);
   }
   gptoss_sampler_release(sampler);
   gptoss_context_release(ctx);

@@ -32,6 +32,7 @@ class BenchTest(unittest.TestCase):
                         "load_s", "peak_rss_bytes", "bandwidth_gbs"):
                 self.assertIn(key, out)
             self.assertEqual(out["precision"], precision)
+            self.assertEqual(out["kv"], "f32")
             self.assertEqual((out["threads"], out["n_prompt"], out["n_gen"]), (2, 8, 4))
             for key in ("prefill_tok_s", "decode_tok_s"):
                 self.assertGreater(out[key]["mean"], 0)
@@ -41,6 +42,15 @@ class BenchTest(unittest.TestCase):
             self.assertGreater(out["bandwidth_pct"]["mean"], 0)
             self.assertGreaterEqual(out["bandwidth_pct"]["std"], 0)
             self.assertGreater(out["load_s"], 0)
+
+    def test_bf16_kv_reads_half_the_kv_bytes(self):
+        # -p 200: the KV is a visible share of the tiny model's bytes per decode token.
+        args = ["-m", MODEL, "--tokenizer-json", TOKENIZER, "-p", "200", "-n", "2", "-r", "1", "-t", "2",
+                "--output", "json"]
+        f32, bf16 = (json.loads(run(*args, *kv).stdout) for kv in ([], ["--kv", "bf16"]))
+        self.assertEqual((f32["kv"], bf16["kv"]), ("f32", "bf16"))
+        self.assertGreater(bf16["decode_tok_s"]["mean"], 0)
+        self.assertLess(bf16["decode_bytes_per_token"], f32["decode_bytes_per_token"])
 
     def test_markdown_table(self):
         r = run(*SMALL, "--mmap", "0")
@@ -52,7 +62,7 @@ class BenchTest(unittest.TestCase):
     def test_bad_arguments(self):
         for args in (["-m"], ["-m", MODEL, "-p", "x"], ["-m", MODEL, "--precision", "half"],
                      ["-m", MODEL, "--mmap", "2"], ["-m", MODEL, "--output", "xml"], ["--bogus"],
-                     ["-m", MODEL, "-r", "0"]):
+                     ["-m", MODEL, "-r", "0"], ["-m", MODEL, "--kv", "f16"], ["-m", MODEL, "--kv"]):
             r = run(*args)
             self.assertEqual(r.returncode, 2, args)
             self.assertTrue(r.stderr.strip(), args)
