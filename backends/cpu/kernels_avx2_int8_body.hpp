@@ -26,6 +26,7 @@
 #include "cpu_backend.hpp"
 #include "kernels.hpp"
 #include "q8_quad.hpp"
+#include "row_streams.hpp"
 
 namespace gptoss::cpu {
 namespace {
@@ -226,16 +227,21 @@ constexpr size_t kTileTokens = 4;
 template <class Dot>
 void matmul_q8(const Weight& w, size_t r0, size_t n_rows, const Q8Acts& x, size_t t0,
                size_t n_tok, float* y, size_t ldy) {
-  if (n_tok == 1) {
-    const int8_t* xq = x.q + t0 * x.q_stride;
-    const float* hd = x.half_d + t0 * x.b_stride;
-    const float* q12 = x.q12f + t0 * x.b_stride;
-    size_t i = 0;
-    for (; i + 4 <= n_rows; i += 4) gemv_rows<Dot, 4>(w, r0 + i, xq, hd, q12, y + i);
-    for (; i < n_rows; ++i) gemv_rows<Dot, 1>(w, r0 + i, xq, hd, q12, y + i);
-    return;
-  }
   const size_t nb = w.cols / 32, ymm_per_panel = 9 * nb;
+  // Rows [a, a + n) of token t.
+  const auto gemv = [&](size_t a, size_t n, size_t t, float* yt) {
+    const int8_t* xq = x.q + t * x.q_stride;
+    const float* hd = x.half_d + t * x.b_stride;
+    const float* q12 = x.q12f + t * x.b_stride;
+    size_t i = 0;
+    for (; i + 4 <= n; i += 4) gemv_rows<Dot, 4>(w, a + i, xq, hd, q12, yt + i);
+    for (; i < n; ++i) gemv_rows<Dot, 1>(w, a + i, xq, hd, q12, yt + i);
+  };
+  if (n_tok == 1) return gemv(r0, n_rows, t0, y);
+  if (n_tok <= kGemvTokens)
+    return for_each_token_block(n_rows, w.row_bytes + nb, n_tok, [&](size_t b, size_t n, size_t t) {
+      gemv(r0 + b, n, t0 + t, y + t * ldy + b);
+    });
   __m256i* panel = reinterpret_cast<__m256i*>(thread_scratch(ymm_per_panel * 8, 2));
   for (size_t p = 0; p < n_rows; p += kPanelRows) {
     const size_t pr = n_rows - p < kPanelRows ? n_rows - p : kPanelRows;

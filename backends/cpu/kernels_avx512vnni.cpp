@@ -279,20 +279,26 @@ const TileFn kTiles1[kTileTokens1] = {panel_tile<1, 1>, panel_tile<1, 2>, panel_
 const TileFn kTiles2[kTileTokens2] = {panel_tile<2, 1>, panel_tile<2, 2>, panel_tile<2, 3>,
                                       panel_tile<2, 4>};
 
+// Rows [r0, r0 + n_rows) for token t of x.
+void gemv_token(const Weight& w, size_t r0, size_t n_rows, const Q8Acts& x, size_t t, float* y) {
+  const int8_t* xq = x.q + t * x.q_stride;
+  const float* hd = x.half_d + t * x.b_stride;
+  const float* q12 = x.q12f + t * x.b_stride;
+  for_each_row_quad(
+      n_rows, [&](size_t i, size_t step) { gemv_rows<4>(w, r0 + i, step, xq, hd, q12, y + i); },
+      [&](size_t i) { gemv_rows<1>(w, r0 + i, 1, xq, hd, q12, y + i); });
+}
+
 }  // namespace
 
 void matmul_mxfp4_q8_avx512vnni(const Weight& w, size_t r0, size_t n_rows, const Q8Acts& x,
                                 size_t t0, size_t n_tok, float* y, size_t ldy) {
-  if (n_tok == 1) {
-    const int8_t* xq = x.q + t0 * x.q_stride;
-    const float* hd = x.half_d + t0 * x.b_stride;
-    const float* q12 = x.q12f + t0 * x.b_stride;
-    for_each_row_quad(
-        n_rows, [&](size_t i, size_t step) { gemv_rows<4>(w, r0 + i, step, xq, hd, q12, y + i); },
-        [&](size_t i) { gemv_rows<1>(w, r0 + i, 1, xq, hd, q12, y + i); });
-    return;
-  }
   const size_t nb = w.cols / 32, stride = 9 * nb;  // zmm per panel
+  if (n_tok == 1) return gemv_token(w, r0, n_rows, x, t0, y);
+  if (n_tok <= kGemvTokens)
+    return for_each_token_block(n_rows, w.row_bytes + nb, n_tok, [&](size_t b, size_t n, size_t t) {
+      gemv_token(w, r0 + b, n, x, t0 + t, y + t * ldy + b);
+    });
   __m512i* panel = reinterpret_cast<__m512i*>(thread_scratch(2 * stride * 16, 2));
   for (size_t p = 0; p < n_rows; p += 2 * kPanelRows) {
     const size_t pr = n_rows - p < 2 * kPanelRows ? n_rows - p : 2 * kPanelRows;

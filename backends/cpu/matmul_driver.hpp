@@ -77,6 +77,11 @@ void matmul_with(const MatmulKernels<T>& k, const Weight& w, size_t r0, size_t n
       w.dtype != gptoss_dtype_q8_0 && w.dtype != gptoss_dtype_f32)
     return matmul_fallback(w, r0, n_rows, x, ldx, n_tok, y, ldy);
   if (n_tok == 1) return gemv_rows(k, w, r0, n_rows, x, y);
+  if (n_tok <= kGemvTokens)
+    return for_each_token_block(n_rows, w.row_bytes + (w.dtype == gptoss_dtype_mxfp4 ? w.cols / 32 : 0), n_tok,
+                                [&](size_t b, size_t n, size_t t) {
+                                  gemv_rows(k, w, r0 + b, n, x + t * ldx, y + t * ldy + b);
+                                });
   gemm_panels(k, w, r0, n_rows, x, ldx, n_tok, y, ldy);
 }
 

@@ -120,8 +120,11 @@ gptoss_status op_moe(void* stream, const void* x, const void* expert_ids,
     // Biases are decoded by the pieces, each the slice of its own rows (decoding all active
     // experts' bias rows up front was a serial pass over scattered memory: ~20 us per layer).
     // Pieces: (group, row range); piece p of group g covers rows [p * grain, ...).
-    // Few tokens (decode): longer pieces, see rows_per_piece.
-    const size_t grain = rows_per_piece(2 * inter * groups.size(), n_slots, dev.pool, kMoeRowGrain);
+    // Few tokens per expert (decode, also of a few sequences together: each expert then
+    // multiplies one to top_k-sharing tokens, GEMVs): longer pieces, see rows_per_piece.
+    size_t most = 0;
+    for (const ExpertGroup& g : groups) most = std::max(most, g.count);
+    const size_t grain = rows_per_piece(2 * inter * groups.size(), most, dev.pool, kMoeRowGrain);
     auto run_pieces = [&](size_t rows_per_expert, auto&& body) {
       const size_t per = (rows_per_expert + grain - 1) / grain;
       const double work = double(n_slots) * double(rows_per_expert) * double(dim);

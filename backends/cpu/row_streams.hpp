@@ -29,5 +29,26 @@ inline void for_each_row_quad(size_t n_rows, Four&& four, One&& one) {
   for (size_t i = 4 * L; i < n_rows; ++i) one(i);
 }
 
+// 2 to kGemvTokens tokens (a few sequences decoding together): the one-token GEMV per token,
+// over blocks of rows whose weights (kGemvBlockBytes) stay in L2 after the first token reads
+// them from memory, so the others re-read them from cache. The panel kernels that serve
+// prefill decode the weights into a panel first, a cost only many tokens amortize: before,
+// 2 tokens took 3.5-4.4x the time of 1 (20b shapes, MXFP4 and bf16); now ~1.3-1.7x (see
+// kernels_test's small batches, and `gptoss-bench --kernels`). The GEMV arithmetic of a row
+// does not depend on the block, so every token gets exactly its one-token result.
+constexpr size_t kGemvTokens = 4;
+constexpr size_t kGemvBlockBytes = size_t(256) << 10;
+
+// gemv(b, n, t): rows [b, b + n) for token t, for every block of rows and every token.
+template <typename Gemv>
+inline void for_each_token_block(size_t n_rows, size_t row_bytes, size_t n_tok, Gemv&& gemv) {
+  size_t block = kGemvBlockBytes / (row_bytes > 0 ? row_bytes : 1) / 4 * 4;
+  block = block < 4 ? 4 : block;
+  for (size_t b = 0; b < n_rows; b += block) {
+    const size_t n = n_rows - b < block ? n_rows - b : block;
+    for (size_t t = 0; t < n_tok; ++t) gemv(b, n, t);
+  }
+}
+
 }  // namespace
 }  // namespace gptoss::cpu

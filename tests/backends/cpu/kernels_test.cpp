@@ -208,6 +208,36 @@ TEST_CASE("matmul: one token's results do not depend on how the rows are split",
   }
 }
 
+// 2-4 tokens (a few sequences decoding together) run the one-token GEMV per token over blocks
+// of rows that stay in L2 (row_streams.hpp): every token must get exactly its one-token
+// result, over shapes of several blocks (2880-wide rows: 44 bf16 rows, 168 MXFP4 rows a
+// block), and agree with the double reference.
+TEST_CASE("matmul: a few tokens give each token its one-token result, bit for bit", "[cpu-kernels]") {
+  for (gptoss_dtype d : {gptoss_dtype_f32, gptoss_dtype_bf16, gptoss_dtype_f16, gptoss_dtype_q8_0,
+                         gptoss_dtype_mxfp4}) {
+    const size_t rows = 365, cols = 2880;
+    const Weight w = random_weight(d, rows, cols, 77);
+    for (size_t n_tok : {2, 3, 4}) {
+      std::vector<float> x = random_floats(n_tok * cols, uint32_t(78 + n_tok));
+      if (d == gptoss_dtype_mxfp4) {
+        std::vector<float> xk(x.size());
+        permute_for_mxfp4(x.data(), cols, n_tok, cols, xk.data());
+        x = xk;
+      }
+      for (Isa isa : supported_isas()) {
+        std::vector<float> batched(n_tok * rows), single(n_tok * rows);
+        kernels_for(isa).matmul(w, 0, rows, x.data(), cols, n_tok, batched.data(), rows);
+        for (size_t t = 0; t < n_tok; ++t)
+          kernels_for(isa).matmul(w, 0, rows, x.data() + t * cols, cols, 1, single.data() + t * rows, rows);
+        INFO(isa_name(isa) << " dtype " << int(d) << ", " << n_tok << " tokens");
+        CHECK(batched == single);
+      }
+    }
+  }
+  MatmulTester().dtype(gptoss_dtype_bf16).rows(100).cols(2880).tokens(3).test_all_isas();
+  MatmulTester().dtype(gptoss_dtype_mxfp4).rows(400).cols(2880).tokens(4).row_range(30, 360).test_all_isas();
+}
+
 // The fast ops decode the bias slice of each piece's rows (decode_row_range); it must equal
 // the same columns of the whole decoded row for every dtype a bias can have.
 TEST_CASE("decode_row_range equals the slice of decode_row", "[cpu-kernels]") {
