@@ -17,6 +17,7 @@ struct Options {
   bool exact = false;  // --precision exact
   bool use_mmap = true;
   bool kv_bf16 = false;  // --kv bf16
+  size_t batch = 1;      // -b N: also decode N sequences together
 };
 
 struct Stat {

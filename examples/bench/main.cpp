@@ -2,7 +2,7 @@
 // llama-bench, and per-kernel microbenchmarks of the CPU backend (--kernels).
 //
 //   gptoss-bench -m MODEL [-p 512] [-n 128] [-t THREADS] [-r 5] [--tokenizer-json PATH]
-//                [--precision fast|exact] [--kv f32|bf16] [--mmap 0|1] [--output md|json]
+//                [--precision fast|exact] [--kv f32|bf16] [-b N] [--mmap 0|1] [--output md|json]
 //   gptoss-bench --kernels [-t THREADS] [--output md|json]
 #include <cstdio>
 #include <cstdlib>
@@ -18,6 +18,7 @@ void usage() {
                "usage: gptoss-bench -m MODEL [-p N_PROMPT=512] [-n N_GEN=128] [-t THREADS]\n"
                "                    [-r REPS=5] [--tokenizer-json PATH] [--precision fast|exact]\n"
                "                    [--kv f32|bf16 (KV cache dtype; default f32)]\n"
+               "                    [-b N (also: N sequences decoding together, aggregate t/s)]\n"
                "                    [--mmap 0|1 (1: map the files; 0: read them into huge pages)]\n"
                "                    [-v (library log on stderr; GPTOSS_CPU_PROFILE=1 adds time per op)]\n"
                "                    [--output md|json]\n"
@@ -73,6 +74,13 @@ int main(int argc, char** argv) {
         return 2;
       }
       o.exact = v == "exact";
+    }
+    else if (a == "-b" || a == "--batch") {
+      o.batch = count();
+      if (o.batch < 1 || o.batch > 64) {
+        std::fprintf(stderr, "gptoss-bench: -b must be 1..64\n");
+        return 2;
+      }
     }
     else if (a == "--kv") {
       const std::string v = value();

@@ -52,6 +52,16 @@ class BenchTest(unittest.TestCase):
         self.assertGreater(bf16["decode_tok_s"]["mean"], 0)
         self.assertLess(bf16["decode_bytes_per_token"], f32["decode_bytes_per_token"])
 
+    def test_batched_decode_row(self):
+        r = run(*SMALL, "-b", "3", "--output", "json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        out = json.loads(r.stdout)
+        self.assertEqual(out["batch"], 3)
+        self.assertGreater(out["batched_decode_tok_s"], 0)
+        self.assertGreater(out["batched_ms_per_step"], 0)
+        r = run(*SMALL, "-b", "2")
+        self.assertIn("| tg4 x 2 sequences |", r.stdout)
+
     def test_markdown_table(self):
         r = run(*SMALL, "--mmap", "0")
         self.assertEqual(r.returncode, 0, r.stderr)
@@ -62,7 +72,8 @@ class BenchTest(unittest.TestCase):
     def test_bad_arguments(self):
         for args in (["-m"], ["-m", MODEL, "-p", "x"], ["-m", MODEL, "--precision", "half"],
                      ["-m", MODEL, "--mmap", "2"], ["-m", MODEL, "--output", "xml"], ["--bogus"],
-                     ["-m", MODEL, "-r", "0"], ["-m", MODEL, "--kv", "f16"], ["-m", MODEL, "--kv"]):
+                     ["-m", MODEL, "-r", "0"], ["-m", MODEL, "--kv", "f16"], ["-m", MODEL, "--kv"],
+                     ["-m", MODEL, "-b", "0"], ["-m", MODEL, "-b", "65"]):
             r = run(*args)
             self.assertEqual(r.returncode, 2, args)
             self.assertTrue(r.stderr.strip(), args)
