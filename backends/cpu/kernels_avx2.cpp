@@ -271,6 +271,10 @@ const MatmulKernels<3> kMatmul = {
       {tile<3, 1>, tile<3, 2>, tile<3, 3>},
       {tile<4, 1>, tile<4, 2>, tile<4, 3>},
     },
+    // No two-token GEMVs: 4 rows x 2 tokens x 2 accumulators fill all 16 ymm registers; two
+    // tokens take the one-token GEMV per L2-sized block (row_streams.hpp).
+    {nullptr, nullptr},
+    {nullptr, nullptr},
 };
 
 void matmul(const Weight& w, size_t r0, size_t n_rows, const float* x, size_t ldx, size_t n_tok,

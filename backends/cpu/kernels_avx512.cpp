@@ -93,39 +93,62 @@ void gemv_mxfp4(const Weight& w, size_t r0, size_t step, const float* x, float* 
 // bf16 and f16 rows: 16 values widened per load (a shift for bf16, vcvtph2ps for f16).
 using Widen16 = __m512 (*)(const uint16_t*);
 using Widen16Masked = __m512 (*)(const uint16_t*, __mmask16);
-template <int R, Widen16 Load, Widen16Masked LoadMasked>
-void gemv_16bit(const Weight& w, size_t r0, size_t step, const float* x, float* y) {
+// T tokens (x + t * ldx, y + t * ldy) share each weight load; every (row, token) gets the
+// one-token arithmetic, so T = 2 equals two T = 1 calls bit for bit.
+template <int R, int T, Widen16 Load, Widen16Masked LoadMasked>
+void gemv_16bit(const Weight& w, size_t r0, size_t step, const float* x, size_t ldx, float* y,
+                size_t ldy) {
   const size_t K = w.cols;
   const uint16_t* row[R];
-  __m512 acc[R][2];
+  __m512 acc[R][T][2];
   for (int r = 0; r < R; ++r) {
     row[r] = reinterpret_cast<const uint16_t*>(w.data + (r0 + size_t(r) * step) * w.row_bytes);
-    acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+    for (int t = 0; t < T; ++t) acc[r][t][0] = acc[r][t][1] = _mm512_setzero_ps();
   }
   size_t k = 0;
   for (; k + 32 <= K; k += 32) {
-    const __m512 x0 = _mm512_loadu_ps(x + k), x1 = _mm512_loadu_ps(x + k + 16);
+    __m512 x0[T], x1[T];
+    for (int t = 0; t < T; ++t) {
+      x0[t] = _mm512_loadu_ps(x + size_t(t) * ldx + k);
+      x1[t] = _mm512_loadu_ps(x + size_t(t) * ldx + k + 16);
+    }
     for (int r = 0; r < R; ++r) {
       prefetch_far_row(row[r] + k);
-      acc[r][0] = _mm512_fmadd_ps(Load(row[r] + k), x0, acc[r][0]);
-      acc[r][1] = _mm512_fmadd_ps(Load(row[r] + k + 16), x1, acc[r][1]);
+      const __m512 w0 = Load(row[r] + k), w1 = Load(row[r] + k + 16);
+      for (int t = 0; t < T; ++t) {
+        acc[r][t][0] = _mm512_fmadd_ps(w0, x0[t], acc[r][t][0]);
+        acc[r][t][1] = _mm512_fmadd_ps(w1, x1[t], acc[r][t][1]);
+      }
     }
   }
   for (; k < K; k += 16) {
     const __mmask16 m = tail_mask(K - k < 16 ? K - k : 16);
-    const __m512 xv = _mm512_maskz_loadu_ps(m, x + k);
-    for (int r = 0; r < R; ++r)
-      acc[r][0] = _mm512_fmadd_ps(LoadMasked(row[r] + k, m), xv, acc[r][0]);
+    __m512 xv[T];
+    for (int t = 0; t < T; ++t) xv[t] = _mm512_maskz_loadu_ps(m, x + size_t(t) * ldx + k);
+    for (int r = 0; r < R; ++r) {
+      const __m512 wv = LoadMasked(row[r] + k, m);
+      for (int t = 0; t < T; ++t) acc[r][t][0] = _mm512_fmadd_ps(wv, xv[t], acc[r][t][0]);
+    }
   }
-  for (int r = 0; r < R; ++r) y[size_t(r) * step] = _mm512_reduce_add_ps(_mm512_add_ps(acc[r][0], acc[r][1]));
+  for (int r = 0; r < R; ++r)
+    for (int t = 0; t < T; ++t)
+      y[size_t(t) * ldy + size_t(r) * step] = _mm512_reduce_add_ps(_mm512_add_ps(acc[r][t][0], acc[r][t][1]));
 }
 template <int R>
 void gemv_bf16(const Weight& w, size_t r0, size_t step, const float* x, float* y) {
-  gemv_16bit<R, bf16x16, bf16x16_masked>(w, r0, step, x, y);
+  gemv_16bit<R, 1, bf16x16, bf16x16_masked>(w, r0, step, x, 0, y, 0);
 }
 template <int R>
 void gemv_f16(const Weight& w, size_t r0, size_t step, const float* x, float* y) {
-  gemv_16bit<R, f16x16, f16x16_masked>(w, r0, step, x, y);
+  gemv_16bit<R, 1, f16x16, f16x16_masked>(w, r0, step, x, 0, y, 0);
+}
+template <int R>
+void gemv2_bf16(const Weight& w, size_t r0, size_t step, const float* x, size_t ldx, float* y, size_t ldy) {
+  gemv_16bit<R, 2, bf16x16, bf16x16_masked>(w, r0, step, x, ldx, y, ldy);
+}
+template <int R>
+void gemv2_f16(const Weight& w, size_t r0, size_t step, const float* x, size_t ldx, float* y, size_t ldy) {
+  gemv_16bit<R, 2, f16x16, f16x16_masked>(w, r0, step, x, ldx, y, ldy);
 }
 
 // Q8_0 (ggml: 34-byte blocks of f16 d and 32 int8 q, cols % 32 == 0): per block the 32
@@ -262,6 +285,8 @@ const MatmulKernels<4> kMatmul = {
       {tile<3, 1>, tile<3, 2>, tile<3, 3>, tile<3, 4>},
       {tile<4, 1>, tile<4, 2>, tile<4, 3>, tile<4, 4>},
     },
+    {gemv2_bf16<4>, gemv2_bf16<1>},
+    {gemv2_f16<4>, gemv2_f16<1>},
 };
 
 }  // namespace
