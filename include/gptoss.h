@@ -332,7 +332,9 @@ GPTOSS_API enum gptoss_status gptoss_context_append_chars(gptoss_context_t conte
  * insufficient_resources when a shared pool has no free pages (the context is unchanged). */
 GPTOSS_API enum gptoss_status gptoss_context_process(gptoss_context_t context);
 
-/* Processes several contexts of the same model in batched forward steps. The result equals
+/* Processes several contexts of the same model in batched forward steps: contexts that draw on
+ * one KV pool (gptoss_kvcache_create) share each step, so every weight is read once for all of
+ * them; contexts with private pools are processed one pool after another. The result equals
  * processing each alone: bit for bit with the CPU backend's scalar reference kernels
  * (GPTOSS_CPU_ISA=scalar), within float rounding (1e-5) with SIMD kernels in exact
  * precision, whose summation order depends on the batch size; in fast precision a rounding
