@@ -26,7 +26,6 @@
 #include "cpu_backend.hpp"
 #include "kernels.hpp"
 #include "q8_quad.hpp"
-#include "row_streams.hpp"
 
 namespace gptoss::cpu {
 namespace {
@@ -238,10 +237,6 @@ void matmul_q8(const Weight& w, size_t r0, size_t n_rows, const Q8Acts& x, size_
     for (; i < n; ++i) gemv_rows<Dot, 1>(w, a + i, xq, hd, q12, yt + i);
   };
   if (n_tok == 1) return gemv(r0, n_rows, t0, y);
-  if (n_tok <= kGemvTokens)
-    return for_each_token_block(n_rows, w.row_bytes + nb, n_tok, [&](size_t b, size_t n, size_t t) {
-      gemv(r0 + b, n, t0 + t, y + t * ldy + b);
-    });
   __m256i* panel = reinterpret_cast<__m256i*>(thread_scratch(ymm_per_panel * 8, 2));
   for (size_t p = 0; p < n_rows; p += kPanelRows) {
     const size_t pr = n_rows - p < kPanelRows ? n_rows - p : kPanelRows;

@@ -295,10 +295,6 @@ void matmul_mxfp4_q8_avx512vnni(const Weight& w, size_t r0, size_t n_rows, const
                                 size_t t0, size_t n_tok, float* y, size_t ldy) {
   const size_t nb = w.cols / 32, stride = 9 * nb;  // zmm per panel
   if (n_tok == 1) return gemv_token(w, r0, n_rows, x, t0, y);
-  if (n_tok <= kGemvTokens)
-    return for_each_token_block(n_rows, w.row_bytes + nb, n_tok, [&](size_t b, size_t n, size_t t) {
-      gemv_token(w, r0 + b, n, x, t0 + t, y + t * ldy + b);
-    });
   __m512i* panel = reinterpret_cast<__m512i*>(thread_scratch(2 * stride * 16, 2));
   for (size_t p = 0; p < n_rows; p += 2 * kPanelRows) {
     const size_t pr = n_rows - p < 2 * kPanelRows ? n_rows - p : 2 * kPanelRows;

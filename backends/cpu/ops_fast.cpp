@@ -78,7 +78,7 @@ gptoss_status op_linear(void* stream, const void* x, const void* weight, const v
     for_each_piece(dev.pool, n_out, grain, double(n_out) * double(n_in) * double(n_tokens), [&](size_t r0, size_t r1) {
       float* o = F(out) + r0;
       if (xq != nullptr)
-        dev.kernels->matmul_mxfp4_q8(w, r0, r1 - r0, *xq, 0, n_tokens, o, n_out);
+        matmul_q8_step(dev, n_tokens, w, r0, r1 - r0, *xq, 0, n_tokens, o, n_out);
       else
         dev.kernels->matmul(w, r0, r1 - r0, xin, n_in, n_tokens, o, n_out);
       if (bw != nullptr) {  // each piece decodes its own slice of the bias

@@ -139,8 +139,8 @@ gptoss_status op_moe(void* stream, const void* x, const void* expert_ids,
     run_pieces(2 * inter, [&](const ExpertGroup& g, size_t r0, size_t r1) {
       float* h = thread_scratch(g.count * grain, 0);
       if (xq != nullptr)
-        dev.kernels->matmul_mxfp4_q8(w1, g.expert * 2 * inter + r0, r1 - r0, *xq, g.first,
-                                     g.count, h, grain);
+        matmul_q8_step(dev, n_tokens, w1, g.expert * 2 * inter + r0, r1 - r0, *xq, g.first,
+                       g.count, h, grain);
       else
         dev.kernels->matmul(w1, g.expert * 2 * inter + r0, r1 - r0, xg.data() + g.first * dim,
                             dim, g.count, h, grain);
@@ -168,7 +168,7 @@ gptoss_status op_moe(void* stream, const void* x, const void* expert_ids,
     run_pieces(dim, [&](const ExpertGroup& g, size_t r0, size_t r1) {
       float* y = yg.data() + g.first * dim + r0;
       if (aq != nullptr)
-        dev.kernels->matmul_mxfp4_q8(w2, g.expert * dim + r0, r1 - r0, *aq, g.first, g.count, y, dim);
+        matmul_q8_step(dev, n_tokens, w2, g.expert * dim + r0, r1 - r0, *aq, g.first, g.count, y, dim);
       else
         dev.kernels->matmul(w2, g.expert * dim + r0, r1 - r0, act.data() + g.first * inter, inter,
                             g.count, y, dim);

@@ -34,8 +34,10 @@ inline void for_each_row_quad(size_t n_rows, Four&& four, One&& one) {
 // them from memory, so the others re-read them from cache. The panel kernels that serve
 // prefill decode the weights into a panel first, a cost only many tokens amortize: before,
 // 2 tokens took 3.5-4.4x the time of 1 (20b shapes, MXFP4 and bf16); now ~1.3-1.7x (see
-// kernels_test's small batches, and `gptoss-bench --kernels`). The GEMV arithmetic of a row
-// does not depend on the block, so every token gets exactly its one-token result.
+// kernels_test's small batches). The GEMV arithmetic of a row does not depend on the block,
+// so every token gets exactly its one-token result. matmul_with applies it to 2-4 tokens of
+// fp32 activations; the int8 MXFP4 kernels leave the choice to the ops (matmul_q8_step in
+// ops_util.hpp), which apply it to small steps only.
 constexpr size_t kGemvTokens = 4;
 constexpr size_t kGemvBlockBytes = size_t(256) << 10;
 

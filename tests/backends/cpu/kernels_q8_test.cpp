@@ -180,29 +180,6 @@ TEST_CASE("q8: one token's results do not depend on how the rows are split", "[c
   }
 }
 
-// 2-4 tokens: the one-token GEMV per token over L2-sized blocks of rows (row_streams.hpp), so
-// each token's result is its one-token result exactly, across several blocks (168 rows of
-// 2880 columns each) and a row offset; and within the reference's bound.
-TEST_CASE("q8: a few tokens give each token its one-token result, bit for bit", "[cpu-kernels][q8]") {
-  const size_t rows = 420, cols = 2880;
-  const Weight w = random_weight(gptoss_dtype_mxfp4, rows, cols, 95);
-  for (size_t n_tok : {2, 3, 4}) {
-    const auto x = activations(n_tok, cols, uint32_t(94 + n_tok));
-    for (Isa isa : q8_isas()) {
-      Q8Storage mem;
-      Q8Acts& q = mem.prepare(n_tok, cols);
-      kernels_for(isa).quantize_q8(x.data(), cols, n_tok, q);
-      std::vector<float> batched(n_tok * rows), single(n_tok * rows);
-      kernels_for(isa).matmul_mxfp4_q8(w, 5, rows - 5, q, 0, n_tok, batched.data(), rows);
-      for (size_t t = 0; t < n_tok; ++t)
-        kernels_for(isa).matmul_mxfp4_q8(w, 5, rows - 5, q, t, 1, single.data() + t * rows, rows);
-      INFO(isa_name(isa) << ", " << n_tok << " tokens");
-      CHECK(batched == single);
-    }
-  }
-  for (Isa isa : q8_isas()) check_matmul(isa, 420, 2880, 3, 10, 400);
-}
-
 // kernels_for(Isa::avx2) holds one of the two AVX2 variants (vpdpbusd where the CPU has
 // AVX-VNNI): test both wherever they can run.
 TEST_CASE("q8: both AVX2 matmul variants (vpmaddubsw and AVX-VNNI)", "[cpu-kernels][q8]") {

@@ -95,6 +95,44 @@ TEST_CASE("moe: grouped-by-expert fast op matches the reference", "[cpu-ops]") {
     }
 }
 
+// Fast mode: a step of 2-4 tokens (sequences decoding together) runs the one-token int8 GEMV
+// per token (matmul_q8_step), so each token's MoE and MXFP4 linear output is exactly what it
+// gets alone, shared experts included; larger steps keep the panel kernels for groups of 2+.
+TEST_CASE("moe and linear: a step of a few tokens gives each token its one-token result", "[cpu-ops]") {
+  const size_t dim = 2880, inter = 96, E = 6, K = 4;
+  const Weight w1 = random_weight(gptoss_dtype_mxfp4, E * 2 * inter, dim, 51, E, -12);
+  const Weight w2 = random_weight(gptoss_dtype_mxfp4, E * dim, inter, 52, E, -12);
+  const Weight b1 = random_weight(gptoss_dtype_bf16, E, 2 * inter, 53);
+  const Weight b2 = random_weight(gptoss_dtype_bf16, E, dim, 54);
+  const Weight lw = random_weight(gptoss_dtype_mxfp4, 600, dim, 55);  // 4 blocks of 168 rows
+  for (Isa isa : supported_isas()) {
+    Devices d(isa, 2, true);
+    if (d.fast.kernels->matmul_mxfp4_q8 == nullptr) continue;
+    for (size_t T : {2, 3, 4}) {
+      INFO(isa_name(isa) << ", " << T << " tokens");
+      // Tokens share experts 0 and 1 (groups of T tokens), and each has two of its own.
+      std::vector<int32_t> ids(T * K);
+      for (size_t t = 0; t < T; ++t)
+        for (size_t k = 0; k < K; ++k) ids[t * K + k] = int32_t(k < 2 ? k : (2 + t + k) % E);
+      const auto gates = random_floats(T * K, 56, 0.1f, 1.0f);
+      const auto x = random_floats(T * dim, 57, -2.0f, 2.0f);
+      std::vector<float> together(T * dim), alone(T * dim);
+      REQUIRE(op_moe(&d.fast_stream, x.data(), ids.data(), gates.data(), &w1, &b1, &w2, &b2, T, dim,
+                     inter, K, 7.0f, together.data()) == gptoss_status_success);
+      for (size_t t = 0; t < T; ++t)
+        REQUIRE(op_moe(&d.fast_stream, x.data() + t * dim, ids.data() + t * K, gates.data() + t * K, &w1,
+                       &b1, &w2, &b2, 1, dim, inter, K, 7.0f, alone.data() + t * dim) == gptoss_status_success);
+      CHECK(together == alone);
+      std::vector<float> lin(T * 600), lin1(T * 600);
+      REQUIRE(op_linear(&d.fast_stream, x.data(), &lw, nullptr, T, dim, 600, lin.data()) == gptoss_status_success);
+      for (size_t t = 0; t < T; ++t)
+        REQUIRE(op_linear(&d.fast_stream, x.data() + t * dim, &lw, nullptr, 1, dim, 600, lin1.data() + t * 600) ==
+                gptoss_status_success);
+      CHECK(lin == lin1);
+    }
+  }
+}
+
 namespace {
 // One attention call over a paged KV cache: sequences whose pages are scattered over the
 // slots (a shuffled page table), random K and V in both dtypes, random queries and sinks.
