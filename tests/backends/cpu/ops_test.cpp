@@ -35,6 +35,18 @@ struct Devices {
   Stream ref_stream{&ref}, fast_stream{&fast};
 };
 
+// A MoE layer's weights: E experts of MXFP4 with scales like a real checkpoint's (2^-12..2^-1:
+// large ones make the fp32 sums so ill-conditioned that summation order alone moves outputs by
+// more than the tolerance) and bf16 biases; seeds seed .. seed + 3.
+struct MoeWeights {
+  MoeWeights(size_t E, size_t dim, size_t inter, uint32_t seed)
+      : w1(random_weight(gptoss_dtype_mxfp4, E * 2 * inter, dim, seed, E, -12)),
+        w2(random_weight(gptoss_dtype_mxfp4, E * dim, inter, seed + 1, E, -12)),
+        b1(random_weight(gptoss_dtype_bf16, E, 2 * inter, seed + 2)),
+        b2(random_weight(gptoss_dtype_bf16, E, dim, seed + 3)) {}
+  Weight w1, w2, b1, b2;
+};
+
 }  // namespace
 
 TEST_CASE("linear and router: fast ops match the reference", "[cpu-ops]") {
@@ -66,12 +78,7 @@ TEST_CASE("linear and router: fast ops match the reference", "[cpu-ops]") {
 
 TEST_CASE("moe: grouped-by-expert fast op matches the reference", "[cpu-ops]") {
   const size_t dim = 96, inter = 64, E = 8, K = 3;
-  // Scales like a real checkpoint's (2^-12..2^-1): large ones make the fp32 sums so
-  // ill-conditioned that summation order alone moves outputs by more than the tolerance.
-  const Weight w1 = random_weight(gptoss_dtype_mxfp4, E * 2 * inter, dim, 21, E, -12);
-  const Weight w2 = random_weight(gptoss_dtype_mxfp4, E * dim, inter, 22, E, -12);
-  const Weight b1 = random_weight(gptoss_dtype_bf16, E, 2 * inter, 23);
-  const Weight b2 = random_weight(gptoss_dtype_bf16, E, dim, 24);
+  const MoeWeights m(E, dim, inter, 21);
   for (Isa isa : supported_isas())
     for (size_t T : {1, 2, 37}) {
       Devices d(isa);
@@ -84,13 +91,13 @@ TEST_CASE("moe: grouped-by-expert fast op matches the reference", "[cpu-ops]") {
       const auto gates = random_floats(T * K, 25, 0.1f, 1.0f);
       const auto x = random_floats(T * dim, 26, -2.0f, 2.0f);
       std::vector<float> want(T * dim), got(T * dim);
-      REQUIRE(ref_moe(&d.ref_stream, x.data(), ids.data(), gates.data(), &w1, &b1, &w2, &b2, T, dim,
+      REQUIRE(ref_moe(&d.ref_stream, x.data(), ids.data(), gates.data(), &m.w1, &m.b1, &m.w2, &m.b2, T, dim,
                       inter, K, 7.0f, want.data()) == gptoss_status_success);
-      REQUIRE(op_moe(&d.fast_stream, x.data(), ids.data(), gates.data(), &w1, &b1, &w2, &b2, T, dim,
+      REQUIRE(op_moe(&d.fast_stream, x.data(), ids.data(), gates.data(), &m.w1, &m.b1, &m.w2, &m.b2, T, dim,
                      inter, K, 7.0f, got.data()) == gptoss_status_success);
       check_close(got, want);
       ids[0] = int32_t(E);
-      CHECK(op_moe(&d.fast_stream, x.data(), ids.data(), gates.data(), &w1, &b1, &w2, &b2, T, dim,
+      CHECK(op_moe(&d.fast_stream, x.data(), ids.data(), gates.data(), &m.w1, &m.b1, &m.w2, &m.b2, T, dim,
                    inter, K, 7.0f, got.data()) == gptoss_status_invalid_argument);
     }
 }
@@ -100,10 +107,7 @@ TEST_CASE("moe: grouped-by-expert fast op matches the reference", "[cpu-ops]") {
 // gets alone, shared experts included; larger steps keep the panel kernels for groups of 2+.
 TEST_CASE("moe and linear: a step of a few tokens gives each token its one-token result", "[cpu-ops]") {
   const size_t dim = 2880, inter = 96, E = 6, K = 4;
-  const Weight w1 = random_weight(gptoss_dtype_mxfp4, E * 2 * inter, dim, 51, E, -12);
-  const Weight w2 = random_weight(gptoss_dtype_mxfp4, E * dim, inter, 52, E, -12);
-  const Weight b1 = random_weight(gptoss_dtype_bf16, E, 2 * inter, 53);
-  const Weight b2 = random_weight(gptoss_dtype_bf16, E, dim, 54);
+  const MoeWeights m(E, dim, inter, 51);
   const Weight lw = random_weight(gptoss_dtype_mxfp4, 600, dim, 55);  // 4 blocks of 168 rows
   for (Isa isa : supported_isas()) {
     Devices d(isa, 2, true);
@@ -117,11 +121,11 @@ TEST_CASE("moe and linear: a step of a few tokens gives each token its one-token
       const auto gates = random_floats(T * K, 56, 0.1f, 1.0f);
       const auto x = random_floats(T * dim, 57, -2.0f, 2.0f);
       std::vector<float> together(T * dim), alone(T * dim);
-      REQUIRE(op_moe(&d.fast_stream, x.data(), ids.data(), gates.data(), &w1, &b1, &w2, &b2, T, dim,
+      REQUIRE(op_moe(&d.fast_stream, x.data(), ids.data(), gates.data(), &m.w1, &m.b1, &m.w2, &m.b2, T, dim,
                      inter, K, 7.0f, together.data()) == gptoss_status_success);
       for (size_t t = 0; t < T; ++t)
-        REQUIRE(op_moe(&d.fast_stream, x.data() + t * dim, ids.data() + t * K, gates.data() + t * K, &w1,
-                       &b1, &w2, &b2, 1, dim, inter, K, 7.0f, alone.data() + t * dim) == gptoss_status_success);
+        REQUIRE(op_moe(&d.fast_stream, x.data() + t * dim, ids.data() + t * K, gates.data() + t * K, &m.w1,
+                       &m.b1, &m.w2, &m.b2, 1, dim, inter, K, 7.0f, alone.data() + t * dim) == gptoss_status_success);
       CHECK(together == alone);
       std::vector<float> lin(T * 600), lin1(T * 600);
       REQUIRE(op_linear(&d.fast_stream, x.data(), &lw, nullptr, T, dim, 600, lin.data()) == gptoss_status_success);
@@ -315,10 +319,7 @@ double rel_l2(const std::vector<float>& got, const std::vector<float>& want) {
 // compute the same integer block sums.
 TEST_CASE("fast precision: int8 MoE and MXFP4 linear stay close to the exact reference", "[cpu-ops][q8]") {
   const size_t dim = 160, inter = 96, E = 6, K = 2;  // 5 and 3 blocks: partial 4-block groups
-  const Weight w1 = random_weight(gptoss_dtype_mxfp4, E * 2 * inter, dim, 31, E, -12);
-  const Weight w2 = random_weight(gptoss_dtype_mxfp4, E * dim, inter, 32, E, -12);
-  const Weight b1 = random_weight(gptoss_dtype_bf16, E, 2 * inter, 33);
-  const Weight b2 = random_weight(gptoss_dtype_bf16, E, dim, 34);
+  const MoeWeights m(E, dim, inter, 31);
   for (Isa isa : supported_isas()) {
     if (kernels_for(isa).matmul_mxfp4_q8 == nullptr) continue;
     Devices d(isa, 2, /*quantize=*/true);
@@ -328,16 +329,16 @@ TEST_CASE("fast precision: int8 MoE and MXFP4 linear stay close to the exact ref
     const auto gates = random_floats(T * K, 35, 0.1f, 1.0f);
     const auto x = random_floats(T * dim, 36, -2.0f, 2.0f);
     std::vector<float> want(T * dim), got(T * dim), one(dim);
-    REQUIRE(ref_moe(&d.ref_stream, x.data(), ids.data(), gates.data(), &w1, &b1, &w2, &b2, T, dim,
+    REQUIRE(ref_moe(&d.ref_stream, x.data(), ids.data(), gates.data(), &m.w1, &m.b1, &m.w2, &m.b2, T, dim,
                     inter, K, 7.0f, want.data()) == gptoss_status_success);
-    REQUIRE(op_moe(&d.fast_stream, x.data(), ids.data(), gates.data(), &w1, &b1, &w2, &b2, T, dim,
+    REQUIRE(op_moe(&d.fast_stream, x.data(), ids.data(), gates.data(), &m.w1, &m.b1, &m.w2, &m.b2, T, dim,
                    inter, K, 7.0f, got.data()) == gptoss_status_success);
     INFO(isa_name(isa));
     CHECK(rel_l2(got, want) < 0.02);
     CHECK(got != want);  // the int8 path ran (exact fp32 would match to ~1e-6)
     for (size_t t = 0; t < T; ++t) {  // token alone (GEMV) = token in the batch (GEMM panels)
       REQUIRE(op_moe(&d.fast_stream, x.data() + t * dim, ids.data() + t * K, gates.data() + t * K,
-                     &w1, &b1, &w2, &b2, 1, dim, inter, K, 7.0f, one.data()) == gptoss_status_success);
+                     &m.w1, &m.b1, &m.w2, &m.b2, 1, dim, inter, K, 7.0f, one.data()) == gptoss_status_success);
       for (size_t i = 0; i < dim; ++i)
         CHECK(std::fabs(one[i] - got[t * dim + i]) <= 1e-4f * (1.0f + std::fabs(got[t * dim + i])));
     }
@@ -359,10 +360,7 @@ TEST_CASE("fast precision: int8 MoE and MXFP4 linear stay close to the exact ref
 // close to the reference; int8 likewise against its one-thread run.
 TEST_CASE("moe: one token over the pool matches the reference", "[cpu-ops]") {
   const size_t dim = 256, inter = 352, E = 8;  // every K is above kMinParallelWork
-  const Weight w1 = random_weight(gptoss_dtype_mxfp4, E * 2 * inter, dim, 41, E, -12);
-  const Weight w2 = random_weight(gptoss_dtype_mxfp4, E * dim, inter, 42, E, -12);
-  const Weight b1 = random_weight(gptoss_dtype_bf16, E, 2 * inter, 43);
-  const Weight b2 = random_weight(gptoss_dtype_bf16, E, dim, 44);
+  const MoeWeights m(E, dim, inter, 41);
   const auto x = random_floats(dim, 46, -2.0f, 2.0f);
   for (Isa isa : supported_isas())
     for (size_t K : {1, 2, 4}) {
@@ -372,13 +370,13 @@ TEST_CASE("moe: one token over the pool matches the reference", "[cpu-ops]") {
       auto run = [&](unsigned threads, bool quantize) {
         Devices d(isa, threads, quantize);
         std::vector<float> out(dim);
-        REQUIRE(op_moe(&d.fast_stream, x.data(), ids.data(), gates.data(), &w1, &b1, &w2, &b2, 1,
+        REQUIRE(op_moe(&d.fast_stream, x.data(), ids.data(), gates.data(), &m.w1, &m.b1, &m.w2, &m.b2, 1,
                        dim, inter, K, 7.0f, out.data()) == gptoss_status_success);
         return out;
       };
       Devices d(isa);
       std::vector<float> want(dim);
-      REQUIRE(ref_moe(&d.ref_stream, x.data(), ids.data(), gates.data(), &w1, &b1, &w2, &b2, 1,
+      REQUIRE(ref_moe(&d.ref_stream, x.data(), ids.data(), gates.data(), &m.w1, &m.b1, &m.w2, &m.b2, 1,
                       dim, inter, K, 7.0f, want.data()) == gptoss_status_success);
       const bool has_q8 = kernels_for(isa).matmul_mxfp4_q8 != nullptr;
       const auto serial = run(1, false), serial_q8 = has_q8 ? run(1, true) : serial;
