@@ -32,9 +32,9 @@ inline void for_each_row_quad(size_t n_rows, Four&& four, One&& one) {
 // 2 to kGemvTokens tokens (a few sequences decoding together): the one-token GEMV per token,
 // over blocks of rows whose weights (kGemvBlockBytes) stay in L2 after the first token reads
 // them from memory, so the others re-read them from cache. The panel kernels that serve
-// prefill decode the weights into a panel first, a cost only many tokens amortize: before,
-// 2 tokens took 3.5-4.4x the time of 1 (20b shapes, MXFP4 and bf16); now ~1.3-1.7x (see
-// kernels_test's small batches). The GEMV arithmetic of a row does not depend on the block,
+// prefill decode the weights into a panel first, a cost only many tokens amortize: there 2
+// tokens took 3.4x (bf16 32768x2880) to 3.7x (int8 MXFP4 46080x2880) the time of 1; this way
+// 1.6x and 1.9x (the MXFP4 GEMV is near compute-bound from L2) (tests: kernels_test, ops_test). The GEMV arithmetic of a row does not depend on the block,
 // so every token gets exactly its one-token result. matmul_with applies it to 2-4 tokens of
 // fp32 activations; the int8 MXFP4 kernels leave the choice to the ops (matmul_q8_step in
 // ops_util.hpp), which apply it to small steps only.
