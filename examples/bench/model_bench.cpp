@@ -126,6 +126,8 @@ int run_model_bench(const Options& o) {
     }
     bw_prev = bw_next;
   }
+  // Peak RSS of the model with one context (before -b adds its contexts' KV pool).
+  const size_t rss = std::max(peak_rss, peak_rss_bytes());
   // -b N: N sequences with the prompt decode together, one gptoss_contexts_process per step
   // (what a server does for N users at once; contexts batch when they share a KV pool);
   // aggregate tokens per second.
@@ -169,7 +171,6 @@ int run_model_bench(const Options& o) {
   const Stat sbw = stat_of(bws), spct = stat_of(pcts);
   const double read_bw = o.n_gen > 0 ? sbw.mean : std::max(read_bw_first, bw_prev);
   const double gbs = stg.mean * bytes_tok / 1e9;
-  const size_t rss = std::max(peak_rss, peak_rss_bytes());
   const unsigned threads = o.threads ? o.threads : std::max(1u, std::thread::hardware_concurrency());
   std::string name = o.model;
   while (name.size() > 1 && name.back() == '/') name.pop_back();
