@@ -213,11 +213,13 @@ gptoss_status op_attention(void* stream, const void* q, const void* k_cache, con
             if (++in_page == page_size) in_page = 0, ++page;
           }
         };
+        // Each tile's rows are walked once: as the next tile of the one before (for the
+        // prefetch), then carried over.
+        size_t n = first < k1 ? std::min(kAttnTile, size_t(k1 - first)) : 0;
+        if (n > 0) rows_of(first, n, kbase, vbase);
         for (int32_t j0 = first; j0 < k1; j0 += int32_t(kAttnTile)) {
-          const size_t n = std::min(kAttnTile, size_t(k1 - j0));
-          rows_of(j0, n, kbase, vbase);
           const int32_t j1 = j0 + int32_t(kAttnTile);
-          const size_t n_next = hg > 1 && j1 < k1 ? std::min(kAttnTile, size_t(k1 - j1)) : 0;
+          const size_t n_next = j1 < k1 ? std::min(kAttnTile, size_t(k1 - j1)) : 0;
           const char* next_k[kAttnTile];
           const char* next_v[kAttnTile];
           if (n_next > 0) rows_of(j1, n_next, next_k, next_v);
@@ -226,7 +228,7 @@ gptoss_status op_attention(void* stream, const void* q, const void* k_cache, con
             // the group's bytes of each (bf16 KV, 20b decode at 4096 keys, 12 cold layers: 1035
             // -> 785 us per call; f32 KV: the same either way). Prefill computes 64 rows per
             // tile: no need.
-            for (size_t i = n_next * h / hg, i1 = n_next * (h + 1) / hg; i < i1; ++i)
+            for (size_t i = hg > 1 ? n_next * h / hg : 0, i1 = hg > 1 ? n_next * (h + 1) / hg : 0; i < i1; ++i)
               for (size_t b = 0; b < hg * head_bytes; b += 64) {
                 __builtin_prefetch(next_k[i] + b);
                 __builtin_prefetch(next_v[i] + b);
@@ -242,6 +244,9 @@ gptoss_status op_attention(void* stream, const void* q, const void* k_cache, con
             for (size_t i = 0; i < n; ++i) vf[i] = bf16 ? vt + i * hd : static_cast<const float*>(vrow[i]);
             A.pv(sc, R, vf, n, hd, corr, st[h].acc);
           }
+          std::copy(next_k, next_k + n_next, kbase);
+          std::copy(next_v, next_v + n_next, vbase);
+          n = n_next;
         }
         if (splits == 1)
           for (size_t h = 0; h < hg; ++h)
