@@ -38,8 +38,8 @@ struct Rows {
 TEST_CASE("attention kernels: gathers match the scalar table exactly", "[cpu-attn-kernels]") {
   const AttnKernels& ref = attention_kernels_for(Isa::scalar);
   for (Isa isa : supported_isas())
-    for (size_t hd : {64, 20})
-      for (size_t n : {32, 13, 8, 1}) {
+    for (size_t hd : {64, 20, 40})
+      for (size_t n : {32, 31, 17, 16, 13, 8, 1}) {
         INFO(isa_name(isa) << " hd " << hd << " n " << n);
         const AttnKernels& k = attention_kernels_for(isa);
         const Rows rows(n, hd, uint32_t(hd + n));

@@ -234,28 +234,35 @@ TEST_CASE("attention: one call mixing sequences matches the reference", "[cpu-op
   mixed.queries(a, 50, 57, 0).query(b, 20, 16).query(b, 21, 16).query(a, 58, 0);
   mixed.query(b, 40, 16).query(a, 59, 0);  // interleaved and non-consecutive
   check_all(mixed);
-  AttnCase decode(8, 1, 64);  // two sequences' decode: few items, keys split
-  const int32_t c = decode.sequence(300), e = decode.sequence(131);
-  decode.query(c, 299, 0).query(e, 130, 64);
+  AttnCase decode(8, 1, 64);  // two sequences' decode: few items, over 1024 keys split
+  const int32_t c = decode.sequence(1100), e = decode.sequence(131);
+  decode.query(c, 1099, 0).query(e, 130, 64);
   check_all(decode);
-  AttnCase wide(64, 8, 64);  // gpt-oss heads: every KV head in one item, keys split 4 ways
-  const int32_t f = wide.sequence(333), g = wide.sequence(70);
-  wide.query(f, 332, 0).query(g, 69, 0).query(f, 200, 128);
+  AttnCase wide(64, 8, 64);  // gpt-oss heads: every KV head in one item, keys split
+  const int32_t f = wide.sequence(1100), g = wide.sequence(70);
+  wide.query(f, 1099, 0).query(g, 69, 0).query(f, 200, 128);
   check_all(wide);
+  AttnCase short_keys(64, 8, 64);  // the same under 1024 keys: 3 items, no split
+  const int32_t h = short_keys.sequence(333), i = short_keys.sequence(70);
+  short_keys.query(h, 332, 0).query(i, 69, 0).query(h, 200, 128);
+  check_all(short_keys);
 }
 
-// The 20b decode shape: 64 query heads over 8 KV heads, one token, long enough for the keys to
-// be split, in a full and a sliding-window layer (the window's first tile is partial).
+// The 20b decode shape: 64 query heads over 8 KV heads, one token. Over 1024 keys one item
+// takes every KV head and the keys are split, in a full and a sliding-window layer (the
+// window's first tile is partial); under it the KV heads are split into two items of 4.
 TEST_CASE("attention: decode with all KV heads in one item matches the reference", "[cpu-ops]") {
+  check_all(last_positions(1, 1100, 0, 64, 8, 64));
+  check_all(last_positions(1, 1300, 1100, 64, 8, 64));
   check_all(last_positions(1, 517, 0, 64, 8, 64));
   check_all(last_positions(1, 517, 128, 64, 8, 64));
-  check_all(last_positions(1, 40, 0, 64, 8, 64));  // too few keys to split
+  check_all(last_positions(1, 40, 0, 64, 8, 64));
   check_all(last_positions(2, 300, 0, 32, 8, 64)); // two tokens: 64 rows, still one item
 }
 
 // Tiles sit at fixed multiples of the tile size, so a query row's result does not depend on
 // which other tokens share its call: prefill in one call, in chunks and token by token agree
-// bit for bit (as long as no call splits the keys, which needs >= 128 keys).
+// bit for bit (as long as no call splits the keys: here there are too few).
 TEST_CASE("attention: a row's output does not depend on the tokens batched with it", "[cpu-ops]") {
   const size_t n = 70, H = 16, KV = 2, hd = 64, P = 16;
   const auto k = random_floats(n * KV * hd, 41), v = random_floats(n * KV * hd, 42);
@@ -281,6 +288,30 @@ TEST_CASE("attention: a row's output does not depend on the tokens batched with 
       INFO(isa_name(isa) << ", chunks of " << chunk);
       CHECK(parts == whole);
     }
+  }
+}
+
+// Under 1024 keys a 20b decode step splits the KV heads, not the keys: its row is exactly the
+// one the same token gets inside a prefill call (which takes one KV head per item).
+TEST_CASE("attention: a short-context decode row equals its prefill row bit for bit", "[cpu-ops]") {
+  const size_t n = 517, T = 9, H = 64, KV = 8, hd = 64, P = 16;
+  const auto k = random_floats(n * KV * hd, 51), v = random_floats(n * KV * hd, 52);
+  const auto q = random_floats(T * H * hd, 53, -3.0f, 3.0f);
+  const Weight sinks = random_weight(gptoss_dtype_bf16, 1, H, 54);
+  std::vector<int32_t> table(n / P + 1);
+  std::iota(table.begin(), table.end(), 0);
+  std::vector<gptoss_attn_token> toks(T);
+  for (size_t t = 0; t < T; ++t) toks[t] = {int32_t(n - T + t), 0, 0, 0};
+  for (Isa isa : supported_isas()) {
+    INFO(isa_name(isa));
+    Devices d(isa);
+    std::vector<float> prefill(q.size()), decode(H * hd);
+    REQUIRE(op_attention(&d.fast_stream, q.data(), k.data(), v.data(), gptoss_kv_dtype_f32, &sinks, toks.data(),
+                         table.data(), T, H, KV, hd, P, 0.125f, prefill.data()) == gptoss_status_success);
+    REQUIRE(op_attention(&d.fast_stream, q.data() + (T - 1) * H * hd, k.data(), v.data(), gptoss_kv_dtype_f32,
+                         &sinks, toks.data() + T - 1, table.data(), 1, H, KV, hd, P, 0.125f,
+                         decode.data()) == gptoss_status_success);
+    CHECK(std::equal(decode.begin(), decode.end(), prefill.begin() + (T - 1) * H * hd));
   }
 }
 
