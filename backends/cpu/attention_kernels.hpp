@@ -43,4 +43,30 @@ struct AttnKernels {
 // ref_attention).
 const AttnKernels& attention_kernels_for(Isa isa);
 
+// Fast precision over a bf16 cache where the CPU has AVX512-BF16: the dot products of scores
+// and P.V take pairs of bf16 (vdpbf16ps: both products of a pair added to an fp32 sum), so a
+// cached K or V value is used as stored, and the scaled queries and the probabilities are
+// rounded to bf16 (to nearest even). Arrays of pairs hold each pair's two bf16 in one 32-bit
+// lane, the even element in the low half: they are typed float* (scratch) but hold bits.
+// A K tile of pairs is the usual gather over rows of hd / 2 "f32" values, which moves each
+// pair bit for bit: load_k_tile(rows, n, hd / 2, 0, kt2), pair p of key i at p * kAttnTile + i.
+struct AttnBf16Kernels {
+  // out[i] = the pair (x[2i], x[2i + 1]) rounded to bf16, for i < n_pairs.
+  void (*round_pairs)(const float* x, size_t n_pairs, float* out);
+  // s[r * kAttnTile + i] = sum over p < hd2 of the pair products of q2[r * hd2 + p] and
+  // kt2[p * kAttnTile + i], for r < n_rows, i < kAttnTile.
+  void (*scores)(const float* q2, size_t n_rows, size_t hd2, const float* kt2, float* s);
+  // vt2[j * hd + d] = the pair (rows[2j][d], rows[2j + 1][d]) (bf16 rows) for j < (n + 1) / 2;
+  // a missing last odd row reads as zeros.
+  void (*pair_rows)(const void* const* rows, size_t n, size_t hd, float* vt2);
+  // acc[r * hd + d] = acc[r * hd + d] * corr[r] + sum over j < (n + 1) / 2 of the pair product
+  // of (p[r * kAttnTile + 2j], p[r * kAttnTile + 2j + 1]) rounded to bf16 and vt2[j * hd + d].
+  void (*pv)(const float* p, size_t n_rows, const float* vt2, size_t n, size_t hd,
+             const float* corr, float* acc);
+};
+
+// Isa::scalar: the reference table (tests). An AVX-512 level: the AVX512-BF16 table when the
+// CPU has that extension, else null (as for AVX2).
+const AttnBf16Kernels* attention_bf16_kernels_for(Isa isa);
+
 }  // namespace gptoss::cpu

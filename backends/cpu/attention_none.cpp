@@ -8,4 +8,6 @@ extern const AttnKernels kAttnKernelsAvx2;
 extern const AttnKernels kAttnKernelsAvx512;
 const AttnKernels kAttnKernelsAvx2 = kAttnKernelsScalar;
 const AttnKernels kAttnKernelsAvx512 = kAttnKernelsScalar;
+extern const AttnBf16Kernels* const kAttnBf16KernelsAvx512;
+const AttnBf16Kernels* const kAttnBf16KernelsAvx512 = nullptr;
 }  // namespace gptoss::cpu

@@ -70,6 +70,60 @@ void pv(const float* p, size_t n_rows, const float* const* v, size_t n, size_t h
   }
 }
 
+// The bf16-pair reference (AttnBf16Kernels). Sums in float, the pair's two products added in
+// order; vdpbf16ps may round differently, within the tests' tolerance.
+uint32_t bits_of(float x) {
+  uint32_t b;
+  std::memcpy(&b, &x, 4);
+  return b;
+}
+float pair_lo(float pair) { return bf16_to_f32(uint16_t(bits_of(pair) & 0xffffu)); }
+float pair_hi(float pair) { return bf16_to_f32(uint16_t(bits_of(pair) >> 16)); }
+float make_pair(uint16_t lo, uint16_t hi) {
+  const uint32_t b = uint32_t(lo) | uint32_t(hi) << 16;
+  float f;
+  std::memcpy(&f, &b, 4);
+  return f;
+}
+
+void round_pairs(const float* x, size_t n_pairs, float* out) {
+  for (size_t i = 0; i < n_pairs; ++i) out[i] = make_pair(f32_to_bf16(x[2 * i]), f32_to_bf16(x[2 * i + 1]));
+}
+
+void scores_bf16(const float* q2, size_t n_rows, size_t hd2, const float* kt2, float* s) {
+  for (size_t r = 0; r < n_rows; ++r)
+    for (size_t i = 0; i < kAttnTile; ++i) {
+      float sum = 0.0f;
+      for (size_t p = 0; p < hd2; ++p) {
+        const float q = q2[r * hd2 + p], k = kt2[p * kAttnTile + i];
+        sum += pair_lo(q) * pair_lo(k) + pair_hi(q) * pair_hi(k);
+      }
+      s[r * kAttnTile + i] = sum;
+    }
+}
+
+void pair_rows(const void* const* rows, size_t n, size_t hd, float* vt2) {
+  for (size_t j = 0; 2 * j < n; ++j)
+    for (size_t d = 0; d < hd; ++d) {
+      const uint16_t lo = static_cast<const uint16_t*>(rows[2 * j])[d];
+      const uint16_t hi = 2 * j + 1 < n ? static_cast<const uint16_t*>(rows[2 * j + 1])[d] : 0;
+      vt2[j * hd + d] = make_pair(lo, hi);
+    }
+}
+
+void pv_bf16(const float* p, size_t n_rows, const float* vt2, size_t n, size_t hd,
+             const float* corr, float* acc) {
+  for (size_t r = 0; r < n_rows; ++r) {
+    float* a = acc + r * hd;
+    for (size_t d = 0; d < hd; ++d) a[d] *= corr[r];
+    for (size_t j = 0; 2 * j < n; ++j) {
+      const float p0 = bf16_to_f32(f32_to_bf16(p[r * kAttnTile + 2 * j]));
+      const float p1 = bf16_to_f32(f32_to_bf16(p[r * kAttnTile + 2 * j + 1]));
+      for (size_t d = 0; d < hd; ++d) a[d] += p0 * pair_lo(vt2[j * hd + d]) + p1 * pair_hi(vt2[j * hd + d]);
+    }
+  }
+}
+
 }  // namespace
 
 extern const AttnKernels kAttnKernelsAvx2;
@@ -85,6 +139,19 @@ const AttnKernels& attention_kernels_for(Isa isa) {
     case Isa::scalar: break;
   }
   return kAttnKernelsScalar;
+}
+
+extern const AttnBf16Kernels* const kAttnBf16KernelsAvx512;  // null when not built
+const AttnBf16Kernels kAttnBf16KernelsScalar = {round_pairs, scores_bf16, pair_rows, pv_bf16};
+
+const AttnBf16Kernels* attention_bf16_kernels_for(Isa isa) {
+  switch (isa) {
+    case Isa::avx512vnni:
+    case Isa::avx512: return cpu_has_avx512bf16() ? kAttnBf16KernelsAvx512 : nullptr;
+    case Isa::avx2: return nullptr;
+    case Isa::scalar: break;
+  }
+  return &kAttnBf16KernelsScalar;
 }
 
 }  // namespace gptoss::cpu

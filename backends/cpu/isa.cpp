@@ -37,6 +37,15 @@ bool cpu_has_avxvnni() {
 #endif
 }
 
+bool cpu_has_avx512bf16() {
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512bf16") != 0;
+#else
+  return false;
+#endif
+}
+
 Isa isa_selected() {
   const Isa best = isa_detect();
   const char* env = std::getenv("GPTOSS_CPU_ISA");

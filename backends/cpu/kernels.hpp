@@ -27,6 +27,9 @@ Isa isa_detect();
 // isa_detect(), lowered by GPTOSS_CPU_ISA=scalar|avx2|avx512|avx512vnni (a level above what the CPU
 // supports is clamped to it; an unknown value is ignored).
 Isa isa_selected();
+// Whether the CPU has AVX512-BF16 (vdpbf16ps): the bf16-pair attention kernels
+// (attention_kernels.hpp) need it on top of an AVX-512 level.
+bool cpu_has_avx512bf16();
 
 // Activations quantized for the fast mode (Q8 as in llama.cpp's MXFP4 x Q8 dot): per token and
 // per 32-block, d = max|x| / 127 and q = round-to-nearest-even(x / d) as int8. Filled by

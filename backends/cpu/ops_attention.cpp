@@ -120,6 +120,9 @@ gptoss_status op_attention(void* stream, const void* q, const void* k_cache, con
   const size_t elem = dtype == gptoss_kv_dtype_f32 ? 4 : 2;
   const int bf16 = dtype == gptoss_kv_dtype_f32 ? 0 : 1;
   const AttnKernels& A = attention_kernels_for(dev.isa);
+  // Fast precision over a bf16 cache: bf16-pair dot products where the CPU has them.
+  const AttnBf16Kernels* B =
+      bf16 && dev.quantize_activations && hd % 2 == 0 ? attention_bf16_kernels_for(dev.isa) : nullptr;
   try {
     std::vector<float> sink(n_heads);
     decode_row(W(sinks), 0, sink.data());
@@ -159,7 +162,7 @@ gptoss_status op_attention(void* stream, const void* q, const void* k_cache, con
       thread_local std::vector<int32_t> bounds;  // per row: first and one-past-last key
       bounds.resize(2 * R_max);
       // Per head of the group: its partial (when the keys are not split) and its queries.
-      const size_t per_head = part + R_max * hd;
+      const size_t per_head = part + R_max * hd + (B ? round16(R_max * hd / 2) : 0);
       float* scratch = thread_scratch(hg * per_head + 2 * kAttnTile * hd + R_max * kAttnTile +
                                           round16(R_max) + hd, 1);
       float* kt = scratch + hg * per_head;  // K tile, transposed
@@ -197,6 +200,7 @@ gptoss_status op_attention(void* stream, const void* q, const void* k_cache, con
         }
         Partial st[kMaxHeadsPerItem];
         float* qs[kMaxHeadsPerItem];  // the rows' queries, pre-scaled
+        float* q2[kMaxHeadsPerItem];  // ... rounded to bf16 pairs (B only)
         for (size_t h = 0; h < hg; ++h) {
           const size_t kvh = kvh0 + h;
           st[h] = Partial::at(splits > 1 ? parts.data() + ((bi * n_kv_heads + kvh) * splits + s) * part
@@ -210,6 +214,8 @@ gptoss_status op_attention(void* stream, const void* q, const void* k_cache, con
             st[h].l[r] = 0.0f;
           }
           std::fill(st[h].acc, st[h].acc + R * hd, 0.0f);
+          q2[h] = qs[h] + R_max * hd;
+          if (B) B->round_pairs(qs[h], R * hd / 2, q2[h]);
         }
         const int32_t* pt = I(page_table) + toks[blk.t0].page_table_offset;
         // Cached rows of the tile at j0 at the group's first head; null for keys before k0
@@ -249,6 +255,14 @@ gptoss_status op_attention(void* stream, const void* q, const void* k_cache, con
             for (size_t i = 0; i < n; ++i) {
               krow[i] = kbase[i] ? kbase[i] + h * head_bytes : static_cast<const void*>(zero_row);
               vrow[i] = vbase[i] ? vbase[i] + h * head_bytes : static_cast<const void*>(zero_row);
+            }
+            if (B) {  // K as pairs moved bit for bit, V rows interleaved in pairs
+              A.load_k_tile(krow, n, hd / 2, 0, kt);
+              B->scores(q2[h], R, hd / 2, kt, sc);
+              A.softmax_step(sc, R, bounds.data(), bounds.data() + R_max, j0, n, st[h].m, st[h].l, corr);
+              B->pair_rows(vrow, n, hd, vt);
+              B->pv(sc, R, vt, n, hd, corr, st[h].acc);
+              continue;
             }
             A.load_k_tile(krow, n, hd, bf16, kt);
             A.scores(qs[h], R, hd, kt, sc);

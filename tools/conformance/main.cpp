@@ -12,7 +12,7 @@ int usage() {
                "usage: gptoss-conformance <logits|tokenizer|harmony> [--tokenizer-json PATH] "
                "[options] DIR\n"
                "  logits options: --format hf|gguf|both (default both), --precision exact|fast\n"
-               "                  (default exact), --verbose\n");
+               "                  (default exact), --kv f32|bf16 (default f32), --verbose\n");
   return 2;
 }
 }  // namespace

@@ -5,6 +5,7 @@
 // 1e-5 * (1 + magnitude) (fp32, only summation order and the exp approximation differ).
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -112,6 +113,72 @@ TEST_CASE("attention kernels: the online-softmax step masks rows and never makes
     CHECK(c[4] == 1.0f);
     CHECK(l[3] == 0.0f);
   }
+}
+
+// The bf16-pair kernels (fast precision over a bf16 cache). First the scalar reference against
+// the fp32 one on values that are exact in bf16 (so only summation order differs): this pins
+// down which half of a pair is which. Then the AVX512-BF16 table, where the CPU has it,
+// against the scalar reference: conversions and gathers exactly, sums within tolerance.
+TEST_CASE("attention kernels: bf16 pairs match the fp32 kernels and the scalar table", "[cpu-attn-kernels]") {
+  const AttnKernels& f32 = attention_kernels_for(Isa::scalar);
+  const AttnBf16Kernels* ref = attention_bf16_kernels_for(Isa::scalar);
+  REQUIRE(ref != nullptr);
+  std::vector<const AttnBf16Kernels*> simd;
+  for (Isa isa : supported_isas())
+    if (isa != Isa::scalar && attention_bf16_kernels_for(isa) != nullptr) simd.push_back(attention_bf16_kernels_for(isa));
+  if (simd.empty()) WARN("this CPU has no AVX512-BF16: only the scalar bf16-pair kernels are tested");
+  for (size_t hd : {64, 40, 20, 100})
+    for (size_t rows : {1, 3, 8, 13, 64}) {
+      INFO("hd " << hd << " rows " << rows);
+      const size_t hd2 = hd / 2;
+      auto q = random_floats(rows * hd, 11, -3.0f, 3.0f);
+      std::vector<float> q2(rows * hd2), q2_simd(rows * hd2);
+      ref->round_pairs(q.data(), rows * hd2, q2.data());
+      for (const AttnBf16Kernels* k : simd) {
+        k->round_pairs(q.data(), rows * hd2, q2_simd.data());
+        CHECK(std::memcmp(q2.data(), q2_simd.data(), q2.size() * 4) == 0);
+      }
+      for (float& x : q) x = bf16_to_f32(f32_to_bf16(x));  // what the pairs hold
+      const Rows keys(kAttnTile, hd, 12);
+      std::vector<float> kt(kAttnTile * hd), kt2(kAttnTile * hd2);
+      f32.load_k_tile(keys.pb.data(), kAttnTile, hd, 1, kt.data());
+      f32.load_k_tile(keys.pb.data(), kAttnTile, hd2, 0, kt2.data());  // pairs, bit for bit
+      std::vector<float> s_f32(rows * kAttnTile), s_ref(rows * kAttnTile), s_simd(rows * kAttnTile);
+      f32.scores(q.data(), rows, hd, kt.data(), s_f32.data());
+      ref->scores(q2.data(), rows, hd2, kt2.data(), s_ref.data());
+      check_near(s_ref.data(), s_f32.data(), s_ref.size(), 1e-5f * float(hd));
+      for (const AttnBf16Kernels* k : simd) {
+        k->scores(q2.data(), rows, hd2, kt2.data(), s_simd.data());
+        check_near(s_simd.data(), s_ref.data(), s_ref.size(), 1e-5f * float(hd));
+      }
+      for (size_t n : {32, 31, 5, 1}) {
+        INFO("keys " << n);
+        const Rows v(n, hd, 13);
+        std::vector<float> vt2((kAttnTile / 2) * hd, 7.0f), vt2_simd((kAttnTile / 2) * hd, 7.0f);
+        ref->pair_rows(v.pb.data(), n, hd, vt2.data());
+        for (const AttnBf16Kernels* k : simd) {
+          k->pair_rows(v.pb.data(), n, hd, vt2_simd.data());
+          CHECK(std::memcmp(vt2.data(), vt2_simd.data(), (n + 1) / 2 * hd * 4) == 0);
+        }
+        auto p = random_floats(rows * kAttnTile, 14, 0.0f, 1.0f);
+        const auto corr = random_floats(rows, 15, 0.0f, 1.0f);
+        const auto acc0 = random_floats(rows * hd, 16);
+        std::vector<float> a_ref = acc0, a_f32 = acc0, a_simd = acc0;
+        ref->pv(p.data(), rows, vt2.data(), n, hd, corr.data(), a_ref.data());
+        for (const AttnBf16Kernels* k : simd) {
+          a_simd = acc0;
+          k->pv(p.data(), rows, vt2.data(), n, hd, corr.data(), a_simd.data());
+          check_near(a_simd.data(), a_ref.data(), a_ref.size(), 1e-5f * float(n));
+        }
+        for (float& x : p) x = bf16_to_f32(f32_to_bf16(x));
+        std::vector<float> vw(n * hd);
+        f32.widen_rows(v.pb.data(), n, hd, vw.data());
+        std::vector<const float*> vp;
+        for (size_t i = 0; i < n; ++i) vp.push_back(vw.data() + i * hd);
+        f32.pv(p.data(), rows, vp.data(), n, hd, corr.data(), a_f32.data());
+        check_near(a_ref.data(), a_f32.data(), a_ref.size(), 1e-5f * float(n));
+      }
+    }
 }
 
 }  // namespace gptoss::cpu::test

@@ -1,0 +1,175 @@
+// AVX512-BF16 attention kernels over bf16 pairs (AttnBf16Kernels, attention_kernels.hpp). Built
+// with -mavx512bf16 on top of the AVX-512 flags and only called when cpuid reports it.
+//
+// The register tiles are those of attention_avx512.cpp with vdpbf16ps in place of the FMA, so
+// each instruction takes two head-dimension elements (scores) or two keys (P.V): scores 8 rows
+// x 32 keys (16 accumulators, a query pair broadcast per row); P.V 4 rows x 64 lanes (16
+// accumulators, a probability pair broadcast per row), with the online-softmax rescale folded
+// into their first load.
+#include <immintrin.h>
+
+#include "attention_kernels.hpp"
+
+namespace gptoss::cpu {
+namespace {
+
+inline __m512bh as_bh(__m512i x) { return reinterpret_cast<__m512bh>(x); }
+inline __m512bh as_bh(__m512 x) { return reinterpret_cast<__m512bh>(x); }
+
+// 32 floats [lo, hi) rounded to bf16, element order kept: lane i holds pair (x[2i], x[2i + 1]).
+inline __m512 round32(__m512 lo, __m512 hi) {
+  return reinterpret_cast<__m512>(_mm512_cvtne2ps_pbh(hi, lo));
+}
+
+void round_pairs(const float* x, size_t n_pairs, float* out) {
+  size_t i = 0;
+  for (; i + 16 <= n_pairs; i += 16)
+    _mm512_storeu_ps(out + i, round32(_mm512_loadu_ps(x + 2 * i), _mm512_loadu_ps(x + 2 * i + 16)));
+  if (i < n_pairs) {  // the last < 16 pairs: 2 * (n_pairs - i) floats
+    const size_t w = 2 * (n_pairs - i);
+    const __mmask16 m0 = __mmask16(w >= 16 ? 0xffff : (1u << w) - 1);
+    const __mmask16 m1 = __mmask16(w > 16 ? (1u << (w - 16)) - 1 : 0);
+    const __m512 r = round32(_mm512_maskz_loadu_ps(m0, x + 2 * i), _mm512_maskz_loadu_ps(m1, x + 2 * i + 16));
+    _mm512_mask_storeu_ps(out + i, __mmask16((1u << (n_pairs - i)) - 1), r);
+  }
+}
+
+template <int NR>
+void scores_rows(const float* q2, size_t hd2, const float* kt2, float* s) {
+  __m512 a[NR][2];
+  for (int r = 0; r < NR; ++r) a[r][0] = a[r][1] = _mm512_setzero_ps();
+  for (size_t p = 0; p < hd2; ++p) {
+    const __m512bh k0 = as_bh(_mm512_loadu_ps(kt2 + p * kAttnTile));
+    const __m512bh k1 = as_bh(_mm512_loadu_ps(kt2 + p * kAttnTile + 16));
+    for (int r = 0; r < NR; ++r) {
+      const __m512bh qv = as_bh(_mm512_set1_ps(q2[size_t(r) * hd2 + p]));
+      a[r][0] = _mm512_dpbf16_ps(a[r][0], qv, k0);
+      a[r][1] = _mm512_dpbf16_ps(a[r][1], qv, k1);
+    }
+  }
+  for (int r = 0; r < NR; ++r) {
+    _mm512_storeu_ps(s + size_t(r) * kAttnTile, a[r][0]);
+    _mm512_storeu_ps(s + size_t(r) * kAttnTile + 16, a[r][1]);
+  }
+}
+
+using ScoresFn = void (*)(const float*, size_t, const float*, float*);
+constexpr ScoresFn kScoresTail[8] = {nullptr, scores_rows<1>, scores_rows<2>, scores_rows<3>,
+                                     scores_rows<4>, scores_rows<5>, scores_rows<6>, scores_rows<7>};
+
+void scores(const float* q2, size_t n_rows, size_t hd2, const float* kt2, float* s) {
+  size_t r = 0;
+  for (; r + 8 <= n_rows; r += 8) scores_rows<8>(q2 + r * hd2, hd2, kt2, s + r * kAttnTile);
+  if (r < n_rows) kScoresTail[n_rows - r](q2 + r * hd2, hd2, kt2, s + r * kAttnTile);
+}
+
+// Word w of the result: for w = 2t, element t (+16 for the upper half) of a; for w = 2t + 1,
+// the same element of b (indices 32..63 select b).
+inline __m512i pair_index(int upper) {
+  alignas(64) uint16_t idx[32];
+  for (int t = 0; t < 16; ++t) {
+    idx[2 * t] = uint16_t(t + 16 * upper);
+    idx[2 * t + 1] = uint16_t(32 + t + 16 * upper);
+  }
+  return _mm512_load_si512(idx);
+}
+
+void pair_rows(const void* const* rows, size_t n, size_t hd, float* vt2) {
+  const __m512i lo_idx = pair_index(0), hi_idx = pair_index(1);
+  for (size_t j = 0; 2 * j < n; ++j) {
+    const auto* a = static_cast<const uint16_t*>(rows[2 * j]);
+    const auto* b = 2 * j + 1 < n ? static_cast<const uint16_t*>(rows[2 * j + 1]) : nullptr;
+    float* out = vt2 + j * hd;
+    size_t d = 0;
+    for (; d + 32 <= hd; d += 32) {  // plain loads: the hardware prefetcher follows them
+      const __m512i x = _mm512_loadu_si512(a + d);
+      const __m512i y = b ? _mm512_loadu_si512(b + d) : _mm512_setzero_si512();
+      _mm512_storeu_si512(out + d, _mm512_permutex2var_epi16(x, lo_idx, y));
+      _mm512_storeu_si512(out + d + 16, _mm512_permutex2var_epi16(x, hi_idx, y));
+    }
+    if (d < hd) {
+      const size_t w = hd - d;
+      const __mmask32 m = __mmask32((uint64_t(1) << w) - 1);
+      const __m512i x = _mm512_maskz_loadu_epi16(m, a + d);
+      const __m512i y = b ? _mm512_maskz_loadu_epi16(m, b + d) : _mm512_setzero_si512();
+      const __mmask16 m0 = __mmask16(w >= 16 ? 0xffff : (1u << w) - 1);
+      const __mmask16 m1 = __mmask16(w > 16 ? (1u << (w - 16)) - 1 : 0);
+      _mm512_mask_storeu_epi32(out + d, m0, _mm512_permutex2var_epi16(x, lo_idx, y));
+      _mm512_mask_storeu_epi32(out + d + 16, m1, _mm512_permutex2var_epi16(x, hi_idx, y));
+    }
+  }
+}
+
+// Rows r < NR, head-dimension lanes [d0, d0 + 64) (those below hd when not Full).
+template <int NR, bool Full>
+void pv_block(const float* p2, const float* vt2, size_t n_pairs, size_t hd, size_t d0,
+              const float* corr, float* acc) {
+  __mmask16 mk[4];
+#pragma GCC unroll 4
+  for (int j = 0; j < 4; ++j) {
+    const size_t lo = d0 + 16 * size_t(j);
+    mk[j] = Full || lo + 16 <= hd ? __mmask16(0xffff) : lo >= hd ? 0 : __mmask16((1u << (hd - lo)) - 1);
+  }
+  auto load = [&](const float* src, int j) {
+    return Full ? _mm512_loadu_ps(src + 16 * j) : _mm512_maskz_loadu_ps(mk[j], src + 16 * j);
+  };
+  __m512 a[NR][4];
+#pragma GCC unroll 4
+  for (int r = 0; r < NR; ++r)
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; ++j)
+      a[r][j] = _mm512_mul_ps(load(acc + size_t(r) * hd + d0, j), _mm512_set1_ps(corr[r]));
+  for (size_t i = 0; i < n_pairs; ++i) {
+    __m512bh vv[4];
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; ++j) vv[j] = as_bh(load(vt2 + i * hd + d0, j));
+#pragma GCC unroll 4
+    for (int r = 0; r < NR; ++r) {
+      const __m512bh pr = as_bh(_mm512_set1_ps(p2[size_t(r) * (kAttnTile / 2) + i]));
+#pragma GCC unroll 4
+      for (int j = 0; j < 4; ++j) a[r][j] = _mm512_dpbf16_ps(a[r][j], pr, vv[j]);
+    }
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < NR; ++r)
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; ++j) {
+      float* dst = acc + size_t(r) * hd + d0 + 16 * j;
+      if (Full) _mm512_storeu_ps(dst, a[r][j]);
+      else _mm512_mask_storeu_ps(dst, mk[j], a[r][j]);
+    }
+}
+
+template <int NR>
+void pv_rows(const float* p2, const float* vt2, size_t n_pairs, size_t hd, const float* corr,
+             float* acc) {
+  size_t d0 = 0;
+  for (; d0 + 64 <= hd; d0 += 64) pv_block<NR, true>(p2, vt2, n_pairs, hd, d0, corr, acc);
+  if (d0 < hd) pv_block<NR, false>(p2, vt2, n_pairs, hd, d0, corr, acc);
+}
+
+void pv(const float* p, size_t n_rows, const float* vt2, size_t n, size_t hd, const float* corr,
+        float* acc) {
+  constexpr size_t kMaxRows = 64;  // rows per call in 64-row chunks: the pairs stay on the stack
+  alignas(64) float p2[kMaxRows * kAttnTile / 2];
+  const size_t n_pairs = (n + 1) / 2;
+  for (size_t r0 = 0; r0 < n_rows; r0 += kMaxRows) {
+    const size_t rows = n_rows - r0 < kMaxRows ? n_rows - r0 : kMaxRows;
+    for (size_t r = 0; r < rows; ++r)
+      _mm512_storeu_ps(p2 + r * (kAttnTile / 2),
+                       round32(_mm512_loadu_ps(p + (r0 + r) * kAttnTile), _mm512_loadu_ps(p + (r0 + r) * kAttnTile + 16)));
+    size_t r = 0;
+    for (; r + 4 <= rows; r += 4)
+      pv_rows<4>(p2 + r * (kAttnTile / 2), vt2, n_pairs, hd, corr + r0 + r, acc + (r0 + r) * hd);
+    for (; r < rows; ++r)
+      pv_rows<1>(p2 + r * (kAttnTile / 2), vt2, n_pairs, hd, corr + r0 + r, acc + (r0 + r) * hd);
+  }
+}
+
+}  // namespace
+
+extern const AttnBf16Kernels* const kAttnBf16KernelsAvx512;
+const AttnBf16Kernels kAttnBf16KernelsAvx512Table = {round_pairs, scores, pair_rows, pv};
+const AttnBf16Kernels* const kAttnBf16KernelsAvx512 = &kAttnBf16KernelsAvx512Table;
+
+}  // namespace gptoss::cpu
