@@ -194,7 +194,9 @@ enum gptoss_kv_dtype {
 enum gptoss_precision {
   gptoss_precision_fast = 0,  /* default: the backend may quantize activations where that is
                                  faster (CPU: int8 per 32-block against MXFP4 experts on CPUs
-                                 with AVX2 or AVX-512, as llama.cpp does); logits then differ
+                                 with AVX2 or AVX-512, as llama.cpp does; over a bf16 KV cache,
+                                 attention queries and probabilities rounded to bf16 for bf16
+                                 dot products on CPUs with AVX512-BF16); logits then differ
                                  from the float64 reference by about as much as llama.cpp's */
   gptoss_precision_exact = 1, /* fp32 activations and accumulation everywhere */
   gptoss_precision_max_enum_ = 0x7fffffff /* not a precision: keeps every int value valid */
