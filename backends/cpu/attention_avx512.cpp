@@ -36,15 +36,18 @@ inline __m512 exp16(__m512 x) {
 template <int NR>
 void scores_rows(const float* q, size_t hd, const float* kt, float* s) {
   __m512 a[NR][2];
+#pragma GCC unroll 8
   for (int r = 0; r < NR; ++r) a[r][0] = a[r][1] = _mm512_setzero_ps();
   for (size_t d = 0; d < hd; ++d) {
     const __m512 k0 = _mm512_loadu_ps(kt + d * kAttnTile), k1 = _mm512_loadu_ps(kt + d * kAttnTile + 16);
+#pragma GCC unroll 8
     for (int r = 0; r < NR; ++r) {
       const __m512 qv = _mm512_set1_ps(q[size_t(r) * hd + d]);
       a[r][0] = _mm512_fmadd_ps(qv, k0, a[r][0]);
       a[r][1] = _mm512_fmadd_ps(qv, k1, a[r][1]);
     }
   }
+#pragma GCC unroll 8
   for (int r = 0; r < NR; ++r) {
     _mm512_storeu_ps(s + size_t(r) * kAttnTile, a[r][0]);
     _mm512_storeu_ps(s + size_t(r) * kAttnTile + 16, a[r][1]);

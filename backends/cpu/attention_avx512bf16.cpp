@@ -37,16 +37,19 @@ void round_pairs(const float* x, size_t n_pairs, float* out) {
 template <int NR>
 void scores_rows(const float* q2, size_t hd2, const float* kt2, float* s) {
   __m512 a[NR][2];
+#pragma GCC unroll 8
   for (int r = 0; r < NR; ++r) a[r][0] = a[r][1] = _mm512_setzero_ps();
   for (size_t p = 0; p < hd2; ++p) {
     const __m512bh k0 = as_bh(_mm512_loadu_ps(kt2 + p * kAttnTile));
     const __m512bh k1 = as_bh(_mm512_loadu_ps(kt2 + p * kAttnTile + 16));
+#pragma GCC unroll 8
     for (int r = 0; r < NR; ++r) {
       const __m512bh qv = as_bh(_mm512_set1_ps(q2[size_t(r) * hd2 + p]));
       a[r][0] = _mm512_dpbf16_ps(a[r][0], qv, k0);
       a[r][1] = _mm512_dpbf16_ps(a[r][1], qv, k1);
     }
   }
+#pragma GCC unroll 8
   for (int r = 0; r < NR; ++r) {
     _mm512_storeu_ps(s + size_t(r) * kAttnTile, a[r][0]);
     _mm512_storeu_ps(s + size_t(r) * kAttnTile + 16, a[r][1]);
