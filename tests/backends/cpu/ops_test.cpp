@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <numeric>
 #include <random>
 #include <vector>
@@ -315,59 +316,52 @@ TEST_CASE("attention: fast precision over a bf16 cache stays close to the refere
       if (isa != Isa::scalar) c.check_fast_bf16(isa);
 }
 
+namespace {
+// Queries at the last T of n cached positions (head_dim 64, f32 cache, window 0 = full): the
+// rows of one call over all T must equal, bit for bit, those of calls over each chunk.
+void check_chunks_equal_whole(size_t n, size_t T, size_t H, size_t KV, size_t window,
+                              std::initializer_list<size_t> chunks, uint32_t seed) {
+  const size_t hd = 64, P = 16;
+  const auto k = random_floats(n * KV * hd, seed), v = random_floats(n * KV * hd, seed + 1);
+  const auto q = random_floats(T * H * hd, seed + 2, -3.0f, 3.0f);
+  const Weight sinks = random_weight(gptoss_dtype_bf16, 1, H, seed + 3);
+  std::vector<int32_t> table(n / P + 1);
+  std::iota(table.begin(), table.end(), 0);
+  std::vector<gptoss_attn_token> toks(T);
+  for (size_t t = 0; t < T; ++t) {
+    const size_t pos = n - T + t;
+    toks[t] = {int32_t(pos), int32_t(window && pos + 1 > window ? pos + 1 - window : 0), 0, 0};
+  }
+  const auto run = [&](Stream* st, size_t t0, size_t c, float* out) {
+    return op_attention(st, q.data() + t0 * H * hd, k.data(), v.data(), gptoss_kv_dtype_f32, &sinks,
+                        toks.data() + t0, table.data(), c, H, KV, hd, P, 0.125f, out);
+  };
+  for (Isa isa : supported_isas()) {
+    Devices d(isa);
+    std::vector<float> whole(q.size());
+    REQUIRE(run(&d.fast_stream, 0, T, whole.data()) == gptoss_status_success);
+    for (size_t chunk : chunks) {
+      std::vector<float> parts(q.size());
+      for (size_t t = 0; t < T; t += chunk)
+        REQUIRE(run(&d.fast_stream, t, std::min(chunk, T - t), parts.data() + t * H * hd) == gptoss_status_success);
+      INFO(isa_name(isa) << ", " << n << " positions, chunks of " << chunk);
+      CHECK(parts == whole);
+    }
+  }
+}
+}  // namespace
+
 // Tiles sit at fixed multiples of the tile size, so a query row's result does not depend on
 // which other tokens share its call: prefill in one call, in chunks and token by token agree
 // bit for bit (as long as no call splits the keys: here there are too few).
 TEST_CASE("attention: a row's output does not depend on the tokens batched with it", "[cpu-ops]") {
-  const size_t n = 70, H = 16, KV = 2, hd = 64, P = 16;
-  const auto k = random_floats(n * KV * hd, 41), v = random_floats(n * KV * hd, 42);
-  const auto q = random_floats(n * H * hd, 43, -3.0f, 3.0f);
-  const Weight sinks = random_weight(gptoss_dtype_bf16, 1, H, 44);
-  std::vector<int32_t> table(n / P + 1);
-  std::iota(table.begin(), table.end(), 0);
-  std::vector<gptoss_attn_token> toks(n);
-  for (size_t t = 0; t < n; ++t) toks[t] = {int32_t(t), int32_t(t >= 16 ? t - 15 : 0), 0, 0};
-  for (Isa isa : supported_isas()) {
-    Devices d(isa);
-    std::vector<float> whole(q.size());
-    REQUIRE(op_attention(&d.fast_stream, q.data(), k.data(), v.data(), gptoss_kv_dtype_f32, &sinks, toks.data(),
-                         table.data(), n, H, KV, hd, P, 0.125f, whole.data()) == gptoss_status_success);
-    for (size_t chunk : {13, 1}) {
-      std::vector<float> parts(q.size());
-      for (size_t t = 0; t < n; t += chunk) {
-        const size_t c = std::min(chunk, n - t);
-        REQUIRE(op_attention(&d.fast_stream, q.data() + t * H * hd, k.data(), v.data(), gptoss_kv_dtype_f32,
-                             &sinks, toks.data() + t, table.data(), c, H, KV, hd, P, 0.125f,
-                             parts.data() + t * H * hd) == gptoss_status_success);
-      }
-      INFO(isa_name(isa) << ", chunks of " << chunk);
-      CHECK(parts == whole);
-    }
-  }
+  check_chunks_equal_whole(70, 70, 16, 2, 16, {13, 1}, 41);
 }
 
 // Under 1024 keys a 20b decode step splits the KV heads, not the keys: its row is exactly the
 // one the same token gets inside a prefill call (which takes one KV head per item).
 TEST_CASE("attention: a short-context decode row equals its prefill row bit for bit", "[cpu-ops]") {
-  const size_t n = 517, T = 9, H = 64, KV = 8, hd = 64, P = 16;
-  const auto k = random_floats(n * KV * hd, 51), v = random_floats(n * KV * hd, 52);
-  const auto q = random_floats(T * H * hd, 53, -3.0f, 3.0f);
-  const Weight sinks = random_weight(gptoss_dtype_bf16, 1, H, 54);
-  std::vector<int32_t> table(n / P + 1);
-  std::iota(table.begin(), table.end(), 0);
-  std::vector<gptoss_attn_token> toks(T);
-  for (size_t t = 0; t < T; ++t) toks[t] = {int32_t(n - T + t), 0, 0, 0};
-  for (Isa isa : supported_isas()) {
-    INFO(isa_name(isa));
-    Devices d(isa);
-    std::vector<float> prefill(q.size()), decode(H * hd);
-    REQUIRE(op_attention(&d.fast_stream, q.data(), k.data(), v.data(), gptoss_kv_dtype_f32, &sinks, toks.data(),
-                         table.data(), T, H, KV, hd, P, 0.125f, prefill.data()) == gptoss_status_success);
-    REQUIRE(op_attention(&d.fast_stream, q.data() + (T - 1) * H * hd, k.data(), v.data(), gptoss_kv_dtype_f32,
-                         &sinks, toks.data() + T - 1, table.data(), 1, H, KV, hd, P, 0.125f,
-                         decode.data()) == gptoss_status_success);
-    CHECK(std::equal(decode.begin(), decode.end(), prefill.begin() + (T - 1) * H * hd));
-  }
+  check_chunks_equal_whole(517, 9, 64, 8, 0, {1}, 51);
 }
 
 TEST_CASE("attention: tokens whose key range is empty or negative are rejected", "[cpu-ops]") {
