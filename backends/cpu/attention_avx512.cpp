@@ -2,13 +2,11 @@
 // Isa::avx512vnni. Built with -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma and only called
 // when cpuid reports them.
 //
-// Register tiles (32 zmm registers): scores 8 query rows x 32 keys (16 accumulators; the
-// query element is a broadcast operand of the FMA, each K vector is loaded once per 8 rows);
-// P.V 4 rows x 64 head-dimension lanes (16 accumulators, each V vector loaded once per 4
-// rows), kept in registers over all keys of the tile, with the online-softmax rescale folded
-// into their first load. Head dimensions that are not a multiple of 16 use lane masks.
+// The register tiles of scores and P.V (attention_avx512_tiles.hpp) with the FMA; the
+// gathers from attention_simd.hpp.
 #include <immintrin.h>
 
+#include "attention_avx512_tiles.hpp"
 #include "attention_kernels.hpp"
 #include "attention_simd.hpp"
 
@@ -33,35 +31,12 @@ inline __m512 exp16(__m512 x) {
   return _mm512_scalef_ps(p, n);
 }
 
-template <int NR>
-void scores_rows(const float* q, size_t hd, const float* kt, float* s) {
-  __m512 a[NR][2];
-#pragma GCC unroll 8
-  for (int r = 0; r < NR; ++r) a[r][0] = a[r][1] = _mm512_setzero_ps();
-  for (size_t d = 0; d < hd; ++d) {
-    const __m512 k0 = _mm512_loadu_ps(kt + d * kAttnTile), k1 = _mm512_loadu_ps(kt + d * kAttnTile + 16);
-#pragma GCC unroll 8
-    for (int r = 0; r < NR; ++r) {
-      const __m512 qv = _mm512_set1_ps(q[size_t(r) * hd + d]);
-      a[r][0] = _mm512_fmadd_ps(qv, k0, a[r][0]);
-      a[r][1] = _mm512_fmadd_ps(qv, k1, a[r][1]);
-    }
-  }
-#pragma GCC unroll 8
-  for (int r = 0; r < NR; ++r) {
-    _mm512_storeu_ps(s + size_t(r) * kAttnTile, a[r][0]);
-    _mm512_storeu_ps(s + size_t(r) * kAttnTile + 16, a[r][1]);
-  }
-}
-
-using ScoresFn = void (*)(const float*, size_t, const float*, float*);
-constexpr ScoresFn kScoresTail[8] = {nullptr, scores_rows<1>, scores_rows<2>, scores_rows<3>,
-                                     scores_rows<4>, scores_rows<5>, scores_rows<6>, scores_rows<7>};
+struct FmaStep {
+  __m512 operator()(__m512 acc, __m512 b, __m512 x) const { return _mm512_fmadd_ps(b, x, acc); }
+};
 
 void scores(const float* q, size_t n_rows, size_t hd, const float* kt, float* s) {
-  size_t r = 0;
-  for (; r + 8 <= n_rows; r += 8) scores_rows<8>(q + r * hd, hd, kt, s + r * kAttnTile);
-  if (r < n_rows) kScoresTail[n_rows - r](q + r * hd, hd, kt, s + r * kAttnTile);
+  scores_rows(q, n_rows, hd, kt, s, FmaStep{});
 }
 
 // Per row as the scalar reference, in passes over up to 16 rows so that the rows' horizontal
@@ -119,61 +94,9 @@ void softmax_step(float* s, size_t n_rows, const int32_t* row_begin, const int32
   }
 }
 
-// Rows r < NR, head-dimension lanes [d0, d0 + 64): all of them when Full, else those below
-// hd (lane masks). (The unroll pragmas make GCC keep the accumulator array in registers
-// instead of storing it to the stack on every key.)
-template <int NR, bool Full>
-void pv_block(const float* p, const float* const* v, size_t n, size_t hd, size_t d0,
-              const float* corr, float* acc) {
-  __mmask16 mk[4];
-#pragma GCC unroll 4
-  for (int j = 0; j < 4; ++j) {
-    const size_t lo = d0 + 16 * size_t(j);
-    mk[j] = Full || lo + 16 <= hd ? __mmask16(0xffff) : lo >= hd ? 0 : __mmask16((1u << (hd - lo)) - 1);
-  }
-  auto load = [&](const float* src, int j) {
-    return Full ? _mm512_loadu_ps(src + 16 * j) : _mm512_maskz_loadu_ps(mk[j], src + 16 * j);
-  };
-  __m512 a[NR][4];
-#pragma GCC unroll 4
-  for (int r = 0; r < NR; ++r)
-#pragma GCC unroll 4
-    for (int j = 0; j < 4; ++j)
-      a[r][j] = _mm512_mul_ps(load(acc + size_t(r) * hd + d0, j), _mm512_set1_ps(corr[r]));
-  for (size_t i = 0; i < n; ++i) {
-    __m512 vv[4];
-#pragma GCC unroll 4
-    for (int j = 0; j < 4; ++j) vv[j] = load(v[i] + d0, j);
-#pragma GCC unroll 4
-    for (int r = 0; r < NR; ++r) {
-      const __m512 pr = _mm512_set1_ps(p[size_t(r) * kAttnTile + i]);
-#pragma GCC unroll 4
-      for (int j = 0; j < 4; ++j) a[r][j] = _mm512_fmadd_ps(pr, vv[j], a[r][j]);
-    }
-  }
-#pragma GCC unroll 4
-  for (int r = 0; r < NR; ++r)
-#pragma GCC unroll 4
-    for (int j = 0; j < 4; ++j) {
-      float* dst = acc + size_t(r) * hd + d0 + 16 * j;
-      if (Full) _mm512_storeu_ps(dst, a[r][j]);
-      else _mm512_mask_storeu_ps(dst, mk[j], a[r][j]);
-    }
-}
-
-template <int NR>
-void pv_rows(const float* p, const float* const* v, size_t n, size_t hd, const float* corr,
-             float* acc) {
-  size_t d0 = 0;
-  for (; d0 + 64 <= hd; d0 += 64) pv_block<NR, true>(p, v, n, hd, d0, corr, acc);
-  if (d0 < hd) pv_block<NR, false>(p, v, n, hd, d0, corr, acc);
-}
-
 void pv(const float* p, size_t n_rows, const float* const* v, size_t n, size_t hd,
         const float* corr, float* acc) {
-  size_t r = 0;
-  for (; r + 4 <= n_rows; r += 4) pv_rows<4>(p + r * kAttnTile, v, n, hd, corr + r, acc + r * hd);
-  for (; r < n_rows; ++r) pv_rows<1>(p + r * kAttnTile, v, n, hd, corr + r, acc + r * hd);
+  pv_rows(p, kAttnTile, n_rows, [v](size_t i) { return v[i]; }, n, hd, corr, acc, FmaStep{});
 }
 
 }  // namespace

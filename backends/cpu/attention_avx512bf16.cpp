@@ -1,13 +1,12 @@
 // AVX512-BF16 attention kernels over bf16 pairs (AttnBf16Kernels, attention_kernels.hpp). Built
 // with -mavx512bf16 on top of the AVX-512 flags and only called when cpuid reports it.
 //
-// The register tiles are those of attention_avx512.cpp with vdpbf16ps in place of the FMA, so
-// each instruction takes two head-dimension elements (scores) or two keys (P.V): scores 8 rows
-// x 32 keys (16 accumulators, a query pair broadcast per row); P.V 4 rows x 64 lanes (16
-// accumulators, a probability pair broadcast per row), with the online-softmax rescale folded
-// into their first load.
+// The register tiles of attention_avx512.cpp (attention_avx512_tiles.hpp) with vdpbf16ps in
+// place of the FMA, so each instruction takes two head-dimension elements (scores: a query
+// pair broadcast per row) or two keys (P.V: a probability pair broadcast per row).
 #include <immintrin.h>
 
+#include "attention_avx512_tiles.hpp"
 #include "attention_kernels.hpp"
 
 namespace gptoss::cpu {
@@ -34,36 +33,12 @@ void round_pairs(const float* x, size_t n_pairs, float* out) {
   }
 }
 
-template <int NR>
-void scores_rows(const float* q2, size_t hd2, const float* kt2, float* s) {
-  __m512 a[NR][2];
-#pragma GCC unroll 8
-  for (int r = 0; r < NR; ++r) a[r][0] = a[r][1] = _mm512_setzero_ps();
-  for (size_t p = 0; p < hd2; ++p) {
-    const __m512bh k0 = as_bh(_mm512_loadu_ps(kt2 + p * kAttnTile));
-    const __m512bh k1 = as_bh(_mm512_loadu_ps(kt2 + p * kAttnTile + 16));
-#pragma GCC unroll 8
-    for (int r = 0; r < NR; ++r) {
-      const __m512bh qv = as_bh(_mm512_set1_ps(q2[size_t(r) * hd2 + p]));
-      a[r][0] = _mm512_dpbf16_ps(a[r][0], qv, k0);
-      a[r][1] = _mm512_dpbf16_ps(a[r][1], qv, k1);
-    }
-  }
-#pragma GCC unroll 8
-  for (int r = 0; r < NR; ++r) {
-    _mm512_storeu_ps(s + size_t(r) * kAttnTile, a[r][0]);
-    _mm512_storeu_ps(s + size_t(r) * kAttnTile + 16, a[r][1]);
-  }
-}
-
-using ScoresFn = void (*)(const float*, size_t, const float*, float*);
-constexpr ScoresFn kScoresTail[8] = {nullptr, scores_rows<1>, scores_rows<2>, scores_rows<3>,
-                                     scores_rows<4>, scores_rows<5>, scores_rows<6>, scores_rows<7>};
+struct Dot2Step {  // acc + both products of the bf16 pairs in b and x
+  __m512 operator()(__m512 acc, __m512 b, __m512 x) const { return _mm512_dpbf16_ps(acc, as_bh(b), as_bh(x)); }
+};
 
 void scores(const float* q2, size_t n_rows, size_t hd2, const float* kt2, float* s) {
-  size_t r = 0;
-  for (; r + 8 <= n_rows; r += 8) scores_rows<8>(q2 + r * hd2, hd2, kt2, s + r * kAttnTile);
-  if (r < n_rows) kScoresTail[n_rows - r](q2 + r * hd2, hd2, kt2, s + r * kAttnTile);
+  scores_rows(q2, n_rows, hd2, kt2, s, Dot2Step{});
 }
 
 // Word w of the result: for w = 2t, element t (+16 for the upper half) of a; for w = 2t + 1,
@@ -103,54 +78,6 @@ void pair_rows(const void* const* rows, size_t n, size_t hd, float* vt2) {
   }
 }
 
-// Rows r < NR, head-dimension lanes [d0, d0 + 64) (those below hd when not Full).
-template <int NR, bool Full>
-void pv_block(const float* p2, const float* vt2, size_t n_pairs, size_t hd, size_t d0,
-              const float* corr, float* acc) {
-  __mmask16 mk[4];
-#pragma GCC unroll 4
-  for (int j = 0; j < 4; ++j) {
-    const size_t lo = d0 + 16 * size_t(j);
-    mk[j] = Full || lo + 16 <= hd ? __mmask16(0xffff) : lo >= hd ? 0 : __mmask16((1u << (hd - lo)) - 1);
-  }
-  auto load = [&](const float* src, int j) {
-    return Full ? _mm512_loadu_ps(src + 16 * j) : _mm512_maskz_loadu_ps(mk[j], src + 16 * j);
-  };
-  __m512 a[NR][4];
-#pragma GCC unroll 4
-  for (int r = 0; r < NR; ++r)
-#pragma GCC unroll 4
-    for (int j = 0; j < 4; ++j)
-      a[r][j] = _mm512_mul_ps(load(acc + size_t(r) * hd + d0, j), _mm512_set1_ps(corr[r]));
-  for (size_t i = 0; i < n_pairs; ++i) {
-    __m512bh vv[4];
-#pragma GCC unroll 4
-    for (int j = 0; j < 4; ++j) vv[j] = as_bh(load(vt2 + i * hd + d0, j));
-#pragma GCC unroll 4
-    for (int r = 0; r < NR; ++r) {
-      const __m512bh pr = as_bh(_mm512_set1_ps(p2[size_t(r) * (kAttnTile / 2) + i]));
-#pragma GCC unroll 4
-      for (int j = 0; j < 4; ++j) a[r][j] = _mm512_dpbf16_ps(a[r][j], pr, vv[j]);
-    }
-  }
-#pragma GCC unroll 4
-  for (int r = 0; r < NR; ++r)
-#pragma GCC unroll 4
-    for (int j = 0; j < 4; ++j) {
-      float* dst = acc + size_t(r) * hd + d0 + 16 * j;
-      if (Full) _mm512_storeu_ps(dst, a[r][j]);
-      else _mm512_mask_storeu_ps(dst, mk[j], a[r][j]);
-    }
-}
-
-template <int NR>
-void pv_rows(const float* p2, const float* vt2, size_t n_pairs, size_t hd, const float* corr,
-             float* acc) {
-  size_t d0 = 0;
-  for (; d0 + 64 <= hd; d0 += 64) pv_block<NR, true>(p2, vt2, n_pairs, hd, d0, corr, acc);
-  if (d0 < hd) pv_block<NR, false>(p2, vt2, n_pairs, hd, d0, corr, acc);
-}
-
 void pv(const float* p, size_t n_rows, const float* vt2, size_t n, size_t hd, const float* corr,
         float* acc) {
   constexpr size_t kMaxRows = 64;  // rows per call in 64-row chunks: the pairs stay on the stack
@@ -161,11 +88,8 @@ void pv(const float* p, size_t n_rows, const float* vt2, size_t n, size_t hd, co
     for (size_t r = 0; r < rows; ++r)
       _mm512_storeu_ps(p2 + r * (kAttnTile / 2),
                        round32(_mm512_loadu_ps(p + (r0 + r) * kAttnTile), _mm512_loadu_ps(p + (r0 + r) * kAttnTile + 16)));
-    size_t r = 0;
-    for (; r + 4 <= rows; r += 4)
-      pv_rows<4>(p2 + r * (kAttnTile / 2), vt2, n_pairs, hd, corr + r0 + r, acc + (r0 + r) * hd);
-    for (; r < rows; ++r)
-      pv_rows<1>(p2 + r * (kAttnTile / 2), vt2, n_pairs, hd, corr + r0 + r, acc + (r0 + r) * hd);
+    pv_rows(p2, kAttnTile / 2, rows, [vt2, hd](size_t i) { return vt2 + i * hd; }, n_pairs, hd,
+            corr + r0, acc + r0 * hd, Dot2Step{});
   }
 }
 
