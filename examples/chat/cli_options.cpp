@@ -67,6 +67,11 @@ const std::map<std::string, Setter>& value_flags() {
       {"--layers", [](Options& o, const std::string& v) { o.layers = parse_count<uint32_t>("--layers", v, 1); }},
       {"--context", [](Options& o, const std::string& v) { o.context_length = parse_count<size_t>("--context", v, 0); }},
       {"--max-kv", [](Options& o, const std::string& v) { o.max_kv = parse_count<size_t>("--max-kv", v, 1); }},
+      {"--kv",
+       [](Options& o, const std::string& v) {
+         if (v != "f32" && v != "bf16") throw UsageError("--kv must be f32 or bf16, got '" + v + "'");
+         o.kv_bf16 = v == "bf16";
+       }},
       {"--temperature",
        [](Options& o, const std::string& v) {
          o.temperature = parse_float("--temperature", v, 0.0f, 1e6f, false, "[0, inf)");
@@ -145,6 +150,8 @@ void print_usage(std::FILE* out) {
       "  --layers N                use only the first N layers\n"
       "  --context N               tokens per context (default 8192; 0 = model maximum)\n"
       "  --max-kv N                share one KV pool of N tokens between contexts\n"
+      "  --kv f32|bf16             KV cache element type (default f32; bf16 halves its\n"
+      "                            memory, and with fast precision uses bf16 dot products)\n"
       "sampling:\n"
       "  --temperature T (1.0; 0 = greedy)  --top-p P (1.0)  --top-k K (0 = off)\n"
       "  --min-p P (0)  --seed N (random)  --max-tokens N (1024)\n"

@@ -25,6 +25,7 @@ struct Options {
   uint32_t layers = 0;         // 0: all
   size_t context_length = 8192;
   size_t max_kv = 0;           // tokens of a shared KV pool; 0: a private pool per context
+  bool kv_bf16 = false;        // --kv bf16: the KV cache in bf16 (default f32)
 
   // Sampling.
   float temperature = 1.0f;

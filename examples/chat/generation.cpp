@@ -86,6 +86,7 @@ Context make_context(gptoss_model_t model, const Options& options, gptoss_kvcach
   check(gptoss_context_options_init(&co), "gptoss_context_options_init");
   co.context_length = options.context_length;
   co.kvcache = kvcache;
+  co.kv_dtype = options.kv_bf16 ? gptoss_kv_dtype_bf16 : gptoss_kv_dtype_f32;  // private pools
   gptoss_context_t context = nullptr;
   check(gptoss_context_create_with_options(model, &co, &context), "creating a context");
   return Context(context);
@@ -97,6 +98,7 @@ KvCache make_kvcache(gptoss_model_t model, const Options& options, size_t max_se
   check(gptoss_kvcache_options_init(&ko), "gptoss_kvcache_options_init");
   ko.capacity_tokens = options.max_kv;
   ko.max_sequences = max_sequences;
+  ko.dtype = options.kv_bf16 ? gptoss_kv_dtype_bf16 : gptoss_kv_dtype_f32;
   gptoss_kvcache_t kvcache = nullptr;
   check(gptoss_kvcache_create(model, &ko, &kvcache), "creating the KV cache");
   return KvCache(kvcache);

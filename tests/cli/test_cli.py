@@ -56,6 +56,7 @@ class FlagsTest(unittest.TestCase):
             (["dance"], "dance"),
             (["generate", "-i", "x", "--seed"], "--seed"),
             (["generate", "-i", "x", "--precision", "half"], "--precision"),
+            (["generate", "-i", "x", "--kv", "f16"], "--kv"),
         ]
         for args, mention in cases:
             result = run(*args)
@@ -142,6 +143,11 @@ class GenerateTest(unittest.TestCase):
         shared_kv = ok("generate", "-i", "Hi", *MODEL_ARGS, *GREEDY, "--max-tokens", "3",
                        "--format", "ids", "-q", "--max-kv", "512").stdout
         self.assertEqual(full, shared_kv)
+        # A bf16 cache (private and shared pools) runs; its greedy answer may differ from f32's.
+        for extra in ([], ["--max-kv", "512"]):
+            out = ok("generate", "-i", "Hi", *MODEL_ARGS, *GREEDY, "--max-tokens", "3",
+                     "--format", "ids", "-q", "--kv", "bf16", *extra).stdout
+            self.assertTrue(1 <= len(out.split()) <= 3, (extra, out))
         ok("generate", "-i", "Hi", *MODEL_ARGS, *GREEDY, "--max-tokens", "3", "--layers", "2", "-q")
 
 
