@@ -16,17 +16,20 @@
 // heads wide, are then read whole, one head's slice after another, while the next tile is
 // prefetched.
 //
-// Over short key ranges (<= kShortKeys) such a call first splits its KV heads into groups of
-// at least kMinHeadsPerItem until every thread has an item (rows still read in slices of >= 1
-// KiB f32), and then splits no keys: a split costs a second pass to merge partials, more than
-// longer items cost at these lengths (20b decode, 24 cold layers, 2 threads: 576 keys 102 ->
-// 90 us per call, 64 keys 13.2 -> 11.3; at 4096 keys all heads with the keys split stay
-// faster, 800 vs 880 us). A decode step over short contexts then also gives exactly the rows
-// of a prefill.
+// Over short key ranges (<= kShortKeys) no call splits its keys: a decode-shaped call instead
+// halves its groups of KV heads until every thread has an item (20b on 2 threads: two items of
+// 4 heads, rows read in 1 KiB slices). A split costs a second pass to merge partials, more
+// than longer items cost at these lengths (20b decode, 24 cold layers, 2 threads: 576 keys
+// 102 -> 90 us per call, 64 keys 13.2 -> 11.3; at 4096 keys all heads with the keys split stay
+// faster, 800 vs 880 us), and without it a row's result does not depend on the call: decode,
+// prefill, chunks and batches give it bit for bit (a model with fewer KV heads than threads
+// then leaves threads idle here). That matters beyond tidiness: on the conformance model a
+// rounding difference of 1e-7 can flip a near-tied expert choice, and a truncated context
+// must continue exactly as a fresh one.
 //
-// When there are still fewer items than the threads (twice the threads over longer key
-// ranges) the keys of each item are split into ranges whose partial (max, sum, accumulator)
-// are merged afterwards, together with the sink, which joins the softmax denominator only.
+// Over longer ranges, when there are fewer items than twice the threads, the keys of each item
+// are split into ranges whose partial (max, sum, accumulator) are merged afterwards, together
+// with the sink, which joins the softmax denominator only.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -44,7 +47,6 @@ namespace {
 constexpr size_t kRowsPerBlock = 64;  // enough rows to reuse each K/V tile; few masked keys
 constexpr size_t kMinKeysPerSplit = 64;
 constexpr size_t kShortKeys = 1024;     // see the top of the file
-constexpr size_t kMinHeadsPerItem = 4;
 // KV heads one item may take: a decode-shaped item has at most kRowsPerBlock query rows, and
 // every KV head has at least one.
 constexpr size_t kMaxHeadsPerItem = kRowsPerBlock;
@@ -144,11 +146,12 @@ gptoss_status op_attention(void* stream, const void* q, const void* k_cache, con
     // 1003 us per call, 16.7 GB/s).
     const size_t R_max = std::min(max_block, max_n) * G;
     size_t hg = max_n * n_heads <= kRowsPerBlock ? n_kv_heads : 1;
-    const size_t threads = dev.pool.size(), want = (max_keys <= kShortKeys ? 1 : 2) * threads;
-    if (max_keys <= kShortKeys)
-      while (blocks.size() * (n_kv_heads / hg) < threads && hg % 2 == 0 && hg / 2 >= kMinHeadsPerItem) hg /= 2;
+    const size_t threads = dev.pool.size(), want = 2 * threads;
+    const bool short_keys = max_keys <= kShortKeys;
+    if (short_keys)
+      while (blocks.size() * (n_kv_heads / hg) < threads && hg % 2 == 0) hg /= 2;
     const size_t groups = n_kv_heads / hg, items = blocks.size() * groups;
-    size_t splits = items >= want ? 1 : (want + items - 1) / items;
+    size_t splits = items >= want || short_keys ? 1 : (want + items - 1) / items;
     splits = std::max<size_t>(1, std::min(splits, max_keys / kMinKeysPerSplit));
     const size_t part = round16(Partial::floats(R_max, hd));
     thread_local std::vector<float> parts_temp;  // reused across calls: see op_moe

@@ -132,8 +132,16 @@ TEST_CASE("greedy generation is deterministic and sampling is seeded", "[runtime
   CHECK(generate(1.0f, 7) != generate(1.0f, 8));  // random weights: a flat distribution
 }
 
-TEST_CASE("truncate keeps a prefix and continues exactly as a fresh context", "[runtime]") {
-  auto model = load_conformance_model();
+// After truncate(keep) a context (processed in chunks of 32) must continue as a fresh context
+// given the first `keep` tokens at once. The two reach position keep - 1 through differently
+// sized steps, so they agree bit for bit only where every kernel is batch-invariant: the
+// scalar reference kernels (see the batch test above). That run checks the truncation itself
+// (kept and released KV, sliding-window keys recomputed when gone) exactly. With the SIMD
+// kernels in fast precision, steps of different sizes round differently (see the fast
+// prefill/decode test): within that test's bound, no closer (a rounding change elsewhere once
+// flipped a near-tied expert on this prompt and moved a logit by 0.025).
+static void check_truncate(double tolerance, gptoss_precision precision) {
+  auto model = load_conformance_model(Format::hf, 0, precision);
   const auto ids = prompt_ids("p3_long");
   auto fresh_logits = [&](size_t n) {
     auto c = make_context(model.get(), 512);
@@ -155,9 +163,19 @@ TEST_CASE("truncate keeps a prefix and continues exactly as a fresh context", "[
     float dummy;
     CHECK(gptoss_context_get_logits(c.get(), &dummy, 1, &n) == gptoss_status_invalid_state);
     GPTOSS_REQUIRE_OK(gptoss_context_process(c.get()));
-    CHECK(max_abs_diff(logits_of(c.get()), fresh_logits(keep)) <= 1e-5);
+    CHECK(max_abs_diff(logits_of(c.get()), fresh_logits(keep)) <= tolerance);
   }
   CHECK(gptoss_context_truncate(c.get(), 1000) == gptoss_status_invalid_argument);
+}
+
+TEST_CASE("truncate keeps a prefix and continues exactly as a fresh context", "[runtime]") {
+  setenv("GPTOSS_CPU_ISA", "scalar", 1);  // read when the model opens its device
+  check_truncate(0.0, gptoss_precision_exact);
+  unsetenv("GPTOSS_CPU_ISA");
+}
+
+TEST_CASE("fast precision: truncate continues as a fresh context within int8 rounding", "[runtime]") {
+  check_truncate(0.05, gptoss_precision_fast);
 }
 
 TEST_CASE("bf16 KV cache stays close to f32", "[runtime]") {

@@ -252,7 +252,8 @@ void check_all(const AttnCase& c) {
 
 TEST_CASE("attention: tiled GQA fast op matches the reference", "[cpu-ops]") {
   check_all(last_positions(1, 1, 0, 8, 2, 64));       // first token: only the sink and itself
-  check_all(last_positions(1, 300, 0, 8, 1, 64));     // decode, one KV head: split over keys
+  check_all(last_positions(1, 300, 0, 8, 1, 64));     // decode, one KV head, one item
+  check_all(last_positions(1, 1100, 0, 8, 1, 64));    // ... over 1024 keys: split over keys
   check_all(last_positions(1, 300, 128, 8, 1, 64));   // decode in a sliding window
   check_all(last_positions(20, 77, 0, 16, 2, 64));    // prefill, GQA 8
   check_all(last_positions(40, 200, 128, 4, 4, 40));  // window, head_dim with a tail
