@@ -41,8 +41,8 @@ void scores(const float* q, size_t n_rows, size_t hd, const float* kt, float* s)
 
 // Per row as the scalar reference, in passes over up to 16 rows so that the rows' horizontal
 // reductions (latency chains) overlap instead of following one another, and with the rescale
-// factors corr = e^(m_old - m_new) of all of them from one exp16. Lane for lane the same
-// values as one row at a time (20b decode: 8 rows a tile; ~25 % of the step's time before).
+// factors corr = e^(m_old - m_new) of all of them from one exp16: per lane the operations of
+// one row at a time (20b decode: 8 rows a tile; ~25 % of the step's time before).
 void softmax_step(float* s, size_t n_rows, const int32_t* row_begin, const int32_t* row_end,
                   int32_t j0, size_t n, float* m, float* l, float* corr) {
   const __m512 neg_inf = _mm512_set1_ps(-__builtin_inff());
