@@ -37,10 +37,13 @@ bool cpu_has_avxvnni() {
 #endif
 }
 
-bool cpu_has_avx512bf16() {
+bool cpu_has_avx512bf16() {  // asked by every attention call: cpuid once
 #if defined(__x86_64__)
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512bf16") != 0;
+  static const bool has = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512bf16") != 0;
+  }();
+  return has;
 #else
   return false;
 #endif
