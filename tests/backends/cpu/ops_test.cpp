@@ -170,21 +170,13 @@ class AttnCase {
   void check_fast_bf16(Isa isa) const {
     INFO(isa_name(isa) << " fast bf16 KV, " << toks_.size() << " tokens, heads " << n_heads_ << "/"
                        << n_kv_ << ", head_dim " << hd_);
-    std::vector<int32_t> table(pages_ + 5);
-    std::iota(table.begin(), table.end(), 0);
-    std::shuffle(table.begin(), table.end(), std::mt19937(7));
-    const size_t kv_dim = n_kv_ * hd_, slots = table.size() * kPage, T = toks_.size();
-    const auto kf = random_floats(slots * kv_dim, 31), vf = random_floats(slots * kv_dim, 32);
-    std::vector<uint16_t> kb(kf.size()), vb(vf.size());
-    for (size_t i = 0; i < kf.size(); ++i) kb[i] = f32_to_bf16(kf[i]), vb[i] = f32_to_bf16(vf[i]);
-    const Weight sinks = random_weight(gptoss_dtype_bf16, 1, n_heads_, 33);
-    const auto q = random_floats(T * n_heads_ * hd_, 34, -3.0f, 3.0f);
-    std::vector<float> want(q.size()), exact(q.size()), got(q.size());
+    const Inputs in = inputs();
+    std::vector<float> want(in.q.size()), exact(in.q.size()), got(in.q.size());
     Devices e(isa), f(isa, 2, true);
-    const float scale = 1.0f / std::sqrt(float(hd_));
     const auto run = [&](Stream* st, std::vector<float>& out) {
-      return op_attention(st, q.data(), kb.data(), vb.data(), gptoss_kv_dtype_bf16, &sinks, toks_.data(),
-                          table.data(), T, n_heads_, n_kv_, hd_, kPage, scale, out.data());
+      return op_attention(st, in.q.data(), in.kb.data(), in.vb.data(), gptoss_kv_dtype_bf16, &in.sinks,
+                          toks_.data(), in.table.data(), toks_.size(), n_heads_, n_kv_, hd_, kPage,
+                          in.scale, out.data());
     };
     REQUIRE(run(&e.ref_stream, want) == gptoss_status_success);
     REQUIRE(run(&e.fast_stream, exact) == gptoss_status_success);
@@ -205,34 +197,49 @@ class AttnCase {
   void check(Isa isa, gptoss_kv_dtype dt) const {
     INFO(isa_name(isa) << (dt == gptoss_kv_dtype_f32 ? " f32" : " bf16") << " KV, " << toks_.size()
                        << " tokens, heads " << n_heads_ << "/" << n_kv_ << ", head_dim " << hd_);
-    std::vector<int32_t> table(pages_ + 5);  // 5 spare pages no sequence uses
-    std::iota(table.begin(), table.end(), 0);
-    std::shuffle(table.begin(), table.end(), std::mt19937(7));
-    const size_t kv_dim = n_kv_ * hd_, slots = table.size() * kPage, T = toks_.size();
-    const auto kf = random_floats(slots * kv_dim, 31), vf = random_floats(slots * kv_dim, 32);
-    std::vector<uint16_t> kb(kf.size()), vb(vf.size());
-    for (size_t i = 0; i < kf.size(); ++i) {
-      kb[i] = f32_to_bf16(kf[i]);
-      vb[i] = f32_to_bf16(vf[i]);
-    }
-    const void* kc = dt == gptoss_kv_dtype_f32 ? static_cast<const void*>(kf.data()) : kb.data();
-    const void* vc = dt == gptoss_kv_dtype_f32 ? static_cast<const void*>(vf.data()) : vb.data();
-    const Weight sinks = random_weight(gptoss_dtype_bf16, 1, n_heads_, 33);
-    const auto q = random_floats(T * n_heads_ * hd_, 34, -3.0f, 3.0f);
-    std::vector<float> want(q.size()), got(q.size());
+    const Inputs in = inputs();
+    const size_t T = toks_.size();
+    const void* kc = dt == gptoss_kv_dtype_f32 ? static_cast<const void*>(in.kf.data()) : in.kb.data();
+    const void* vc = dt == gptoss_kv_dtype_f32 ? static_cast<const void*>(in.vf.data()) : in.vb.data();
+    std::vector<float> want(in.q.size()), got(in.q.size());
     Devices d(isa);
-    const float scale = 1.0f / std::sqrt(float(hd_));
-    REQUIRE(ref_attention(&d.ref_stream, q.data(), kc, vc, dt, &sinks, toks_.data(), table.data(), T,
-                          n_heads_, n_kv_, hd_, kPage, scale, want.data()) == gptoss_status_success);
-    REQUIRE(op_attention(&d.fast_stream, q.data(), kc, vc, dt, &sinks, toks_.data(), table.data(), T,
-                         n_heads_, n_kv_, hd_, kPage, scale, got.data()) == gptoss_status_success);
+    REQUIRE(ref_attention(&d.ref_stream, in.q.data(), kc, vc, dt, &in.sinks, toks_.data(), in.table.data(), T,
+                          n_heads_, n_kv_, hd_, kPage, in.scale, want.data()) == gptoss_status_success);
+    REQUIRE(op_attention(&d.fast_stream, in.q.data(), kc, vc, dt, &in.sinks, toks_.data(), in.table.data(), T,
+                         n_heads_, n_kv_, hd_, kPage, in.scale, got.data()) == gptoss_status_success);
     check_close(got, want);
-    CHECK(op_attention(&d.fast_stream, q.data(), kc, vc, dt, &sinks, toks_.data(), table.data(), T,
-                       n_heads_, n_heads_ + 1, hd_, kPage, scale, got.data()) == gptoss_status_invalid_argument);
+    CHECK(op_attention(&d.fast_stream, in.q.data(), kc, vc, dt, &in.sinks, toks_.data(), in.table.data(), T,
+                       n_heads_, n_heads_ + 1, hd_, kPage, in.scale, got.data()) == gptoss_status_invalid_argument);
   }
 
  private:
   static constexpr size_t kPage = 16;
+  // Random caches (f32, and the same values rounded to bf16) behind a shuffled page table with
+  // 5 spare pages no sequence uses, sinks and queries: the same for every check of a case.
+  struct Inputs {
+    std::vector<int32_t> table;
+    std::vector<float> kf, vf, q;
+    std::vector<uint16_t> kb, vb;
+    Weight sinks;
+    float scale;
+  };
+  Inputs inputs() const {
+    Inputs in;
+    in.table.resize(pages_ + 5);
+    std::iota(in.table.begin(), in.table.end(), 0);
+    std::shuffle(in.table.begin(), in.table.end(), std::mt19937(7));
+    const size_t kv_dim = n_kv_ * hd_, slots = in.table.size() * kPage;
+    in.kf = random_floats(slots * kv_dim, 31);
+    in.vf = random_floats(slots * kv_dim, 32);
+    for (size_t i = 0; i < in.kf.size(); ++i) {
+      in.kb.push_back(f32_to_bf16(in.kf[i]));
+      in.vb.push_back(f32_to_bf16(in.vf[i]));
+    }
+    in.sinks = random_weight(gptoss_dtype_bf16, 1, n_heads_, 33);
+    in.q = random_floats(toks_.size() * n_heads_ * hd_, 34, -3.0f, 3.0f);
+    in.scale = 1.0f / std::sqrt(float(hd_));
+    return in;
+  }
   size_t n_heads_, n_kv_, hd_, pages_ = 0;
   std::vector<gptoss_attn_token> toks_;
 };
