@@ -109,20 +109,15 @@ int run_logits(const Args& args) {
   std::string formats = "both";
   bool verbose = false, fast = false;
   gptoss_kv_dtype kv = gptoss_kv_dtype_f32;
+  // main() checked the options and their values (see kLogits there).
   for (size_t i = 0; i < args.extra.size(); ++i) {
-    if (args.extra[i] == "--format" && i + 1 < args.extra.size()) formats = args.extra[++i];
-    else if (args.extra[i] == "--precision" && i + 1 < args.extra.size()) {
-      const std::string v = args.extra[++i];
-      if (v != "fast" && v != "exact") throw std::runtime_error("--precision must be fast or exact");
-      fast = v == "fast";
-    }
-    else if (args.extra[i] == "--kv" && i + 1 < args.extra.size()) {
-      const std::string v = args.extra[++i];
-      if (v != "f32" && v != "bf16") throw std::runtime_error("--kv must be f32 or bf16");
-      kv = v == "bf16" ? gptoss_kv_dtype_bf16 : gptoss_kv_dtype_f32;
-    }
-    else if (args.extra[i] == "--verbose") verbose = true;
-    else throw std::runtime_error("unknown option " + args.extra[i]);
+    const std::string& o = args.extra[i];
+    if (o == "--verbose") verbose = true;
+    else if (i + 1 >= args.extra.size()) throw std::runtime_error("option " + o + " has no value");
+    else if (o == "--format") formats = args.extra[++i];
+    else if (o == "--precision") fast = args.extra[++i] == "fast";
+    else if (o == "--kv") kv = args.extra[++i] == "bf16" ? gptoss_kv_dtype_bf16 : gptoss_kv_dtype_f32;
+    else throw std::runtime_error("unknown option " + o);
   }
   std::ifstream mf(args.dir + "/manifest.json");
   if (!mf) throw std::runtime_error("no manifest.json in " + args.dir);

@@ -1,4 +1,5 @@
 // gptoss-conformance <logits|tokenizer|harmony> [--tokenizer-json PATH] [flags] DIR
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -15,25 +16,79 @@ int usage() {
                "                  (default exact), --kv f32|bf16 (default f32), --verbose\n");
   return 2;
 }
+
+// An option of a subcommand: its name and, for one that takes a value, the values it allows
+// ("" for any, e.g. a path); nullptr for a flag.
+struct Option {
+  const char* name;
+  const char* values;
+};
+constexpr Option kCommon[] = {{"--tokenizer-json", ""}};
+constexpr Option kLogits[] = {{"--format", "hf|gguf|both"},
+                              {"--precision", "exact|fast"},
+                              {"--kv", "f32|bf16"},
+                              {"--verbose", nullptr}};
+
+const Option* find_option(const std::string& kind, const std::string& name) {
+  for (const Option& o : kCommon)
+    if (name == o.name) return &o;
+  if (kind == "logits")
+    for (const Option& o : kLogits)
+      if (name == o.name) return &o;
+  return nullptr;
+}
+
+bool allowed(const char* values, const std::string& v) {
+  if (*values == '\0') return true;
+  const std::string all = values;
+  for (size_t b = 0; b <= all.size();) {
+    const size_t e = std::min(all.find('|', b), all.size());
+    if (all.compare(b, e - b, v) == 0 && v.size() == e - b) return true;
+    b = e + 1;
+  }
+  return false;
+}
+
+// A mistyped or incomplete option is a usage error (exit 2) that names it: it must never be
+// taken for the folder or silently run a different configuration.
+int bad_option(const std::string& message) {
+  std::fprintf(stderr, "gptoss-conformance: %s\n", message.c_str());
+  return usage();
+}
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace gptoss::conformance;
   if (argc < 3) return usage();
   std::string kind = argv[1];
+  if (kind != "logits" && kind != "tokenizer" && kind != "harmony") return usage();
   Args args;
   for (int i = 2; i < argc; ++i) {
     std::string a = argv[i];
-    if (a == "--tokenizer-json" && i + 1 < argc) {
-      args.tokenizer_json = argv[++i];
-    } else if (a.rfind("--", 0) == 0) {
-      args.extra.push_back(a);
-      if (i + 1 < argc && std::strncmp(argv[i + 1], "--", 2) != 0 && i + 2 < argc)
-        args.extra.push_back(argv[++i]);
+    if (a.rfind("--", 0) == 0) {
+      const Option* o = find_option(kind, a);
+      if (o == nullptr) return bad_option("unknown option " + a + " for " + kind);
+      if (o->values == nullptr) {
+        args.extra.push_back(a);
+        continue;
+      }
+      // The value, and the folder after it: an option with nothing after it but the folder
+      // has no value.
+      const std::string expect = *o->values ? std::string(o->values) : "a value";
+      if (i + 2 >= argc || std::strncmp(argv[i + 1], "--", 2) == 0)
+        return bad_option("option " + a + " needs " + expect + " (before DIR)");
+      const std::string v = argv[++i];
+      if (!allowed(o->values, v)) return bad_option("option " + a + " takes " + expect + ", not '" + v + "'");
+      if (a == "--tokenizer-json") {
+        args.tokenizer_json = v;
+      } else {
+        args.extra.push_back(a);
+        args.extra.push_back(v);
+      }
     } else if (args.dir.empty()) {
       args.dir = a;
     } else {
-      return usage();
+      return bad_option("more than one DIR ('" + args.dir + "', '" + a + "')");
     }
   }
   if (args.dir.empty()) return usage();
