@@ -78,7 +78,8 @@ int main(int argc, char** argv) {
       if (i + 2 >= argc || std::strncmp(argv[i + 1], "--", 2) == 0)
         return bad_option("option " + a + " needs " + expect + " (before DIR)");
       const std::string v = argv[++i];
-      if (!allowed(o->values, v)) return bad_option("option " + a + " takes " + expect + ", not '" + v + "'");
+      if (!allowed(o->values, v))
+        return bad_option("option " + a + " takes " + expect + ", not '" + v + "'");
       if (a == "--tokenizer-json") {
         args.tokenizer_json = v;
       } else {
