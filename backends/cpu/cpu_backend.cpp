@@ -256,7 +256,37 @@ gptoss_status weight_upload(void* dev_, const gptoss_tensor_desc* desc, void** w
 
 void weight_free(void*, void* weight) { delete static_cast<Weight*>(weight); }
 
-// An op slot that adds its wall time to the device's OpProfile when profiling is on.
+// Weight bytes an op call reads (OpProfile::add_bytes): zero but for the weight-streaming ops.
+template <OpKind K>
+struct WeightBytes {
+  template <typename... A>
+  static uint64_t of(A...) {
+    return 0;
+  }
+};
+template <>
+struct WeightBytes<OpKind::linear> {
+  template <typename... A>
+  static uint64_t of(const void*, const void* weight, A...) {
+    const auto* w = static_cast<const Weight*>(weight);
+    return w ? weight_rows_bytes(*w, w->rows) : 0;
+  }
+};
+template <>
+struct WeightBytes<OpKind::router> : WeightBytes<OpKind::linear> {};
+template <>
+struct WeightBytes<OpKind::moe> {
+  static uint64_t of(const void*, const void* ids, const void*, const void* mlp1, const void*,
+                     const void* mlp2, const void*, size_t n_tokens, size_t, size_t, size_t top_k,
+                     float, void*) {
+    if (mlp1 == nullptr || mlp2 == nullptr) return 0;
+    return routed_expert_bytes(static_cast<const int32_t*>(ids), n_tokens * top_k,
+                               *static_cast<const Weight*>(mlp1), *static_cast<const Weight*>(mlp2));
+  }
+};
+
+// An op slot that adds its wall time (and the weight bytes it read) to the device's OpProfile
+// when profiling is on.
 template <OpKind K, auto Fn>
 struct Timed;
 template <OpKind K, typename... A, gptoss_status (*Fn)(void*, A...)>
@@ -266,7 +296,9 @@ struct Timed<K, Fn> {
       return Fn(stream, a...);
     const auto t0 = std::chrono::steady_clock::now();
     const gptoss_status st = Fn(stream, a...);
-    static_cast<Stream*>(stream)->dev->profile.add(K, std::chrono::steady_clock::now() - t0);
+    OpProfile& p = static_cast<Stream*>(stream)->dev->profile;
+    p.add(K, std::chrono::steady_clock::now() - t0);
+    if (st == gptoss_status_success) p.add_bytes(K, WeightBytes<K>::of(a...));
     return st;
   }
 };

@@ -20,7 +20,8 @@ void usage() {
                "                    [--kv f32|bf16 (KV cache dtype; default f32)]\n"
                "                    [-b N (also: N sequences decoding together, aggregate t/s)]\n"
                "                    [--mmap 0|1 (1: map the files; 0: read them into huge pages)]\n"
-               "                    [-v (library log on stderr; GPTOSS_CPU_PROFILE=1 adds time per op)]\n"
+               "                    [-v (library log on stderr; with GPTOSS_CPU_PROFILE=1 also\n"
+               "                     time and weight GB/s per op)]\n"
                "                    [--output md|json]\n"
                "       gptoss-bench --kernels [-t THREADS] [--output md|json]\n");
 }
