@@ -167,7 +167,8 @@ TEST_CASE("op profile: the plugin reports each op's weight bytes per second", "[
   REQUIRE(!report.empty());
   const double linear_bytes = double(calls) * R * H * 2;
   const double moe_bytes = double(calls) * 2 * (2 * I * (H / 2 + H / 32) + H * (I / 2 + I / 32));
-  for (const auto& [op, bytes] : {std::pair<std::string, double>{"linear", linear_bytes}, {"moe", moe_bytes}}) {
+  const std::pair<std::string, double> expected[] = {{"linear", linear_bytes}, {"moe", moe_bytes}};
+  for (const auto& [op, bytes] : expected) {
     const auto [ms, rate] = entry(report, op);
     INFO(op);
     REQUIRE(ms >= 1.0);  // long enough for the report's rounding to matter little
