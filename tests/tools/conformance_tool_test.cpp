@@ -43,6 +43,8 @@ TEST_CASE("conformance tool: bad options are usage errors that name them", "[too
   } cases[] = {
       {"logits --kv " + d, "option --kv needs f32|bf16 (before DIR)"},
       {"logits --kv f16 " + d, "option --kv takes f32|bf16, not 'f16'"},
+      {"logits --kv 'f32|bf16' " + d, "option --kv takes f32|bf16, not 'f32|bf16'"},
+      {"logits --kv '' " + d, "option --kv takes f32|bf16, not ''"},
       {"logits --precision " + d, "option --precision needs exact|fast"},
       {"logits --format onnx " + d, "option --format takes hf|gguf|both, not 'onnx'"},
       {"logits --format", "option --format needs hf|gguf|both"},

@@ -1,5 +1,4 @@
 // gptoss-conformance <logits|tokenizer|harmony> [--tokenizer-json PATH] [flags] DIR
-#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -40,13 +39,8 @@ const Option* find_option(const std::string& kind, const std::string& name) {
 
 bool allowed(const char* values, const std::string& v) {
   if (*values == '\0') return true;
-  const std::string all = values;
-  for (size_t b = 0; b <= all.size();) {
-    const size_t e = std::min(all.find('|', b), all.size());
-    if (all.compare(b, e - b, v) == 0 && v.size() == e - b) return true;
-    b = e + 1;
-  }
-  return false;
+  return v.find('|') == std::string::npos &&
+         ("|" + std::string(values) + "|").find("|" + v + "|") != std::string::npos;
 }
 
 // A mistyped or incomplete option is a usage error (exit 2) that names it: it must never be
