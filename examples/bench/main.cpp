@@ -2,7 +2,8 @@
 // llama-bench, and per-kernel microbenchmarks of the CPU backend (--kernels).
 //
 //   gptoss-bench -m MODEL [-p 512] [-n 128] [-t THREADS] [-r 5] [--tokenizer-json PATH]
-//                [--precision fast|exact] [--kv f32|bf16] [-b N] [--mmap 0|1] [--output md|json]
+//                [--precision fast|exact] [--kv f32|bf16] [-b N] [--mmap 0|1]
+//                [--sustained-read 0|1] [--output md|json]
 //   gptoss-bench --kernels [-t THREADS] [--output md|json]
 #include <cstdio>
 #include <cstdlib>
@@ -20,6 +21,8 @@ void usage() {
                "                    [--kv f32|bf16 (KV cache dtype; default f32)]\n"
                "                    [-b N (also: N sequences decoding together, aggregate t/s)]\n"
                "                    [--mmap 0|1 (1: map the files; 0: read them into huge pages)]\n"
+               "                    [--sustained-read 0|1 (1, the default: after each repetition's\n"
+               "                     decode, pure loads of the same bytes; %% of sustained read)]\n"
                "                    [-v (library log on stderr; with GPTOSS_CPU_PROFILE=1 also\n"
                "                     time and weight GB/s per op)]\n"
                "                    [--output md|json]\n"
@@ -61,13 +64,13 @@ int main(int argc, char** argv) {
           [](gptoss_log_level, const char* m, void*) { std::fprintf(stderr, "gptoss: %s\n", m); },
           gptoss_log_level_info, nullptr);
     }
-    else if (a == "--mmap") {
+    else if (a == "--mmap" || a == "--sustained-read") {
       const size_t v = count();
       if (v > 1) {
-        std::fprintf(stderr, "gptoss-bench: --mmap must be 0 or 1\n");
+        std::fprintf(stderr, "gptoss-bench: %s must be 0 or 1\n", a.c_str());
         return 2;
       }
-      o.use_mmap = v == 1;
+      (a == "--mmap" ? o.use_mmap : o.sustained_read) = v == 1;
     } else if (a == "--precision") {
       const std::string v = value();
       if (v != "fast" && v != "exact") {

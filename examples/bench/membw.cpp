@@ -4,6 +4,7 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -30,6 +31,35 @@ Stat stat_of(const std::vector<double>& v) {
   return s;
 }
 
+namespace {
+// Sums the first words / streams / 8 * 8 * streams words of p, read as `streams` streams a
+// part apart, each prefetched `ahead` words ahead (8 independent chains: vectorised adds).
+uint64_t read_words(const uint64_t* p, size_t words, size_t streams, size_t ahead) {
+  const size_t m = words / streams / 8 * 8;
+  uint64_t a[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  for (size_t i = 0; i < m; i += 8)
+    for (size_t s = 0; s < streams; ++s) {
+      const uint64_t* q = p + s * m + i;
+      __builtin_prefetch(q + ahead);
+      for (int j = 0; j < 8; ++j) a[j] += q[j];
+    }
+  uint64_t sum = 0;
+  for (int j = 0; j < 8; ++j) sum += a[j];
+  return sum;
+}
+
+// An anonymous buffer of `bytes` in huge pages, every page written; nullptr if mmap fails.
+uint64_t* touched_buffer(size_t bytes) {
+  void* mem = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (mem == MAP_FAILED) return nullptr;
+  (void)madvise(mem, bytes, MADV_HUGEPAGE);
+  uint64_t* buf = static_cast<uint64_t*>(mem);
+  for (size_t i = 0; i < bytes / sizeof(uint64_t); ++i)
+    buf[i] = i * SustainedReadTest::kRingWordFactor;
+  return buf;
+}
+}  // namespace
+
 double measure_read_bandwidth(unsigned threads, size_t bytes) {
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
   const size_t n = bytes / sizeof(uint64_t);
@@ -40,31 +70,19 @@ double measure_read_bandwidth(unsigned threads, size_t bytes) {
   // row_streams.hpp). 4 KiB pages and no prefetch read ~30% slower here. The buffer must
   // dwarf every cache: a 256 MiB one read up to ~35% faster than 1-2 GiB on this VM (some of
   // it stayed cached), while a decode token streams ~3.7 GB that no cache holds.
-  void* mem = mmap(nullptr, n * sizeof(uint64_t), PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (mem == MAP_FAILED) return 0.0;
-  (void)madvise(mem, n * sizeof(uint64_t), MADV_HUGEPAGE);
-  uint64_t* buf = static_cast<uint64_t*>(mem);
-  for (size_t i = 0; i < n; ++i) buf[i] = i * 0x9e3779b97f4a7c15ull;  // touch every page
+  uint64_t* buf = touched_buffer(n * sizeof(uint64_t));
+  if (buf == nullptr) return 0.0;
   double best = 0;
   for (int run = 0; run < 6; ++run) {
     const size_t streams = run % 3 == 0 ? 1 : 4;
     const size_t ahead = run % 3 == 2 ? 128 : 1024;  // words: 1 KiB or 8 KiB
-    std::vector<uint64_t> sums(threads * 8);
+    std::vector<uint64_t> sums(threads);
     std::vector<std::thread> pool;
     const auto t0 = std::chrono::steady_clock::now();
     for (unsigned t = 0; t < threads; ++t)
       pool.emplace_back([&, t] {
-        const uint64_t* p = buf + n * t / threads;
-        const size_t m = (n * (t + 1) / threads - n * t / threads) / streams / 8 * 8;
-        uint64_t a[8] = {0, 0, 0, 0, 0, 0, 0, 0};  // independent chains: vectorised adds
-        for (size_t i = 0; i < m; i += 8)
-          for (size_t s = 0; s < streams; ++s) {
-            const uint64_t* q = p + s * m + i;
-            __builtin_prefetch(q + ahead);
-            for (int j = 0; j < 8; ++j) a[j] += q[j];
-          }
-        for (int j = 0; j < 8; ++j) sums[t * 8 + size_t(j)] = a[j];
+        const size_t words = n * (t + 1) / threads - n * t / threads;
+        sums[t] = read_words(buf + n * t / threads, words, streams, ahead);
       });
     for (auto& th : pool) th.join();
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -76,8 +94,53 @@ double measure_read_bandwidth(unsigned threads, size_t bytes) {
       read += (n * (t + 1) / threads - n * t / threads) / streams / 8 * 8 * streams;
     best = std::max(best, double(read * sizeof(uint64_t)) / s / 1e9);
   }
-  munmap(mem, n * sizeof(uint64_t));
+  munmap(buf, n * sizeof(uint64_t));
   return best;
+}
+
+SustainedReadTest::SustainedReadTest(unsigned threads, size_t buffer_bytes)
+    : threads_(threads ? threads : std::max(1u, std::thread::hardware_concurrency())),
+      words_(buffer_bytes / sizeof(uint64_t)),
+      buf_(touched_buffer(words_ * sizeof(uint64_t))) {}
+
+SustainedReadTest::~SustainedReadTest() {
+  if (buf_ != nullptr) munmap(buf_, words_ * sizeof(uint64_t));
+}
+
+double SustainedReadTest::pass(size_t bytes) {
+  if (buf_ == nullptr) return 0.0;
+  // The pass's stretches of the ring, from where the last one stopped; every thread reads its
+  // part of each stretch, 4 streams 8 KiB ahead (the read test's best pattern), and does not
+  // wait for the others between stretches.
+  std::vector<std::pair<size_t, size_t>> stretches;  // (first word, words)
+  for (size_t left = bytes / sizeof(uint64_t); left > 0;) {
+    const size_t n = std::min(left, words_ - pos_);
+    stretches.emplace_back(pos_, n);
+    pos_ = (pos_ + n) % words_;
+    left -= n;
+  }
+  std::vector<uint64_t> sums(threads_);
+  std::vector<std::thread> pool;
+  // Timed from when every thread is running: thread creation is not the pass's.
+  std::atomic<unsigned> ready{0};
+  std::atomic<bool> go{false};
+  for (unsigned t = 0; t < threads_; ++t)
+    pool.emplace_back([&, t] {
+      ready.fetch_add(1);
+      while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
+      for (const auto& [first, n] : stretches) {
+        const size_t b = n * t / threads_, e = n * (t + 1) / threads_;
+        sums[t] += read_words(buf_ + first + b, e - b, 4, 1024);
+      }
+    });
+  while (ready.load() != threads_) std::this_thread::yield();
+  const auto t0 = std::chrono::steady_clock::now();
+  go.store(true, std::memory_order_release);
+  for (auto& th : pool) th.join();
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  last_sum_ = 0;
+  for (uint64_t x : sums) last_sum_ += x;
+  return s;
 }
 
 bool reset_peak_rss() {
