@@ -3,6 +3,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace gptoss::bench {
@@ -14,11 +15,11 @@ struct Options {
   unsigned threads = 0;  // 0 = all cores
   bool json = false;
   bool kernels = false;
+  bool read_probe = false;  // --read-probe: decode against pure loads over three memories
   bool exact = false;  // --precision exact
   bool use_mmap = true;
   bool kv_bf16 = false;  // --kv bf16
   size_t batch = 1;      // -b N: also decode N sequences together
-  bool sustained_read = true;  // --sustained-read 0|1: pure loads of a decode's bytes after it
 };
 
 struct Stat {
@@ -31,38 +32,100 @@ Stat stat_of(const std::vector<double>& v);
 constexpr size_t kReadTestBytes = size_t(1) << 30;
 double measure_read_bandwidth(unsigned threads, size_t bytes = kReadTestBytes);
 
-// The read rate sustained over as many bytes and passes as a decode: each pass reads a decode
-// token's bytes, continuing through a ring far larger than any cache, in the read test's best
-// pattern (4 streams per thread, 8 KiB ahead), each thread through its parts without waiting for
-// the others. model_bench.cpp runs n_gen passes right after each repetition's decode: a second
-// yardstick beside measure_read_bandwidth's best of short bursts, which a 60 ms decode token
-// might not be able to match even with pure loads. Here it did: 128 passes of 3.7 GB read at
-// the burst rate in calm minutes (75.4 vs 75.2 GB/s) and 5-10 % either side of it when the
-// machine's bandwidth moved between the two (69.1 vs 72.8, 79.3 vs 76.8). A 1 GiB ring reads as
-// a 4 GiB one here (72 vs 76 GB/s, alternating passes); a 256 MiB one is partly cached (82).
-class SustainedReadTest {
+// Sums the first words / streams / 8 * 8 * streams words of p, read as `streams` streams a
+// part apart, each prefetched `ahead` words ahead (8 independent chains: vectorised adds at -O3).
+uint64_t read_words(const uint64_t* p, size_t words, size_t streams, size_t ahead);
+// An anonymous buffer of `bytes` in huge pages, word i = i * 0x9e3779b97f4a7c15 (every page
+// written); nullptr if mmap fails.
+uint64_t* touched_buffer(size_t bytes);
+
+// Passes of pure loads in the read test's best pattern (4 streams per thread, 8 KiB ahead;
+// each thread through its parts without waiting for the others) over a model's own files, as
+// the page cache holds them (mapped a second time, read-only, 2 MiB-aligned for huge pages as
+// the loader maps them), or over an anonymous buffer. --read-probe (read_probe.cpp) times them
+// between decode tokens: on this VM the memory a model lives in reads slower than a buffer of
+// 1 GiB read over and over.
+// Over files, it reads only the 2 MiB pieces the page cache holds whole (it must not read the
+// disk; what the cache lacks the model has not read either) and is !ok() where it holds none;
+// the constructor maps them and reads them once, untimed.
+class ReadPasses {
  public:
-  explicit SustainedReadTest(unsigned threads, size_t buffer_bytes = kReadTestBytes);
-  ~SustainedReadTest();
-  SustainedReadTest(const SustainedReadTest&) = delete;
-  SustainedReadTest& operator=(const SustainedReadTest&) = delete;
-  bool ok() const { return buf_ != nullptr; }
-  size_t buffer_bytes() const { return words_ * sizeof(uint64_t); }
-  // Seconds to read `bytes` (each thread's part of each stretch of the ring rounded down to
-  // whole 64-byte lines per stream), starting where the last pass stopped.
+  // `model`: a checkpoint directory (its *.safetensors and *.gguf files, in name order) or one
+  // file.
+  ReadPasses(const std::string& model, unsigned threads);
+  // An anonymous buffer of `bytes` in huge pages, every page written.
+  ReadPasses(size_t anonymous_bytes, unsigned threads);
+  ~ReadPasses();
+  ReadPasses(const ReadPasses&) = delete;
+  ReadPasses& operator=(const ReadPasses&) = delete;
+  bool ok() const { return error_.empty(); }
+  const std::string& error() const { return error_; }
+  size_t bytes() const;                              // what passes read from
+  size_t skipped_bytes() const { return skipped_; }  // of the files, not in the page cache
+  // Seconds to read `bytes` from where the last pass stopped, on through the regions and round
+  // again after the last; every thread reads its part of each region's stretch (rounded down
+  // to 4 streams of whole lines).
   double pass(size_t bytes);
-  // The sum of the 64-bit words the last pass read (they hold i * kRingWordFactor, i the
-  // word's index in the ring): what keeps the loads alive, and what tests check.
+  // The next pass starts at the beginning again.
+  void rewind() { region_ = pos_ = 0; }
+  // The sum of the 64-bit words the last pass read (keeps the loads alive; tests check it).
   uint64_t last_sum() const { return last_sum_; }
-  static constexpr uint64_t kRingWordFactor = 0x9e3779b97f4a7c15ull;
+
+  struct File {
+    std::string path;
+    const uint8_t* data;  // mapped, read-only
+    size_t size;
+  };
+  const std::vector<File>& files() const { return files_; }
+  // Whether [p, p + n) lies in one of the pieces passes read (the page cache holds it).
+  bool cached(const uint8_t* p, size_t n) const;
 
  private:
+  struct Region {
+    const uint64_t* words;
+    size_t n_words;
+  };
   unsigned threads_;
-  size_t words_;
-  uint64_t* buf_;
-  size_t pos_ = 0;  // word where the next pass starts
+  std::vector<std::pair<void*, size_t>> maps_;  // mappings to release
+  std::vector<File> files_;
+  std::vector<Region> regions_;                 // what passes read, in order
+  size_t skipped_ = 0;
+  std::string error_;
+  size_t region_ = 0, pos_ = 0;  // where the next pass starts
   uint64_t last_sum_ = 0;
 };
+
+// Pure loads of what one decode token reads, from a safetensors checkpoint's own memory (the
+// files that `files` mapped): every tensor of the layers and the unembedding whole, and of each
+// layer's expert tensors ([experts, ...]) the slices of `experts_per_token` experts drawn at
+// random per pass and layer; not the embedding table (one row). Each pass reads the tensors in
+// file order, every thread its part of each (the read test's best pattern). !ok() for other
+// formats, or where the page cache does not hold a tensor whole.
+class TokenReplay {
+ public:
+  TokenReplay(const ReadPasses& files, unsigned experts_per_token, unsigned threads);
+  bool ok() const { return error_.empty(); }
+  const std::string& error() const { return error_; }
+  size_t bytes_per_pass() const { return bytes_; }
+  double pass();  // seconds
+  uint64_t last_sum() const { return last_sum_; }
+
+ private:
+  struct Tensor {
+    const uint8_t* data;
+    size_t size;
+    size_t experts;  // > 0: an expert tensor of that many experts
+    size_t layer;
+  };
+  std::vector<Tensor> tensors_;
+  unsigned k_, threads_;
+  size_t bytes_ = 0;
+  uint64_t rng_ = 0x2545f4914f6cdd1dull;
+  std::string error_;
+  uint64_t last_sum_ = 0;
+};
+
+int run_read_probe(const Options& o);
 
 // Peak resident set size of this process in bytes (VmHWM).
 size_t peak_rss_bytes();

@@ -2,9 +2,9 @@
 // llama-bench, and per-kernel microbenchmarks of the CPU backend (--kernels).
 //
 //   gptoss-bench -m MODEL [-p 512] [-n 128] [-t THREADS] [-r 5] [--tokenizer-json PATH]
-//                [--precision fast|exact] [--kv f32|bf16] [-b N] [--mmap 0|1]
-//                [--sustained-read 0|1] [--output md|json]
+//                [--precision fast|exact] [--kv f32|bf16] [-b N] [--mmap 0|1] [--output md|json]
 //   gptoss-bench --kernels [-t THREADS] [--output md|json]
+//   gptoss-bench --read-probe -m MODEL [-n 128] [-t THREADS] [--output md|json]
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -21,12 +21,14 @@ void usage() {
                "                    [--kv f32|bf16 (KV cache dtype; default f32)]\n"
                "                    [-b N (also: N sequences decoding together, aggregate t/s)]\n"
                "                    [--mmap 0|1 (1: map the files; 0: read them into huge pages)]\n"
-               "                    [--sustained-read 0|1 (1, the default: after each repetition's\n"
-               "                     decode, pure loads of the same bytes; %% of sustained read)]\n"
                "                    [-v (library log on stderr; with GPTOSS_CPU_PROFILE=1 also\n"
                "                     time and weight GB/s per op)]\n"
                "                    [--output md|json]\n"
-               "       gptoss-bench --kernels [-t THREADS] [--output md|json]\n");
+               "       gptoss-bench --kernels [-t THREADS] [--output md|json]\n"
+               "       gptoss-bench --read-probe -m MODEL [-n TOKENS=128] [-t THREADS]\n"
+               "                    [--output md|json]\n"
+               "                    (decode against pure loads of its bytes after every token:\n"
+               "                     a 1 GiB buffer, the model's own files)\n");
 }
 }  // namespace
 
@@ -58,19 +60,20 @@ int main(int argc, char** argv) {
     else if (a == "-r" || a == "--repetitions") o.reps = count();
     else if (a == "--tokenizer-json") o.tokenizer_json = value();
     else if (a == "--kernels") o.kernels = true;
+    else if (a == "--read-probe") o.read_probe = true;
     else if (a == "-v" || a == "--verbose") {
       // The library's log on stderr (with GPTOSS_CPU_PROFILE=1: time per op at the end).
       gptoss_set_log_callback(
           [](gptoss_log_level, const char* m, void*) { std::fprintf(stderr, "gptoss: %s\n", m); },
           gptoss_log_level_info, nullptr);
     }
-    else if (a == "--mmap" || a == "--sustained-read") {
+    else if (a == "--mmap") {
       const size_t v = count();
       if (v > 1) {
-        std::fprintf(stderr, "gptoss-bench: %s must be 0 or 1\n", a.c_str());
+        std::fprintf(stderr, "gptoss-bench: --mmap must be 0 or 1\n");
         return 2;
       }
-      (a == "--mmap" ? o.use_mmap : o.sustained_read) = v == 1;
+      o.use_mmap = v == 1;
     } else if (a == "--precision") {
       const std::string v = value();
       if (v != "fast" && v != "exact") {
@@ -111,9 +114,9 @@ int main(int argc, char** argv) {
     }
   }
   if (o.kernels) return gptoss::bench::run_kernel_bench(o);
-  if (o.model.empty() || o.n_prompt == 0 || o.reps == 0) {
+  if (o.model.empty() || o.n_prompt == 0 || o.reps == 0 || (o.read_probe && o.n_gen == 0)) {
     usage();
     return 2;
   }
-  return gptoss::bench::run_model_bench(o);
+  return o.read_probe ? gptoss::bench::run_read_probe(o) : gptoss::bench::run_model_bench(o);
 }

@@ -4,7 +4,6 @@
 #include <sys/resource.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -31,9 +30,6 @@ Stat stat_of(const std::vector<double>& v) {
   return s;
 }
 
-namespace {
-// Sums the first words / streams / 8 * 8 * streams words of p, read as `streams` streams a
-// part apart, each prefetched `ahead` words ahead (8 independent chains: vectorised adds).
 uint64_t read_words(const uint64_t* p, size_t words, size_t streams, size_t ahead) {
   const size_t m = words / streams / 8 * 8;
   uint64_t a[8] = {0, 0, 0, 0, 0, 0, 0, 0};
@@ -48,17 +44,14 @@ uint64_t read_words(const uint64_t* p, size_t words, size_t streams, size_t ahea
   return sum;
 }
 
-// An anonymous buffer of `bytes` in huge pages, every page written; nullptr if mmap fails.
 uint64_t* touched_buffer(size_t bytes) {
   void* mem = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (mem == MAP_FAILED) return nullptr;
   (void)madvise(mem, bytes, MADV_HUGEPAGE);
   uint64_t* buf = static_cast<uint64_t*>(mem);
-  for (size_t i = 0; i < bytes / sizeof(uint64_t); ++i)
-    buf[i] = i * SustainedReadTest::kRingWordFactor;
+  for (size_t i = 0; i < bytes / sizeof(uint64_t); ++i) buf[i] = i * 0x9e3779b97f4a7c15ull;
   return buf;
 }
-}  // namespace
 
 double measure_read_bandwidth(unsigned threads, size_t bytes) {
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
@@ -96,51 +89,6 @@ double measure_read_bandwidth(unsigned threads, size_t bytes) {
   }
   munmap(buf, n * sizeof(uint64_t));
   return best;
-}
-
-SustainedReadTest::SustainedReadTest(unsigned threads, size_t buffer_bytes)
-    : threads_(threads ? threads : std::max(1u, std::thread::hardware_concurrency())),
-      words_(buffer_bytes / sizeof(uint64_t)),
-      buf_(touched_buffer(words_ * sizeof(uint64_t))) {}
-
-SustainedReadTest::~SustainedReadTest() {
-  if (buf_ != nullptr) munmap(buf_, words_ * sizeof(uint64_t));
-}
-
-double SustainedReadTest::pass(size_t bytes) {
-  if (buf_ == nullptr) return 0.0;
-  // The pass's stretches of the ring, from where the last one stopped; every thread reads its
-  // part of each stretch, 4 streams 8 KiB ahead (the read test's best pattern), and does not
-  // wait for the others between stretches.
-  std::vector<std::pair<size_t, size_t>> stretches;  // (first word, words)
-  for (size_t left = bytes / sizeof(uint64_t); left > 0;) {
-    const size_t n = std::min(left, words_ - pos_);
-    stretches.emplace_back(pos_, n);
-    pos_ = (pos_ + n) % words_;
-    left -= n;
-  }
-  std::vector<uint64_t> sums(threads_);
-  std::vector<std::thread> pool;
-  // Timed from when every thread is running: thread creation is not the pass's.
-  std::atomic<unsigned> ready{0};
-  std::atomic<bool> go{false};
-  for (unsigned t = 0; t < threads_; ++t)
-    pool.emplace_back([&, t] {
-      ready.fetch_add(1);
-      while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
-      for (const auto& [first, n] : stretches) {
-        const size_t b = n * t / threads_, e = n * (t + 1) / threads_;
-        sums[t] += read_words(buf_ + first + b, e - b, 4, 1024);
-      }
-    });
-  while (ready.load() != threads_) std::this_thread::yield();
-  const auto t0 = std::chrono::steady_clock::now();
-  go.store(true, std::memory_order_release);
-  for (auto& th : pool) th.join();
-  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  last_sum_ = 0;
-  for (uint64_t x : sums) last_sum_ += x;
-  return s;
 }
 
 bool reset_peak_rss() {

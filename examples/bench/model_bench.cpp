@@ -1,11 +1,8 @@
 // The model benchmark: load time, prefill and decode tok/s over repetitions, time to first
-// token, achieved bandwidth against two read tests of the same run (the best of short bursts
-// around each repetition; pure loads of the decode's bytes right after it), peak RSS. Public C
-// API only.
+// token, achieved bandwidth against a read test of the same run, peak RSS. Public C API only.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -41,14 +38,6 @@ double decode_bytes_per_token(const gptoss_model_info& m, double mean_pos, doubl
   return bytes;
 }
 
-// {"mean": M, "std": S}, or null where nothing was measured.
-std::string json_stat(bool have, const Stat& s, int digits) {
-  if (!have) return "null";
-  char b[96];
-  std::snprintf(b, sizeof b, "{\"mean\": %.*f, \"std\": %.*f}", digits, s.mean, digits, s.std);
-  return b;
-}
-
 }  // namespace
 
 int run_model_bench(const Options& o) {
@@ -56,10 +45,8 @@ int run_model_bench(const Options& o) {
   // every repetition, and each repetition's decode is compared with the higher of the two
   // measurements beside it. The test buffer is kept out of the peak RSS (reset_peak_rss).
   size_t peak_rss = 0;
-  size_t not_the_model = 0;  // resident bytes of the sustained read test's ring while it lives
   auto bandwidth = [&] {
-    const size_t p = peak_rss_bytes();
-    peak_rss = std::max(peak_rss, p > not_the_model ? p - not_the_model : p);
+    peak_rss = std::max(peak_rss, peak_rss_bytes());
     const double bw = measure_read_bandwidth(o.threads);
     reset_peak_rss();
     return bw;
@@ -124,48 +111,21 @@ int run_model_bench(const Options& o) {
   if (!run(std::min<size_t>(o.n_prompt, 32), std::min<size_t>(o.n_gen, 2), &a, &b, &c)) return 1;
   const double bytes_tok = decode_bytes_per_token(info, double(o.n_prompt) + double(o.n_gen) / 2,
                                                 o.kv_bf16 ? 2.0 : 4.0);
-  std::vector<double> pp, tg, ttft, bws, pcts, sus_bws, sus_pcts;
+  std::vector<double> pp, tg, ttft, bws, pcts;
   double bw_prev = bandwidth();
-  {
-    // The sustained read test's ring stays resident through the repetitions: not the model's RSS.
-    std::unique_ptr<SustainedReadTest> sustained;
-    if (o.sustained_read && o.n_gen > 0) {
-      sustained = std::make_unique<SustainedReadTest>(o.threads);
-      if (!sustained->ok()) {
-        std::fprintf(stderr, "gptoss-bench: no memory for the sustained read test; skipped\n");
-        sustained.reset();
-      }
+  for (size_t r = 0; r < o.reps; ++r) {
+    if (!run(o.n_prompt, o.n_gen, &a, &b, &c)) return 1;
+    const double bw_next = bandwidth();
+    pp.push_back(double(o.n_prompt) / a);
+    ttft.push_back(b);
+    if (o.n_gen > 0) {
+      tg.push_back(double(o.n_gen) / c);
+      const double ceiling = std::max(bw_prev, bw_next);
+      bws.push_back(ceiling);
+      pcts.push_back(100.0 * tg.back() * bytes_tok / 1e9 / ceiling);
     }
-    not_the_model = sustained ? sustained->buffer_bytes() : 0;
-    for (size_t r = 0; r < o.reps; ++r) {
-      if (!run(o.n_prompt, o.n_gen, &a, &b, &c)) return 1;
-      // Right after the decode, as many passes of pure loads as it had tokens, each of a
-      // token's bytes (after a pause in which the library's pool threads stop spinning and
-      // leave the cores to the test's).
-      double sus_s = 0;
-      if (sustained) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(2));
-        for (size_t i = 0; i < o.n_gen; ++i) sus_s += sustained->pass(size_t(bytes_tok));
-      }
-      const double bw_next = bandwidth();
-      pp.push_back(double(o.n_prompt) / a);
-      ttft.push_back(b);
-      if (o.n_gen > 0) {
-        tg.push_back(double(o.n_gen) / c);
-        const double ceiling = std::max(bw_prev, bw_next);
-        bws.push_back(ceiling);
-        pcts.push_back(100.0 * tg.back() * bytes_tok / 1e9 / ceiling);
-      }
-      if (sus_s > 0) {  // the same bytes per token and per pass: a ratio of times
-        sus_bws.push_back(double(o.n_gen) * bytes_tok / sus_s / 1e9);
-        sus_pcts.push_back(100.0 * sus_s / c);
-      }
-      bw_prev = bw_next;
-    }
+    bw_prev = bw_next;
   }
-  // The ring is gone: the peak count restarts without it.
-  not_the_model = 0;
-  reset_peak_rss();
   // Peak RSS of the model with one context (before -b adds its contexts' KV pool).
   const size_t rss = std::max(peak_rss, peak_rss_bytes());
   // -b N: N sequences with the prompt decode together, one gptoss_contexts_process per step
@@ -209,8 +169,6 @@ int run_model_bench(const Options& o) {
   }
   const Stat spp = stat_of(pp), stg = stat_of(tg), sttft = stat_of(ttft);
   const Stat sbw = stat_of(bws), spct = stat_of(pcts);
-  const Stat ssbw = stat_of(sus_bws), sspct = stat_of(sus_pcts);
-  const bool have_sus = !sus_pcts.empty();
   const double read_bw = o.n_gen > 0 ? sbw.mean : std::max(read_bw_first, bw_prev);
   const double gbs = stg.mean * bytes_tok / 1e9;
   const unsigned threads = o.threads ? o.threads : std::max(1u, std::thread::hardware_concurrency());
@@ -228,43 +186,31 @@ int run_model_bench(const Options& o) {
         "\"decode_tok_s\": {\"mean\": %.4f, \"std\": %.4f}, \"ttft_s\": {\"mean\": %.6f, \"std\": %.6f}, "
         "\"load_s\": %.4f, \"peak_rss_bytes\": %zu, \"decode_bytes_per_token\": %.0f, "
         "\"achieved_gbs\": %.3f, \"bandwidth_gbs\": %.3f, \"bandwidth_pct\": {\"mean\": %.2f, \"std\": %.2f}, "
-        "\"sustained_read_gbs\": %s, \"sustained_read_pct\": %s, "
         "\"batch\": %zu, \"batched_decode_tok_s\": %.4f, \"batched_ms_per_step\": %.4f}\n",
         name.c_str(), info.backend, prec, kv, o.use_mmap ? 1 : 0, threads, o.n_prompt, o.n_gen, o.reps,
         spp.mean, spp.std, stg.mean, stg.std, sttft.mean, sttft.std, load_s, rss, bytes_tok, gbs,
-        read_bw, spct.mean, spct.std, json_stat(have_sus, ssbw, 3).c_str(),
-        json_stat(have_sus, sspct, 2).c_str(), o.batch, batch_tok_s, batch_ms_step);
+        read_bw, spct.mean, spct.std, o.batch, batch_tok_s, batch_ms_step);
   } else {
-    std::printf("| model | backend | precision | threads | test | t/s | ms/tok | GB/s | %% of read BW "
-                "| %% of sustained read |\n");
-    std::printf("| --- | --- | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: |\n");
-    std::printf("| %s | %s | %s | %u | pp%zu | %.2f ± %.2f | %.2f | | | |\n", name.c_str(),
-                info.backend, prec, threads, o.n_prompt, spp.mean, spp.std, 1e3 / spp.mean);
-    if (o.n_gen > 0) {
-      char sus_pct[64] = "";
-      if (have_sus)
-        std::snprintf(sus_pct, sizeof sus_pct, "%.1f ± %.1f %%", sspct.mean, sspct.std);
-      std::printf("| %s | %s | %s | %u | tg%zu | %.2f ± %.2f | %.2f | %.2f | %.1f ± %.1f %% | %s |\n",
+    std::printf("| model | backend | precision | threads | test | t/s | ms/tok | GB/s | %% of read BW |\n");
+    std::printf("| --- | --- | --- | ---: | --- | ---: | ---: | ---: | ---: |\n");
+    std::printf("| %s | %s | %s | %u | pp%zu | %.2f ± %.2f | %.2f | | |\n", name.c_str(), info.backend,
+                prec, threads, o.n_prompt, spp.mean, spp.std, 1e3 / spp.mean);
+    if (o.n_gen > 0)
+      std::printf("| %s | %s | %s | %u | tg%zu | %.2f ± %.2f | %.2f | %.2f | %.1f ± %.1f %% |\n",
                   name.c_str(), info.backend, prec, threads, o.n_gen, stg.mean, stg.std,
-                  1e3 / stg.mean, gbs, spct.mean, spct.std, sus_pct);
-    }
+                  1e3 / stg.mean, gbs, spct.mean, spct.std);
     if (batch_tok_s > 0)
-      std::printf("| %s | %s | %s | %u | tg%zu x %zu sequences | %.2f | %.2f per step | | | |\n",
+      std::printf("| %s | %s | %s | %u | tg%zu x %zu sequences | %.2f | %.2f per step | | |\n",
                   name.c_str(), info.backend, prec, threads, o.n_gen, o.batch, batch_tok_s,
                   batch_ms_step);
-    char sus_bw[64] = "-";
-    if (have_sus) std::snprintf(sus_bw, sizeof sus_bw, "%.2f ± %.2f GB/s", ssbw.mean, ssbw.std);
-    std::printf("\n| load | time to first token | peak RSS | read bandwidth | sustained read "
-                "| bytes/decode token |\n");
-    std::printf("| ---: | ---: | ---: | ---: | ---: | ---: |\n");
-    std::printf("| %.2f s | %.1f ± %.1f ms | %.1f MiB | %.2f ± %.2f GB/s | %s | %.1f MB |\n", load_s,
+    std::printf("\n| load | time to first token | peak RSS | read bandwidth | bytes/decode token |\n");
+    std::printf("| ---: | ---: | ---: | ---: | ---: |\n");
+    std::printf("| %.2f s | %.1f ± %.1f ms | %.1f MiB | %.2f ± %.2f GB/s | %.1f MB |\n", load_s,
                 1e3 * sttft.mean, 1e3 * sttft.std, double(rss) / (1 << 20), read_bw, sbw.std,
-                sus_bw, bytes_tok / 1e6);
+                bytes_tok / 1e6);
     std::printf("\n(%zu repetitions after one warm-up; bytes/token: the weights a decode token reads as "
                 "stored, plus %s KV;\n %% of read BW: each repetition's decode against the higher of "
-                "the read-bandwidth measurements (best of short bursts) taken just before and just "
-                "after it;\n %% of sustained read: decode against pure loads of the same bytes in as "
-                "many passes, right after it)\n",
+                "the read-bandwidth measurements taken just before and just after it)\n",
                 o.reps, kv);
   }
   gptoss_sampler_release(sampler);

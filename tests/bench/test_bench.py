@@ -42,21 +42,6 @@ class BenchTest(unittest.TestCase):
             self.assertGreater(out["bandwidth_pct"]["mean"], 0)
             self.assertGreaterEqual(out["bandwidth_pct"]["std"], 0)
             self.assertGreater(out["load_s"], 0)
-            # Pure loads of the decode's bytes after each repetition: a rate and a percentage.
-            self.assertGreater(out["sustained_read_gbs"]["mean"], 0.1)
-            self.assertGreaterEqual(out["sustained_read_gbs"]["std"], 0)
-            self.assertGreater(out["sustained_read_pct"]["mean"], 0)
-
-    def test_sustained_read_can_be_left_out(self):
-        r = run(*SMALL, "--output", "json", "--sustained-read", "0")
-        self.assertEqual(r.returncode, 0, r.stderr)
-        out = json.loads(r.stdout)
-        self.assertIsNone(out["sustained_read_gbs"])
-        self.assertIsNone(out["sustained_read_pct"])
-        self.assertGreater(out["bandwidth_pct"]["mean"], 0)
-        # Its ring (1 GiB) is never counted as the model's memory.
-        on = json.loads(run(*SMALL, "--output", "json").stdout)
-        self.assertLess(on["peak_rss_bytes"], out["peak_rss_bytes"] + (256 << 20))
 
     def test_bf16_kv_reads_half_the_kv_bytes(self):
         # -p 200: the KV is a visible share of the tiny model's bytes per decode token.
@@ -83,15 +68,41 @@ class BenchTest(unittest.TestCase):
         self.assertIn("| pp8 |", r.stdout)
         self.assertIn("| tg4 |", r.stdout)
         self.assertIn("read bandwidth", r.stdout)
-        self.assertIn("% of sustained read", r.stdout)
-        self.assertRegex(r.stdout, r"\| [0-9.]+ ± [0-9.]+ GB/s \| [0-9.]+ ± [0-9.]+ GB/s \|")
+
+    def test_read_probe(self):
+        # Decode against pure loads of its bytes over a 1 GiB buffer and over the model's files.
+        r = run("--read-probe", "-m", MODEL, "--tokenizer-json", TOKENIZER, "-n", "4", "-t", "2",
+                "--output", "json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        out = json.loads(r.stdout)
+        self.assertEqual((out["threads"], out["n_gen"]), (2, 4))
+        self.assertGreater(out["bytes_per_token"], 1 << 20)
+        for key in ("decode_gbs", "buffer_gbs", "model_files_gbs", "token_replay_gbs"):
+            self.assertGreater(out[key], 0.1, key)
+        # The replay's tensors are the bytes the library counts for a decode token, less the
+        # one embedding row it does not replay.
+        self.assertLess(abs(out["token_replay_bytes"] - out["bytes_per_token"]),
+                        0.01 * out["bytes_per_token"])
+        r = run("--read-probe", "-m", MODEL, "--tokenizer-json", TOKENIZER, "-n", "2")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("| the model's files, on and on through them |", r.stdout)
+        self.assertIn("| a token's own tensors in the model's memory, random experts |", r.stdout)
+        # A GGUF checkpoint: no replay (its experts are converted at load), the rest runs.
+        gguf = str(Path(MODEL).parent / "model.gguf")
+        r = run("--read-probe", "-m", gguf, "--tokenizer-json", TOKENIZER, "-n", "2",
+                "--output", "json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIsNone(json.loads(r.stdout)["token_replay_gbs"])
+        r = run("--read-probe", "-m", "/nonexistent", "-n", "2")
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("nonexistent", r.stderr)
 
     def test_bad_arguments(self):
         for args in (["-m"], ["-m", MODEL, "-p", "x"], ["-m", MODEL, "--precision", "half"],
                      ["-m", MODEL, "--mmap", "2"], ["-m", MODEL, "--output", "xml"], ["--bogus"],
                      ["-m", MODEL, "-r", "0"], ["-m", MODEL, "--kv", "f16"], ["-m", MODEL, "--kv"],
                      ["-m", MODEL, "-b", "0"], ["-m", MODEL, "-b", "65"],
-                     ["-m", MODEL, "--sustained-read", "2"], ["-m", MODEL, "--sustained-read"]):
+                     ["--read-probe"], ["--read-probe", "-m", MODEL, "-n", "0"]):
             r = run(*args)
             self.assertEqual(r.returncode, 2, args)
             self.assertTrue(r.stderr.strip(), args)

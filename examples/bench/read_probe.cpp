@@ -1,0 +1,134 @@
+// gptoss-bench --read-probe: where a decode token stands against pure loads of its bytes, timed
+// in turn after every token so that all see the same minutes of a machine whose bandwidth
+// drifts 2x within minutes: over a 1 GiB anonymous buffer read round and round (the read test's
+// footprint), over the model's own files read on and on, and (safetensors) the very tensors a
+// token reads from the model's memory, its experts drawn at random. Public C API for the
+// decode; the files are mapped again by ReadPasses (bench.hpp).
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bench.hpp"
+#include "gptoss.h"
+
+namespace gptoss::bench {
+namespace {
+using Clock = std::chrono::steady_clock;
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+bool ok(gptoss_status st, const char* what) {
+  if (st == gptoss_status_success) return true;
+  std::fprintf(stderr, "gptoss-bench: %s: %s: %s\n", what, gptoss_status_to_string(st),
+               gptoss_get_last_error_message());
+  return false;
+}
+}  // namespace
+
+int run_read_probe(const Options& o) {
+  gptoss_model_options mo;
+  gptoss_model_options_init(&mo);
+  mo.num_threads = o.threads;
+  mo.use_mmap = o.use_mmap ? 1 : 0;
+  mo.precision = o.exact ? gptoss_precision_exact : gptoss_precision_fast;
+  if (!o.tokenizer_json.empty()) mo.tokenizer_path = o.tokenizer_json.c_str();
+  gptoss_model_t model = nullptr;
+  if (!ok(gptoss_model_create_with_options(o.model.c_str(), &mo, &model), "loading the model"))
+    return 1;
+  gptoss_model_info info{};
+  info.struct_size = sizeof info;
+  gptoss_context_t ctx = nullptr;
+  gptoss_sampler_t sampler = nullptr;
+  gptoss_sampler_options so;
+  gptoss_sampler_options_init(&so);
+  so.temperature = 0.0f;
+  if (!ok(gptoss_model_get_info(model, &info), "model info") ||
+      !ok(gptoss_context_create(model, o.n_gen + 16, &ctx), "creating a context") ||
+      !ok(gptoss_sampler_create(&so, &sampler), "creating a sampler"))
+    return 1;
+  // The weights a decode token reads (its KV, a few tokens long, is negligible here).
+  const size_t bytes = size_t(info.decode_weight_bytes);
+  const size_t threads = o.threads ? o.threads : std::max(1u, std::thread::hardware_concurrency());
+
+  ReadPasses ring(kReadTestBytes, unsigned(threads));
+  ReadPasses onward(o.model, unsigned(threads));
+  for (const ReadPasses* r : {&ring, &onward})
+    if (!r->ok()) {
+      std::fprintf(stderr, "gptoss-bench: --read-probe: %s\n", r->error().c_str());
+      return 1;
+    }
+  TokenReplay replay(onward, unsigned(info.num_active_experts), unsigned(threads));
+  if (replay.ok()) replay.pass();  // once untimed, as the others were
+  uint32_t tok = 1000;
+  if (!ok(gptoss_context_append_tokens(ctx, 1, &tok), "append") ||
+      !ok(gptoss_context_sample(ctx, sampler, &tok), "prefill"))
+    return 1;
+  // Before each pass, a pause in which the library's pool threads stop spinning and leave the
+  // cores to the pass's threads.
+  auto pause = [] { std::this_thread::sleep_for(std::chrono::milliseconds(2)); };
+  std::vector<double> t[4];  // decode, ring, files, replay
+  for (size_t i = 0; i < o.n_gen; ++i) {
+    const auto t0 = Clock::now();
+    if (!ok(gptoss_context_append_tokens(ctx, 1, &tok), "append") ||
+        !ok(gptoss_context_sample(ctx, sampler, &tok), "decode"))
+      return 1;
+    t[0].push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+    pause();
+    t[1].push_back(ring.pass(bytes));
+    pause();
+    t[2].push_back(onward.pass(bytes));
+    if (replay.ok()) {
+      pause();
+      t[3].push_back(replay.pass());
+    }
+  }
+  double gbs[4] = {0, 0, 0, 0};
+  for (int k = 0; k < 3; ++k) gbs[k] = double(bytes) / median(t[k]) / 1e9;
+  if (replay.ok()) gbs[3] = double(replay.bytes_per_pass()) / median(t[3]) / 1e9;
+  std::string name = o.model;
+  while (name.size() > 1 && name.back() == '/') name.pop_back();
+  if (const auto slash = name.find_last_of('/'); slash != std::string::npos)
+    name = name.substr(slash + 1);
+  if (o.json) {
+    char r[32] = "null";
+    if (replay.ok()) std::snprintf(r, sizeof r, "%.3f", gbs[3]);
+    const std::string replay_gbs = r;
+    std::printf("{\"model\": \"%s\", \"threads\": %zu, \"n_gen\": %zu, \"bytes_per_token\": %zu, "
+                "\"decode_gbs\": %.3f, \"buffer_gbs\": %.3f, \"model_files_gbs\": %.3f, "
+                "\"token_replay_gbs\": %s, \"token_replay_bytes\": %zu}\n",
+                name.c_str(), threads, o.n_gen, bytes, gbs[0], gbs[1], gbs[2],
+                replay_gbs.c_str(), replay.bytes_per_pass());
+  } else {
+    const char* what[4] = {"decode", "1 GiB buffer, round and round (the read test's footprint)",
+                           "the model's files, on and on through them",
+                           "a token's own tensors in the model's memory, random experts"};
+    std::printf("| %s, %zu threads, %zu tokens, %.1f MB per token | GB/s (median) "
+                "| decode as %% of it |\n",
+                name.c_str(), threads, o.n_gen, double(bytes) / 1e6);
+    std::printf("| --- | ---: | ---: |\n");
+    for (int k = 0; k < 4; ++k) {
+      if (k == 3 && !replay.ok()) {
+        std::printf("| %s | n/a: %s | |\n", what[k], replay.error().c_str());
+        continue;
+      }
+      const std::string pct =
+          k == 0 ? "" : std::to_string(int(100.0 * gbs[0] / gbs[k] + 0.5)) + " %";
+      std::printf("| %s | %.2f | %s |\n", what[k], gbs[k], pct.c_str());
+    }
+    std::printf("\n(after every decode token, one pass of pure loads of its weight bytes over "
+                "each memory,\n in the read test's best pattern; medians over the tokens)\n");
+  }
+  gptoss_sampler_release(sampler);
+  gptoss_context_release(ctx);
+  gptoss_model_release(model);
+  return 0;
+}
+
+}  // namespace gptoss::bench
