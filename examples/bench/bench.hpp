@@ -6,6 +6,8 @@
 #include <utility>
 #include <vector>
 
+#include "gptoss.h"
+
 namespace gptoss::bench {
 
 struct Options {
@@ -132,6 +134,11 @@ size_t peak_rss_bytes();
 // Restarts the kernel's peak-RSS count (VmHWM) at the current RSS, so that the bandwidth
 // test's buffer is not counted as the model's; false where the kernel does not support it.
 bool reset_peak_rss();
+
+// The model options the command line asks for (threads, mmap, precision, tokenizer).
+gptoss_model_options model_options(const Options& o);
+// True on success; else prints what failed, the status and the library's message to stderr.
+bool api_ok(gptoss_status st, const char* what);
 
 int run_model_bench(const Options& o);
 int run_kernel_bench(const Options& o);

@@ -18,12 +18,7 @@ double since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-bool ok(gptoss_status st, const char* what) {
-  if (st == gptoss_status_success) return true;
-  std::fprintf(stderr, "gptoss-bench: %s: %s: %s\n", what, gptoss_status_to_string(st),
-               gptoss_get_last_error_message());
-  return false;
-}
+bool ok(gptoss_status st, const char* what) { return api_ok(st, what); }
 
 // Bytes a decode step reads: the weights as the checkpoint stores them (the library counts
 // them: every dense tensor, the active experts' share, one embedding row; BF16, F16 or Q8_0
@@ -40,6 +35,23 @@ double decode_bytes_per_token(const gptoss_model_info& m, double mean_pos, doubl
 
 }  // namespace
 
+bool api_ok(gptoss_status st, const char* what) {
+  if (st == gptoss_status_success) return true;
+  std::fprintf(stderr, "gptoss-bench: %s: %s: %s\n", what, gptoss_status_to_string(st),
+               gptoss_get_last_error_message());
+  return false;
+}
+
+gptoss_model_options model_options(const Options& o) {
+  gptoss_model_options mo;
+  gptoss_model_options_init(&mo);
+  mo.num_threads = o.threads;
+  mo.use_mmap = o.use_mmap ? 1 : 0;
+  mo.precision = o.exact ? gptoss_precision_exact : gptoss_precision_fast;
+  if (!o.tokenizer_json.empty()) mo.tokenizer_path = o.tokenizer_json.c_str();
+  return mo;
+}
+
 int run_model_bench(const Options& o) {
   // Read bandwidth drifts on a shared machine (2x within minutes here): it is measured around
   // every repetition, and each repetition's decode is compared with the higher of the two
@@ -53,12 +65,7 @@ int run_model_bench(const Options& o) {
   };
   const double read_bw_first = bandwidth();
 
-  gptoss_model_options mo;
-  gptoss_model_options_init(&mo);
-  mo.num_threads = o.threads;
-  mo.use_mmap = o.use_mmap ? 1 : 0;
-  mo.precision = o.exact ? gptoss_precision_exact : gptoss_precision_fast;
-  if (!o.tokenizer_json.empty()) mo.tokenizer_path = o.tokenizer_json.c_str();
+  const gptoss_model_options mo = model_options(o);
   gptoss_model_t model = nullptr;
   const auto t_load = Clock::now();
   if (!ok(gptoss_model_create_with_options(o.model.c_str(), &mo, &model), "loading the model"))

@@ -24,21 +24,11 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-bool ok(gptoss_status st, const char* what) {
-  if (st == gptoss_status_success) return true;
-  std::fprintf(stderr, "gptoss-bench: %s: %s: %s\n", what, gptoss_status_to_string(st),
-               gptoss_get_last_error_message());
-  return false;
-}
+bool ok(gptoss_status st, const char* what) { return api_ok(st, what); }
 }  // namespace
 
 int run_read_probe(const Options& o) {
-  gptoss_model_options mo;
-  gptoss_model_options_init(&mo);
-  mo.num_threads = o.threads;
-  mo.use_mmap = o.use_mmap ? 1 : 0;
-  mo.precision = o.exact ? gptoss_precision_exact : gptoss_precision_fast;
-  if (!o.tokenizer_json.empty()) mo.tokenizer_path = o.tokenizer_json.c_str();
+  const gptoss_model_options mo = model_options(o);
   gptoss_model_t model = nullptr;
   if (!ok(gptoss_model_create_with_options(o.model.c_str(), &mo, &model), "loading the model"))
     return 1;
