@@ -3,7 +3,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "gptoss.h"
@@ -17,7 +16,7 @@ struct Options {
   unsigned threads = 0;  // 0 = all cores
   bool json = false;
   bool kernels = false;
-  bool read_probe = false;  // --read-probe: decode against pure loads over three memories
+  bool read_probe = false;  // --read-probe: decode against pure loads of its bytes
   bool exact = false;  // --precision exact
   bool use_mmap = true;
   bool kv_bf16 = false;  // --kv bf16
@@ -88,9 +87,9 @@ class ReadPasses {
     size_t n_words;
   };
   unsigned threads_;
-  std::vector<std::pair<void*, size_t>> maps_;  // mappings to release
-  std::vector<File> files_;
-  std::vector<Region> regions_;                 // what passes read, in order
+  std::vector<File> files_;      // mapped here, released by the destructor
+  bool anonymous_ = false;        // regions_[0] is an anonymous buffer to release
+  std::vector<Region> regions_;  // what passes read, in order
   size_t skipped_ = 0;
   std::string error_;
   size_t region_ = 0, pos_ = 0;  // where the next pass starts

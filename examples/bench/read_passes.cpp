@@ -109,7 +109,6 @@ ReadPasses::ReadPasses(const std::string& model, unsigned threads)
       return;
     }
     (void)madvise(p, len, MADV_HUGEPAGE);
-    maps_.emplace_back(p, len);
     files_.push_back({f.string(), static_cast<const uint8_t*>(p), len});
     // Only what the page cache holds (mincore reports a file mapping's cached pages without
     // faulting them in), in whole 2 MiB pieces: the test must not read the disk. What the
@@ -162,12 +161,13 @@ ReadPasses::ReadPasses(size_t anonymous_bytes, unsigned threads)
     error_ = "no memory for a " + std::to_string(anonymous_bytes >> 20) + " MiB buffer";
     return;
   }
-  maps_.emplace_back(w, words * sizeof(uint64_t));
+  anonymous_ = true;
   regions_.push_back({w, words});
 }
 
 ReadPasses::~ReadPasses() {
-  for (const auto& [p, len] : maps_) munmap(p, len);
+  for (const File& f : files_) munmap(const_cast<uint8_t*>(f.data), f.size);
+  if (anonymous_) munmap(const_cast<uint64_t*>(regions_[0].words), regions_[0].n_words * 8);
 }
 
 bool ReadPasses::cached(const uint8_t* p, size_t n) const {
