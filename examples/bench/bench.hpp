@@ -1,8 +1,10 @@
 #pragma once
 // Pieces of gptoss-bench.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gptoss.h"
@@ -27,6 +29,11 @@ struct Stat {
   double mean = 0, std = 0;
 };
 Stat stat_of(const std::vector<double>& v);
+
+// `threads`, or every core for 0 (the options' convention).
+inline unsigned threads_or_all(unsigned threads) {
+  return threads ? threads : std::max(1u, std::thread::hardware_concurrency());
+}
 
 // Read bandwidth in GB/s: `threads` threads summing a buffer of `bytes`, best of a few runs.
 // Bytes of the read test: far larger than any cache (see membw.cpp).

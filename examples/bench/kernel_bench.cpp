@@ -108,7 +108,7 @@ struct Row {
 }  // namespace
 
 int run_kernel_bench(const Options& o) {
-  const unsigned threads = o.threads ? o.threads : std::max(1u, std::thread::hardware_concurrency());
+  const unsigned threads = threads_or_all(o.threads);
   const double bw_before = measure_read_bandwidth(threads);
   const size_t H = 2880, I = 2880, Q = 4096, KV = 512, HD = 64;
   // 8 experts' mlp1 (70 MB): several times the last-level cache.

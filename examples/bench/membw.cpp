@@ -54,7 +54,7 @@ uint64_t* touched_buffer(size_t bytes) {
 }
 
 double measure_read_bandwidth(unsigned threads, size_t bytes) {
-  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  threads = threads_or_all(threads);
   const size_t n = bytes / sizeof(uint64_t);
   // The ceiling is measured the ways the decode kernels read weights, and the best counts, so
   // the percentage is not flattered by a handicapped baseline: huge pages, and each thread

@@ -178,7 +178,7 @@ int run_model_bench(const Options& o) {
   const Stat sbw = stat_of(bws), spct = stat_of(pcts);
   const double read_bw = o.n_gen > 0 ? sbw.mean : std::max(read_bw_first, bw_prev);
   const double gbs = stg.mean * bytes_tok / 1e9;
-  const unsigned threads = o.threads ? o.threads : std::max(1u, std::thread::hardware_concurrency());
+  const unsigned threads = threads_or_all(o.threads);
   std::string name = o.model;
   while (name.size() > 1 && name.back() == '/') name.pop_back();
   if (const auto slash = name.find_last_of('/'); slash != std::string::npos) name = name.substr(slash + 1);

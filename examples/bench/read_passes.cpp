@@ -58,7 +58,7 @@ bool is_model_file(const std::filesystem::path& p) {
 }  // namespace
 
 ReadPasses::ReadPasses(const std::string& model, unsigned threads)
-    : threads_(threads ? threads : std::max(1u, std::thread::hardware_concurrency())) {
+    : threads_(threads_or_all(threads)) {
   namespace fs = std::filesystem;
   std::error_code ec;
   std::vector<fs::path> files;
@@ -154,7 +154,7 @@ ReadPasses::ReadPasses(const std::string& model, unsigned threads)
 }
 
 ReadPasses::ReadPasses(size_t anonymous_bytes, unsigned threads)
-    : threads_(threads ? threads : std::max(1u, std::thread::hardware_concurrency())) {
+    : threads_(threads_or_all(threads)) {
   const size_t words = anonymous_bytes / sizeof(uint64_t);
   uint64_t* w = words >= 4 * 8 ? touched_buffer(words * sizeof(uint64_t)) : nullptr;
   if (w == nullptr) {
@@ -204,7 +204,7 @@ double ReadPasses::pass(size_t bytes) {
 
 TokenReplay::TokenReplay(const ReadPasses& files, unsigned experts_per_token, unsigned threads)
     : k_(experts_per_token),
-      threads_(threads ? threads : std::max(1u, std::thread::hardware_concurrency())) {
+      threads_(threads_or_all(threads)) {
   if (!files.ok()) {
     error_ = files.error();
     return;

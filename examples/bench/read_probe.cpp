@@ -45,7 +45,7 @@ int run_read_probe(const Options& o) {
     return 1;
   // The weights a decode token reads (its KV, a few tokens long, is negligible here).
   const size_t bytes = size_t(info.decode_weight_bytes);
-  const size_t threads = o.threads ? o.threads : std::max(1u, std::thread::hardware_concurrency());
+  const size_t threads = threads_or_all(o.threads);
 
   ReadPasses ring(kReadTestBytes, unsigned(threads));
   ReadPasses onward(o.model, unsigned(threads));
