@@ -267,8 +267,8 @@ struct gptoss_model_info {
   size_t decode_weight_bytes;
 };
 /* Fills the fields of `info` that info->struct_size covers (older callers get fewer fields;
- * struct_size itself is left as set). invalid_argument for NULL or a struct_size below the first version's
- * (128 bytes on 64-bit systems). */
+ * struct_size itself is left as set). invalid_argument for NULL or a struct_size below the
+ * first version's (128 bytes on 64-bit systems). */
 GPTOSS_API enum gptoss_status gptoss_model_get_info(gptoss_model_t model,
                                                     struct gptoss_model_info* info);
 
