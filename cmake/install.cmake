@@ -68,7 +68,7 @@ foreach(dir IN LISTS program_dirs)
 endforeach()
 if(EXISTS ${GPTOSS_TOKENIZER_JSON})
   install(FILES ${GPTOSS_TOKENIZER_JSON} DESTINATION ${CMAKE_INSTALL_DATADIR}/gptoss
-          COMPONENT programs)
+          RENAME tokenizer.json COMPONENT programs)
 endif()
 
 # find_package(gptoss 0.2 REQUIRED) -> gptoss::gptoss (the library) and gptoss::headers (the

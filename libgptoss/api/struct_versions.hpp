@@ -6,7 +6,6 @@
 //  - any larger one is accepted: the library reads (or writes) the fields that size covers
 //    and gives the rest their defaults (or leaves them alone), whether the caller's struct is
 //    older, current or newer than the library's.
-#include <algorithm>
 #include <cstddef>
 #include <cstring>
 #include <iterator>
