@@ -2,18 +2,19 @@
 # tests/abi/test_abi_policy.sh (docs/abi.md). Sourced; needs $root, the checkout.
 
 # abi_dump BINARY HEADERS_DIR OUT [ABIDW_ARGS...]: the public ABI of BINARY as abixml — its
-# exported functions and the types of HEADERS_DIR they reach — without paths or anything else
-# that differs from one checkout or machine to another.
+# exported functions and the types of HEADERS_DIR they reach — without paths, line numbers or
+# anything else that changes with unrelated edits or from one checkout or machine to another.
 abi_dump() {
   local bin="$1" headers="$2" out="$3"
   shift 3
-  if ! readelf -S "$bin" | grep -q '\.debug_info'; then
+  # (grep -c reads all of readelf's output: grep -q could leave it a SIGPIPE, failing the pipe)
+  if ! readelf -S "$bin" | grep -c '\.debug_info' > /dev/null; then
     echo "abi: $bin has no debug information: the ABI of its types cannot be read (the build" >&2
     echo "     compiles the C API layer and the plugin probe with -g; was it stripped?)" >&2
     return 1
   fi
   abidw --headers-dir "$headers" --drop-private-types --exported-interfaces-only \
-        --no-corpus-path --no-comp-dir-path --no-elf-needed --short-locs --type-id-style hash \
+        --no-corpus-path --no-comp-dir-path --no-elf-needed --no-show-locs --type-id-style hash \
         "$@" --out-file "$out" "$bin"
 }
 

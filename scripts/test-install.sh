@@ -34,7 +34,7 @@ for f in include/gptoss.h include/gptoss/backend.h include/gptoss/version.h \
 done
 [ "$(readlink "$prefix/$libdir/libgptoss.so")" = "libgptoss.so.$abi" ] || fail "libgptoss.so -> ?"
 [ "$(readlink "$prefix/$libdir/libgptoss.so.$abi")" = "libgptoss.so.$version" ] || fail "libgptoss.so.$abi -> ?"
-readelf -d "$prefix/$libdir/libgptoss.so.$version" | grep -q "Library soname: \[libgptoss.so.$abi\]" ||
+readelf -d "$prefix/$libdir/libgptoss.so.$version" | grep -c "Library soname: \[libgptoss.so.$abi\]" > /dev/null ||
   fail "SONAME is not libgptoss.so.$abi"
 ls "$prefix/$libdir/gptoss/backends" | grep -v '^libgptoss-backend-[a-z0-9]*\.so$' &&
   fail "something else than backend plugins in $libdir/gptoss/backends"
@@ -43,7 +43,7 @@ for f in bin/gptoss-tests bin/gptoss-python-c-reference bin/c-api_smoke; do
 done
 # Nothing installed may point into the build tree (RPATH/RUNPATH).
 while IFS= read -r -d '' f; do
-  if readelf -d "$f" 2>/dev/null | grep -E 'R(UN)?PATH' | grep -q "$build"; then
+  if readelf -d "$f" 2>/dev/null | grep -E 'R(UN)?PATH' | grep -c "$build" > /dev/null; then
     fail "$f has a run path into the build tree"
   fi
 done < <(find "$prefix" -type f \( -path '*/bin/*' -o -name '*.so*' \) -print0)
@@ -84,7 +84,7 @@ grep -q "^gptoss_DIR:PATH=$prefix/$libdir/cmake/gptoss$" "$tmp/cmake-consumer/CM
 "${clean_env[@]}" cmake --build "$tmp/cmake-consumer" > "$tmp/cmake-consumer.log" ||
   { cat "$tmp/cmake-consumer.log" >&2; fail "building the CMake consumer"; }
 run_consumer cmake-consumer "$tmp/cmake-consumer/consumer"
-readelf -d "$tmp/cmake-consumer/libgptoss-backend-outoftree.so" | grep -q 'NEEDED.*libgptoss' &&
+readelf -d "$tmp/cmake-consumer/libgptoss-backend-outoftree.so" | grep -c 'NEEDED.*libgptoss' > /dev/null &&
   fail "the out-of-tree plugin links libgptoss"
 [ "$(cat "$tmp/cmake-consumer/backend_dir.txt")" -ef "$prefix/$libdir/gptoss/backends" ] ||
   fail "GPTOSS_BACKEND_DIR is $(cat "$tmp/cmake-consumer/backend_dir.txt")"
