@@ -15,7 +15,12 @@
  *  - Strings are UTF-8. Strings returned through `const char**` are owned by the object they
  *    came from and live until that object is released or the next call on it that says so.
  *  - Counts and sizes are size_t. Options structs begin with `size_t struct_size`; fill them
- *    with the matching *_init() function, then change fields. New fields are only appended.
+ *    with the matching *_init() function, then change fields. New fields are only appended,
+ *    and every struct with a struct_size (options the caller passes, info the library fills)
+ *    follows one rule: a struct_size of any published version of the struct is accepted — the
+ *    library reads or writes the fields it covers and defaults the rest (so a program built
+ *    against an older or newer gptoss.h keeps working) — and one smaller than the struct's
+ *    first version is invalid_argument.
  *  - Thread safety: gptoss_model_t and gptoss_tokenizer_t are immutable and may be used from
  *    any number of threads at once. gptoss_context_t, gptoss_sampler_t, gptoss_kvcache_t and
  *    gptoss_harmony_parser_t must be used by one thread at a time (contexts sharing a kvcache
@@ -26,6 +31,9 @@
 
 #include <stddef.h>
 #include <stdint.h>
+
+/* GPTOSS_VERSION_MAJOR, _MINOR, _PATCH, _STRING and GPTOSS_ABI_VERSION (generated). */
+#include "gptoss/version.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -38,10 +46,6 @@ extern "C" {
 #else
 #define GPTOSS_API
 #endif
-
-#define GPTOSS_VERSION_MAJOR 0
-#define GPTOSS_VERSION_MINOR 1
-#define GPTOSS_VERSION_PATCH 0
 
 /* ------------------------------------------------------------------------------------------ */
 /* Status codes (values never change)                                                         */
@@ -68,7 +72,8 @@ GPTOSS_API const char* gptoss_status_to_string(enum gptoss_status status);
  * failing call on this thread. Never NULL. */
 GPTOSS_API const char* gptoss_get_last_error_message(void);
 
-/* "MAJOR.MINOR.PATCH". Never NULL; static storage. */
+/* "MAJOR.MINOR.PATCH" of the library running, which may be newer than the
+ * GPTOSS_VERSION_STRING the program was compiled with. Never NULL; static storage. */
 GPTOSS_API const char* gptoss_get_version(void);
 
 /* ------------------------------------------------------------------------------------------ */
@@ -261,7 +266,9 @@ struct gptoss_model_info {
    * bandwidth / this. */
   size_t decode_weight_bytes;
 };
-/* Fills `info` up to info->struct_size bytes (older callers get fewer fields). */
+/* Fills the fields of `info` that info->struct_size covers (older callers get fewer fields;
+ * struct_size itself is left as set). invalid_argument for NULL or a struct_size below the
+ * first version's (128 bytes on 64-bit systems). */
 GPTOSS_API enum gptoss_status gptoss_model_get_info(gptoss_model_t model,
                                                     struct gptoss_model_info* info);
 
@@ -284,7 +291,8 @@ struct gptoss_kvcache_options {
 };
 GPTOSS_API enum gptoss_status gptoss_kvcache_options_init(struct gptoss_kvcache_options* options);
 
-/* Creates a pool. invalid_argument for capacity 0 or max_sequences 0; insufficient_memory. */
+/* Creates a pool. invalid_argument for NULL options (capacity_tokens is required), capacity 0,
+ * max_sequences 0 or an unknown dtype; insufficient_memory. */
 GPTOSS_API enum gptoss_status gptoss_kvcache_create(gptoss_model_t model,
                                                     const struct gptoss_kvcache_options* options,
                                                     gptoss_kvcache_t* kvcache_out);
@@ -443,7 +451,7 @@ GPTOSS_API enum gptoss_status gptoss_harmony_render_options_init(
 /* Renders a conversation to tokens (capacity protocol as gptoss_tokenizer_encode).
  * `options` may be NULL (defaults). Returns success; buffer_too_small (*n_tokens_out = the
  * count needed); invalid_argument for NULL tokenizer/conversation_json/n_tokens_out, NULL
- * tokens_out with capacity > 0, options->struct_size unset, or malformed JSON / unknown role /
+ * tokens_out with capacity > 0, options->struct_size too small, or malformed JSON / unknown role /
  * wrong field types (the message names the field, e.g. "messages[1].role: ..."). */
 GPTOSS_API enum gptoss_status gptoss_harmony_render(
     gptoss_tokenizer_t tokenizer, const char* conversation_json,
@@ -480,7 +488,8 @@ struct gptoss_harmony_state {
 };
 /* The parser's state after the last token. Strings are owned by the parser and valid until
  * the next call on it. Only fields inside state->struct_size are written. Returns success or
- * invalid_argument (NULL argument, struct_size < sizeof(size_t)). */
+ * invalid_argument (NULL argument, struct_size below the first version's: 64 bytes on
+ * 64-bit systems). */
 GPTOSS_API enum gptoss_status gptoss_harmony_parser_get_current(gptoss_harmony_parser_t parser,
                                                                 struct gptoss_harmony_state* state);
 /* Ends the stream (closes an open message) and returns every parsed message as a JSON array

@@ -6,7 +6,7 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
 pkgs=(build-essential cmake pkg-config libfmt-dev libspdlog-dev nlohmann-json3-dev catch2
-      libpcre2-dev libcpp-httplib-dev)
+      libpcre2-dev libcpp-httplib-dev abigail-tools)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -14,6 +14,11 @@ done
 # Tools that may come from elsewhere than Debian (e.g. a NodeSource node that bundles npm):
 # only ask apt for them when the command is absent.
 command -v python3 >/dev/null || missing+=(python3)
+# The packaging test makes a virtual environment with whatever python3 is first on PATH;
+# Debian's own python3 needs python3-venv for that (a pyenv or python.org build has it).
+if command -v python3 >/dev/null && ! python3 -c 'import ensurepip, venv' 2>/dev/null; then
+  missing+=(python3-venv)
+fi
 command -v npm >/dev/null || missing+=(nodejs npm)
 if ((${#missing[@]})); then
   echo "setup: installing ${missing[*]}"

@@ -29,15 +29,21 @@ std::string env(const char* name) {
   return v ? v : "";
 }
 
-std::string default_tokenizer_json() {
-  std::string path = env("GPTOSS_TOKENIZER_JSON");
-  return path.empty() ? std::string(GPTOSS_CLI_TOKENIZER_JSON) : path;
-}
-
 fs::path executable_dir() {
   std::error_code ec;
   fs::path self = fs::read_symlink("/proc/self/exe", ec);
   return ec ? fs::path(".") : self.parent_path();
+}
+
+// $GPTOSS_TOKENIZER_JSON, else the installed copy (share/gptoss/ beside bin/), else the one
+// of the checkout the CLI was built in.
+std::string default_tokenizer_json() {
+  std::string path = env("GPTOSS_TOKENIZER_JSON");
+  if (!path.empty()) return path;
+  const fs::path installed = executable_dir() / GPTOSS_CLI_DATA_FROM_BIN / "tokenizer.json";
+  std::error_code ec;
+  if (fs::exists(installed, ec)) return installed.string();
+  return GPTOSS_CLI_TOKENIZER_JSON;
 }
 
 // Runs argv[0] with its stdout sent to our stderr (our stdout carries only answers).

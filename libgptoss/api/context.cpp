@@ -51,11 +51,8 @@ GPTOSS_API enum gptoss_status gptoss_context_create_with_options(
   return api::guard([&] {
     api::require(model, "model");
     api::require(context_out, "context_out");
-    gptoss_context_options o = default_context_options();
-    if (options != nullptr) {
-      api::check_struct_size(options, sizeof(gptoss_context_options), "options");
-      o = api::read_options(options, o);
-    }
+    const gptoss_context_options o =
+        api::read_struct(options, default_context_options(), "options");
     const auto& m = model->model;
     const size_t max_ctx = m->config().max_context_length;
     const size_t length = o.context_length ? o.context_length : max_ctx;

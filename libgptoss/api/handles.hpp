@@ -6,6 +6,7 @@
 
 #include "libgptoss/api/api_util.hpp"
 #include "libgptoss/api/handles_tokenizer.hpp"
+#include "libgptoss/api/struct_versions.hpp"
 #include "libgptoss/runtime/context.hpp"
 #include "libgptoss/runtime/kvcache.hpp"
 #include "libgptoss/runtime/model.hpp"
@@ -27,27 +28,3 @@ struct gptoss_sampler : gptoss::api::RefCounted {
   explicit gptoss_sampler(const gptoss::SamplerParams& p) : sampler(p) {}
   gptoss::Sampler sampler;
 };
-
-namespace gptoss::api {
-
-// Checks the struct_size of an options struct: not NULL, not smaller than its first version.
-template <typename T>
-void check_struct_size(const T* options, size_t min_size, const char* what) {
-  require(options, what);
-  const size_t size = options->struct_size;
-  if (size < min_size || size > (size_t(1) << 20))
-    fail(gptoss_status_invalid_argument, "{}->struct_size is {} (expected sizeof, at least {})",
-         what, options->struct_size, min_size);
-}
-
-// Copies what the caller's (possibly older, smaller) struct holds over defaults.
-template <typename T>
-T read_options(const T* options, const T& defaults) {
-  T out = defaults;
-  const size_t n = std::min(options->struct_size, sizeof(T));
-  std::memcpy(static_cast<void*>(&out), options, n);
-  out.struct_size = sizeof(T);
-  return out;
-}
-
-}  // namespace gptoss::api

@@ -6,6 +6,7 @@
 
 #include "libgptoss/api/api_util.hpp"
 #include "libgptoss/api/handles_tokenizer.hpp"
+#include "libgptoss/api/struct_versions.hpp"
 #include "libgptoss/harmony/message_json.hpp"
 #include "libgptoss/harmony/renderer.hpp"
 #include "libgptoss/harmony/stream_parser.hpp"
@@ -20,9 +21,13 @@ struct gptoss_harmony_parser : api::RefCounted {
 
 namespace {
 
-// Whether `field` (at `offset`, `size` bytes) lies inside a caller's struct of `struct_size`.
-bool fits(size_t struct_size, size_t offset, size_t size) { return offset + size <= struct_size; }
-#define GPTOSS_FITS(type, s, field) fits((s)->struct_size, offsetof(type, field), sizeof((s)->field))
+gptoss_harmony_render_options default_render_options() {
+  gptoss_harmony_render_options o{};
+  o.struct_size = sizeof(o);
+  o.for_completion = 1;
+  o.auto_drop_analysis = 1;
+  return o;
+}
 
 std::string messages_json(const harmony::StreamParser& p) {
   return harmony::messages_to_json(p.messages()).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
@@ -41,9 +46,7 @@ extern "C" {
 GPTOSS_API gptoss_status gptoss_harmony_render_options_init(struct gptoss_harmony_render_options* options) {
   return api::guard([&] {
     api::require(options, "options");
-    options->struct_size = sizeof(*options);
-    options->for_completion = 1;
-    options->auto_drop_analysis = 1;
+    *options = default_render_options();
   });
 }
 
@@ -55,17 +58,10 @@ GPTOSS_API gptoss_status gptoss_harmony_render(gptoss_tokenizer_t tokenizer, con
     api::require(conversation_json, "conversation_json");
     api::require(n_tokens_out, "n_tokens_out");
     if (capacity > 0) api::require(tokens_out, "tokens_out");
-    bool for_completion = true;
-    harmony::ConversationConfig config{true};
-    if (options != nullptr) {
-      if (options->struct_size < sizeof(size_t))
-        fail(gptoss_status_invalid_argument, "options->struct_size is {}: fill options with gptoss_harmony_render_options_init",
-             options->struct_size);
-      if (GPTOSS_FITS(gptoss_harmony_render_options, options, for_completion))
-        for_completion = options->for_completion != 0;
-      if (GPTOSS_FITS(gptoss_harmony_render_options, options, auto_drop_analysis))
-        config.auto_drop_analysis = options->auto_drop_analysis != 0;
-    }
+    const gptoss_harmony_render_options o =
+        api::read_struct(options, default_render_options(), "options");
+    const bool for_completion = o.for_completion != 0;
+    harmony::ConversationConfig config{o.auto_drop_analysis != 0};
     auto messages = harmony::conversation_from_json(harmony::parse_json_text(conversation_json, "conversation_json"));
     harmony::Pieces pieces = for_completion
                                  ? harmony::render_for_completion(messages, harmony::Role::assistant, config)
@@ -113,9 +109,6 @@ GPTOSS_API gptoss_status gptoss_harmony_parser_get_current(gptoss_harmony_parser
   return api::guard([&] {
     api::require(parser, "parser");
     api::require(state, "state");
-    if (state->struct_size < sizeof(size_t))
-      fail(gptoss_status_invalid_argument, "state->struct_size is {}: set it to sizeof(struct gptoss_harmony_state)",
-           state->struct_size);
     const harmony::StreamParser& p = *parser->parser;
     auto role = p.current_role();
     const auto& header = p.current_header();
@@ -123,18 +116,16 @@ GPTOSS_API gptoss_status gptoss_harmony_parser_get_current(gptoss_harmony_parser
       return header ? (*header).*member : std::nullopt;
     };
     parser->delta = p.last_content_delta().value_or("");
-    using S = gptoss_harmony_state;
-    if (GPTOSS_FITS(S, state, role))
-      state->role = role ? c_str_or_null(parser->role, std::string(harmony::role_name(*role))) : nullptr;
-    if (GPTOSS_FITS(S, state, channel))
-      state->channel = c_str_or_null(parser->channel, header_field(&harmony::ParsedHeader::channel));
-    if (GPTOSS_FITS(S, state, recipient))
-      state->recipient = c_str_or_null(parser->recipient, header_field(&harmony::ParsedHeader::recipient));
-    if (GPTOSS_FITS(S, state, content_type))
-      state->content_type = c_str_or_null(parser->content_type, header_field(&harmony::ParsedHeader::content_type));
-    if (GPTOSS_FITS(S, state, content_delta)) state->content_delta = parser->delta.c_str();
-    if (GPTOSS_FITS(S, state, content_delta_size)) state->content_delta_size = parser->delta.size();
-    if (GPTOSS_FITS(S, state, num_messages)) state->num_messages = p.messages().size();
+    gptoss_harmony_state out{};
+    using H = harmony::ParsedHeader;
+    out.role = role ? c_str_or_null(parser->role, std::string(harmony::role_name(*role))) : nullptr;
+    out.channel = c_str_or_null(parser->channel, header_field(&H::channel));
+    out.recipient = c_str_or_null(parser->recipient, header_field(&H::recipient));
+    out.content_type = c_str_or_null(parser->content_type, header_field(&H::content_type));
+    out.content_delta = parser->delta.c_str();
+    out.content_delta_size = parser->delta.size();
+    out.num_messages = p.messages().size();
+    api::write_struct(state, out, "state");
   });
 }
 

@@ -16,6 +16,15 @@ gptoss_model_options default_model_options() {
   o.precision = gptoss_precision_fast;
   return o;
 }
+
+gptoss_kvcache_options default_kvcache_options() {
+  gptoss_kvcache_options o{};
+  o.struct_size = sizeof(o);
+  o.capacity_tokens = 0;  // required: create rejects 0
+  o.max_sequences = 8;
+  o.dtype = gptoss_kv_dtype_f32;
+  return o;
+}
 }  // namespace
 
 extern "C" {
@@ -32,11 +41,7 @@ GPTOSS_API enum gptoss_status gptoss_model_create_with_options(
   return api::guard([&] {
     api::require(path, "path");
     api::require(model_out, "model_out");
-    gptoss_model_options o = default_model_options();
-    if (options != nullptr) {
-      api::check_struct_size(options, offsetof(gptoss_model_options, tokenizer_path), "options");
-      o = api::read_options(options, o);
-    }
+    const gptoss_model_options o = api::read_struct(options, default_model_options(), "options");
     if (o.use_mmap != 0 && o.use_mmap != 1)
       fail(gptoss_status_invalid_argument, "options->use_mmap must be 0 or 1, not {}", o.use_mmap);
     if (o.precision != gptoss_precision_fast && o.precision != gptoss_precision_exact)
@@ -90,11 +95,9 @@ GPTOSS_API enum gptoss_status gptoss_model_get_info(gptoss_model_t model,
                                                     struct gptoss_model_info* info) {
   return api::guard([&] {
     api::require(model, "model");
-    api::check_struct_size(info, offsetof(gptoss_model_info, format) + sizeof(const char*), "info");
     const Model& m = *model->model;
     const ModelConfig& c = m.config();
     gptoss_model_info out{};
-    out.struct_size = std::min(info->struct_size, sizeof(out));
     out.vocab_size = c.vocab_size;
     out.num_layers = m.num_layers();
     out.num_layers_total = c.num_layers;
@@ -111,7 +114,7 @@ GPTOSS_API enum gptoss_status gptoss_model_get_info(gptoss_model_t model,
     out.backend = m.device().name().c_str();
     out.format = m.format().c_str();
     out.decode_weight_bytes = size_t(m.decode_weight_bytes());
-    std::memcpy(static_cast<void*>(info), &out, out.struct_size);
+    api::write_struct(info, out, "info");
   });
 }
 
@@ -130,11 +133,7 @@ GPTOSS_API enum gptoss_status gptoss_model_get_kv_bytes_per_token(gptoss_model_t
 GPTOSS_API enum gptoss_status gptoss_kvcache_options_init(struct gptoss_kvcache_options* options) {
   return api::guard([&] {
     api::require(options, "options");
-    *options = gptoss_kvcache_options{};
-    options->struct_size = sizeof(*options);
-    options->capacity_tokens = 0;
-    options->max_sequences = 8;
-    options->dtype = gptoss_kv_dtype_f32;
+    *options = default_kvcache_options();
   });
 }
 
@@ -144,10 +143,12 @@ GPTOSS_API enum gptoss_status gptoss_kvcache_create(gptoss_model_t model,
   return api::guard([&] {
     api::require(model, "model");
     api::require(kvcache_out, "kvcache_out");
-    api::check_struct_size(options, sizeof(gptoss_kvcache_options), "options");
+    api::require(options, "options (capacity_tokens is required)");
+    const gptoss_kvcache_options o =
+        api::read_struct(options, default_kvcache_options(), "options");
     auto h = std::make_unique<gptoss_kvcache>();
-    h->pool = std::make_shared<KvPool>(model->model, options->capacity_tokens,
-                                       options->max_sequences, 512, options->dtype);
+    h->pool = std::make_shared<KvPool>(model->model, o.capacity_tokens, o.max_sequences, 512,
+                                       o.dtype);
     *kvcache_out = h.release();
   });
 }

@@ -35,11 +35,8 @@ GPTOSS_API enum gptoss_status gptoss_sampler_create(const struct gptoss_sampler_
                                                     gptoss_sampler_t* sampler_out) {
   return api::guard([&] {
     api::require(sampler_out, "sampler_out");
-    gptoss_sampler_options o = default_sampler_options();
-    if (options != nullptr) {
-      api::check_struct_size(options, sizeof(gptoss_sampler_options), "options");
-      o = api::read_options(options, o);
-    }
+    const gptoss_sampler_options o =
+        api::read_struct(options, default_sampler_options(), "options");
     SamplerParams p;
     p.temperature = o.temperature;
     p.top_k = o.top_k;

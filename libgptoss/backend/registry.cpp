@@ -99,9 +99,10 @@ std::vector<std::string> default_plugin_dirs() {
     std::error_code ec;
     fs::path self = fs::canonical(info.dli_fname, ec);
     if (!ec) {
-      dirs.push_back(self.parent_path().string());
-      dirs.push_back((self.parent_path().parent_path() / "lib").string());
-      dirs.push_back((self.parent_path() / "gptoss").string());
+      const fs::path dir = self.parent_path();
+      dirs.push_back((dir / "gptoss" / "backends").string());  // installed: ${libdir}/gptoss/backends
+      dirs.push_back(dir.string());                            // build tree: build/lib
+      dirs.push_back((dir.parent_path() / "lib").string());    // a program in build/bin
     }
   }
   return dirs;

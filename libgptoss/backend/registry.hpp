@@ -1,7 +1,9 @@
 #pragma once
 // Discovery and loading of backend plugins (shared libraries named libgptoss-backend-*.so).
-// Searched in GPTOSS_BACKEND_PATH (':'-separated folders or files), then beside the object
-// that holds libgptoss (found with dladdr, so it works under Python too) and in ../lib of it.
+// Searched in GPTOSS_BACKEND_PATH (':'-separated folders or files), then relative to the object
+// that holds libgptoss (found with dladdr, so it works under Python too): in gptoss/backends/
+// beside it (the installed layout, ${libdir}/gptoss/backends), beside it (the build tree) and
+// in ../lib of it.
 #include <cstddef>
 #include <cstdint>
 #include <memory>

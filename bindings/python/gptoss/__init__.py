@@ -1,4 +1,4 @@
-"""gptoss: Python bindings of libgptoss (ctypes over its C API; no compiler needed).
+"""gptoss: Python bindings of libgptoss (ctypes over its C API).
 
     import gptoss
     with gptoss.Model("path/to/model") as model:
@@ -16,6 +16,7 @@ from ._errors import (BufferTooSmallError, ContextOverflowError, GptossError, Gp
                       UnsupportedSystemError)
 from ._generate import ChatResponse, Token, chat, generate, system_message
 from ._library import LibraryNotFoundError, library_path, lib as _lib
+from ._library import package_version as _package_version
 from .context import Context, KVCache
 from .harmony import StreamParser, render
 from .model import Model, ModelInfo
@@ -31,7 +32,7 @@ __all__ = [
     "LibraryNotFoundError", "library_path", "library_version", "__version__",
 ]
 
-__version__ = "0.1.0"
+__version__ = _package_version()
 
 
 def library_version():

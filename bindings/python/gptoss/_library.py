@@ -1,18 +1,25 @@
 """Finding libgptoss and declaring the C functions of include/gptoss.h for ctypes.
 
 The library is looked up, in order: in $GPTOSS_LIBRARY_PATH (a directory, or the file
-itself), beside this package, in the build tree (build/lib/) of the checkout this package sits
-in or was installed from, and finally through the system loader (LD_LIBRARY_PATH, ldconfig).
-It is loaded on first use, so `import gptoss` works even before the library is built.
+itself); inside the installed package (the wheel ships it, docs/python.md); in the build tree
+(build/lib/) of the checkout when the package is used in place from it; and finally through
+the system loader (LD_LIBRARY_PATH, ldconfig), which is how a package built with
+native=system finds a system-installed libgptoss. It is loaded on first use, so
+`import gptoss` works even before the library is built.
 """
 
 import ctypes
-import ctypes.util
 import os
+import re
 import threading
 from pathlib import Path
 
-_NAMES = ("libgptoss.so", "libgptoss.so.0", "libgptoss.dylib")
+# The C ABI these bindings are written against: libgptoss.so.N of that ABI major.
+_SONAME = "libgptoss.so.0"
+_NAMES = (_SONAME, "libgptoss.so")
+_HERE = Path(__file__).resolve().parent
+# The checkout, when the package is used in place (bindings/python/gptoss).
+_CHECKOUT = _HERE.parents[2] if (_HERE.parents[2] / "include" / "gptoss.h").is_file() else None
 
 c_size_t = ctypes.c_size_t
 c_uint32 = ctypes.c_uint32
@@ -203,6 +210,15 @@ _RESTYPES = {
 }
 
 
+def _bundled_library():
+    """The library the wheel ships (None for a package built with native=system)."""
+    try:
+        from ._build_info import LIBRARY
+    except ImportError:  # used in place from the checkout
+        return None
+    return _HERE / LIBRARY if LIBRARY else None
+
+
 def _candidates():
     env = os.environ.get("GPTOSS_LIBRARY_PATH")
     if env:
@@ -212,21 +228,29 @@ def _candidates():
         else:
             for name in _NAMES:
                 yield p / name
-    here = Path(__file__).resolve().parent
-    for name in _NAMES:
-        yield here / name
-    # Used in place: bindings/python/gptoss -> the checkout root. Installed: the checkout
-    # recorded by setup.py at install time.
-    roots = list(here.parents[:4])
-    try:
-        from ._checkout import CHECKOUT
-        roots.append(Path(CHECKOUT))
-    except ImportError:
-        pass
-    for root in roots:
+    bundled = _bundled_library()
+    if bundled:
+        yield bundled
+    if _CHECKOUT:
         for build in ("build", "build-release", "build-debug"):
             for name in _NAMES:
-                yield root / build / "lib" / name
+                yield _CHECKOUT / build / "lib" / name
+
+
+def package_version():
+    """The package's version: the wheel's, or in place, the checkout's CMake project version
+    (the one version of libgptoss, CMakeLists.txt)."""
+    try:
+        from ._build_info import VERSION
+        return VERSION
+    except ImportError:
+        pass
+    if _CHECKOUT:
+        text = (_CHECKOUT / "CMakeLists.txt").read_text()
+        match = re.search(r"project\(\s*libgptoss\s+VERSION\s+([0-9][0-9.]*)", text)
+        if match:
+            return match.group(1)
+    return "unknown"
 
 
 def _with_clear_argument_errors(fn, name):
@@ -261,19 +285,17 @@ class _Library:
             else:
                 tried.append(str(path))
         if self._cdll is None:
-            found = ctypes.util.find_library("gptoss")
-            for name in ([found] if found else []) + list(_NAMES):
-                try:
-                    self._cdll = ctypes.CDLL(name)
-                    self.path = name
-                    break
-                except OSError:
-                    tried.append(f"{name} (system loader)")
+            try:
+                self._cdll = ctypes.CDLL(_SONAME)
+                self.path = _SONAME
+            except OSError:
+                tried.append(f"{_SONAME} (system loader)")
         if self._cdll is None:
             raise LibraryNotFoundError(
-                "libgptoss not found; build it (cmake --build build) or set GPTOSS_LIBRARY_PATH "
-                "to the directory holding libgptoss.so. Looked in: " + ", ".join(tried[:8])
-                + (" ..." if len(tried) > 8 else ""))
+                "libgptoss not found; install the package with its library (pip install "
+                "./bindings/python), install libgptoss (cmake --install), or set "
+                "GPTOSS_LIBRARY_PATH to the directory holding libgptoss.so. Looked in: "
+                + ", ".join(tried[:8]) + (" ..." if len(tried) > 8 else ""))
         for name, argtypes in _PROTOTYPES.items():
             fn = getattr(self._cdll, name, None)
             if fn is None:
