@@ -401,7 +401,8 @@ struct gptoss_backend_api {
    * every upload since weights_begin and returns the first that failed (last_error names the
    * tensor). The core calls it once after the last upload, before any op uses a weight. */
   enum gptoss_status (*weights_end)(gptoss_backend_device_t dev);
-  /* No op using it may be pending. */
+  /* No op using it may be pending; waits for its upload if that still runs (a load that
+   * failed half-way frees what it uploaded without calling weights_end). */
   void (*weight_free)(gptoss_backend_device_t dev, gptoss_backend_weight_t weight);
 
   /* -- KV cache: the backend owns its memory and layout; the core speaks of pages and slots -- */
