@@ -421,13 +421,15 @@ struct gptoss_backend_api {
   void (*kv_destroy)(gptoss_backend_device_t dev, gptoss_backend_kv_t kv);
 
   /* -- Steps -- */
-  /* OPTIONAL (NULL: nothing). Bracket one forward step's work on a stream. Between them the
-   * core first issues every buffer_write of the step, then the ops and copies. Two steps with
-   * equal n_tokens, n_seqs, max_q, n_logit_rows and n_sample_rows in a decode shape (one token
-   * per sequence) issue the same op and copy calls with the same handles and sizes; they
-   * differ only in their buffer_writes (data and sizes) and in host launch hints (attention
-   * max_keys), so a backend may capture the ops of one such step and replay them for the
-   * next. A backend that captures must not depend on hints it captured. */
+  /* OPTIONAL (NULL: nothing). Bracket one forward step's work on a stream (on every device
+   * of a split model). Between them the core first issues every buffer_write of the step, then
+   * the ops and copies, and synchronises after step_end. Two steps of the same contexts in the
+   * same decode shape (one token per sequence; equal n_logit_rows and n_sample_rows) issue the
+   * same op and copy calls with the same handles and sizes. They differ only in their
+   * buffer_writes (data and sizes), in host launch hints (attention max_keys, the sample
+   * shape) and in the sample call's mask (NULL when no row has one). So a backend may capture
+   * the ops of one such step and replay them for the next if it checks those, and its captured
+   * kernels must not depend on the hints. */
   enum gptoss_status (*step_begin)(gptoss_backend_stream_t stream,
                                    const struct gptoss_step_hints* hints);
   enum gptoss_status (*step_end)(gptoss_backend_stream_t stream);
