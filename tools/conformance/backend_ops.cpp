@@ -104,6 +104,7 @@ bool has_op(const gptoss_backend_api* api, const std::string& op) {
   if (op == "add_rmsnorm") return GPTOSS_HAS_SLOT(api, add_rmsnorm);
   if (op == "rope_kv_write") return GPTOSS_HAS_SLOT(api, rope_kv_write);
   if (op == "sample") return GPTOSS_HAS_SLOT(api, sample);
+  if (op == "buffer_copy_peer") return GPTOSS_HAS_SLOT(api, buffer_copy_peer);
   return true;
 }
 

@@ -21,7 +21,8 @@ constexpr uint8_t kSentinel = 0xA5;      // 0xA5A5A5A5 is -2.9e-16 as f32: not a
 // accumulation; what differs is the order of sums and the exp/sqrt of each implementation
 // (observed on the CPU's SIMD levels: 1e-15..1e-12). Fast: the backend may quantize
 // activations (the CPU: int8 per 32-block against MXFP4 weights; bf16 attention products over
-// a bf16 cache), as llama.cpp does; observed 1e-5..1e-4. 0: bit-exact (copies).
+// a bf16 cache), as llama.cpp does; observed 1e-5..1e-4. 0: bit-exact (copies). sample: the
+// largest absolute log-probability difference (its tokens must be equal).
 struct Tolerance {
   const char* op;
   double exact, fast;
@@ -31,7 +32,8 @@ constexpr Tolerance kTolerances[] = {
     {"rope", 1e-10, 1e-10},      {"kv_write", 1e-9, 1e-4},    {"attention", 1e-9, 1e-4},
     {"router", 1e-8, 1e-8},      {"moe", 1e-9, 1e-3},         {"add", 0, 0},
     {"linear_qkv", 1e-9, 1e-3},  {"add_rmsnorm", 1e-10, 1e-10}, {"rope_kv_write", 1e-9, 1e-4},
-    {"sample", 1e-10, 1e-10},    {"buffers", 0, 0},           {"kv_grow", 1e-9, 1e-4},
+    {"sample", 1e-5, 1e-5},      {"buffers", 0, 0},           {"kv_grow", 1e-9, 1e-4},
+    {"buffer_copy_peer", 0, 0},
 };
 }  // namespace
 
