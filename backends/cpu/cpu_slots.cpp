@@ -146,7 +146,7 @@ gptoss_status sample(Stm s, Buf logits, Buf rows, Buf mask, const gptoss_sample_
                      Buf results) {
   if (shape == nullptr || shape->struct_size < sizeof(gptoss_sample_shape))
     return refuse("sample: no shape");
-  return sample_rows(dev_of(s).pool, reinterpret_cast<const float*>(logits),
+  return sample_rows(dev_of(s).pool, *dev_of(s).kernels, reinterpret_cast<const float*>(logits),
                      reinterpret_cast<const gptoss_sample_row*>(rows),
                      reinterpret_cast<const uint32_t*>(mask), shape->n_rows, shape->vocab,
                      reinterpret_cast<gptoss_sample_result*>(results));

@@ -211,7 +211,15 @@ extern const Kernels kKernelsAvx512;
 void matmul_mxfp4_q8_avx512vnni(const Weight& w, size_t r0, size_t n_rows, const Q8Acts& x,
                                 size_t t0, size_t n_tok, float* y, size_t ldy);
 void quantize_q8_avx512vnni(const float* x, size_t ldx, size_t n_tok, Q8Acts& out);
-const Kernels kKernelsScalar = {Isa::scalar, matmul_scalar, swiglu_reference, nullptr, nullptr};
+double sum_exp_reference(const float* x, size_t n, float shift) {
+  double sum = 0.0;
+  for (size_t i = 0; i < n; ++i)
+    if (x[i] == x[i]) sum += std::exp(double(x[i]) - double(shift));  // NaN adds nothing
+  return sum;
+}
+
+const Kernels kKernelsScalar = {Isa::scalar, matmul_scalar, swiglu_reference, nullptr, nullptr,
+                                sum_exp_reference};
 
 // A table with the AVX2 int8 kernels of the fast mode added (built at first use, see below).
 static Kernels with_avx2_int8(const Kernels& base) {

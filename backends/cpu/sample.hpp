@@ -6,13 +6,16 @@
 #include <cstdint>
 
 #include "gptoss/backend.h"
+#include "kernels.hpp"
 #include "thread_pool.hpp"
 
 namespace gptoss::cpu {
 
 // Rows are independent: spread over the pool, each computed by one thread in a fixed order.
-gptoss_status sample_rows(ThreadPool& pool, const float* logits, const gptoss_sample_row* rows,
-                          const uint32_t* mask, size_t n_rows, size_t vocab,
-                          gptoss_sample_result* results);
+// The token follows the host sampler bit for bit; the log-probabilities' normaliser is the
+// kernels' sum_exp (within 1e-6 of the host's at the SIMD levels).
+gptoss_status sample_rows(ThreadPool& pool, const Kernels& kernels, const float* logits,
+                          const gptoss_sample_row* rows, const uint32_t* mask, size_t n_rows,
+                          size_t vocab, gptoss_sample_result* results);
 
 }  // namespace gptoss::cpu

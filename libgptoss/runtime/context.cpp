@@ -143,13 +143,7 @@ void Context::sample_stored_logits(const SampleRequest& request) {
   const gptoss_backend_api& api = dev.api();
   const gptoss_backend_stream_t s = runner.stream(out);
   const gptoss_sample_row row = sample_row_for(*request.sampler, request.sampler->peek_uniform());
-  gptoss_sample_shape shape{};
-  shape.struct_size = sizeof shape;
-  shape.n_rows = 1;
-  shape.vocab = model_->config().vocab_size;
-  shape.max_top_k = row.top_k;
-  shape.max_top_n = row.top_n;
-  shape.all_greedy = row.temperature == 0.0f ? 1 : 0;
+  const gptoss_sample_shape shape = sample_shape_of(std::span(&row, 1), model_->config().vocab_size);
   try {
     dev.check(api.buffer_write(s, v.sample_rows, 0, &row, sizeof row), "buffer write");
     if (!request.mask.empty())

@@ -32,6 +32,20 @@ gptoss_sample_row sample_row_for(const Sampler& s, double uniform) {
   return r;
 }
 
+gptoss_sample_shape sample_shape_of(std::span<const gptoss_sample_row> rows, uint32_t vocab) {
+  gptoss_sample_shape s{};
+  s.struct_size = sizeof s;
+  s.n_rows = uint32_t(rows.size());
+  s.vocab = vocab;
+  s.all_greedy = 1;
+  for (const gptoss_sample_row& row : rows) {
+    s.max_top_k = std::max(s.max_top_k, row.top_k);
+    s.max_top_n = std::max(s.max_top_n, row.top_n);
+    s.all_greedy &= row.temperature == 0.0f ? 1u : 0u;
+  }
+  return s;
+}
+
 // Reaches into Context for its pages, tokens and logits buffer; a friend of Context.
 class ForwardStep {
  public:
@@ -237,17 +251,8 @@ void ForwardStep::output() const {
   o.linear(v.hr, m_.unembedding(), nullptr, R, H, V, v.logits);
   for (size_t r = 0; r < R; ++r) o.copy(rows_[r]->context->logits_buf_, 0, v.logits, r * V * 4, V * 4);
   if (n_sampled_ == 0) return;
-  gptoss_sample_shape s{};
-  s.struct_size = sizeof s;
-  s.n_rows = uint32_t(n_sampled_);
-  s.vocab = uint32_t(V);
-  s.all_greedy = 1;
-  for (const gptoss_sample_row& row : sample_rows_) {
-    s.max_top_k = std::max(s.max_top_k, row.top_k);
-    s.max_top_n = std::max(s.max_top_n, row.top_n);
-    s.all_greedy &= row.temperature == 0.0f ? 1u : 0u;
-  }
-  o.sample(v.logits, v.sample_rows, masks_.empty() ? nullptr : v.mask, s, v.results);
+  o.sample(v.logits, v.sample_rows, masks_.empty() ? nullptr : v.mask,
+           sample_shape_of(sample_rows_, uint32_t(V)), v.results);
 }
 
 void ForwardStep::run() {

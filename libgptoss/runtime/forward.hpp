@@ -31,7 +31,9 @@ struct SequenceChunk {
 // gptoss::Error; on error no context is advanced.
 void run_forward_step(KvPool& pool, std::span<const SequenceChunk> chunks);
 
-// The device sample row for `s` (draws nothing: `uniform` is the sampler's next draw).
+// The device sample row for `s` (draws nothing: `uniform` is the sampler's next draw), and
+// the shape and launch hints of a sample call over `rows`.
 gptoss_sample_row sample_row_for(const Sampler& s, double uniform);
+gptoss_sample_shape sample_shape_of(std::span<const gptoss_sample_row> rows, uint32_t vocab);
 
 }  // namespace gptoss

@@ -120,8 +120,15 @@ void set_error(std::string message);
 const char* error_message();  // the calling thread's last failure
 gptoss_status refuse(gptoss_status st, std::string message);
 
-// The op slots (strict_ops.cpp) fill these into the table.
+// The op slots (strict_ops.cpp) and the weight and KV slots (strict_memory.cpp).
 void fill_op_slots(gptoss_backend_api& api);
+void fill_memory_slots(gptoss_backend_api& api);
+Device* dev_of(gptoss_backend_device_t d);
+Stream* stream_of(gptoss_backend_stream_t s);
+// Counts an allocation, or refuses it (error set) while the device is armed.
+bool allocation_allowed(const char* what);
+// Waits for the device's own inner stream after `st` (its inner work), or reports `st`.
+gptoss_status sync_inner(Device& d, gptoss_status st);
 // The inner handle of buffer or view `h` if it holds at least `bytes` bytes from `offset`;
 // else sets the error naming `what` and returns nullptr.
 gptoss_backend_buffer_t inner_buffer(gptoss_backend_buffer_t h, size_t offset, size_t bytes,

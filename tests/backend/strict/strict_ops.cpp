@@ -15,11 +15,6 @@ using Buf = gptoss_backend_buffer_t;
 using Wt = gptoss_backend_weight_t;
 using Kv = gptoss_backend_kv_t;
 
-Stream* stream_of(Stm s) {
-  Object* o = find(id(s), Kind::stream);
-  return o ? o->stream.get() : nullptr;
-}
-
 // The inner weights of an op at run time (handle 0: an absent optional bias). False, with
 // the error set, when one has not finished uploading: the core used it before weights_end.
 template <size_t N>

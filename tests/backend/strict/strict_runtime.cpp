@@ -109,6 +109,27 @@ void erase(uint64_t handle) {
   g_table.erase(handle);
 }
 
+Device* dev_of(gptoss_backend_device_t d) { return reinterpret_cast<Device*>(d); }
+
+Stream* stream_of(gptoss_backend_stream_t s) {
+  Object* o = find(id(s), Kind::stream);
+  return o ? o->stream.get() : nullptr;
+}
+
+bool allocation_allowed(const char* what) {
+  if (!g_counters.armed) {
+    ++g_counters.allocations;
+    return true;
+  }
+  set_error(std::string(what) + " while the strict device is armed (an allocation after warm-up)");
+  return false;
+}
+
+gptoss_status sync_inner(Device& d, gptoss_status st) {
+  if (st != gptoss_status_success) return refuse(st, g_inner->last_error(d.inner));
+  return g_inner->stream_synchronize(d.inner_stream);
+}
+
 bool injected_failure(const char* op) {
   std::lock_guard<std::mutex> lock(g_fail_mutex);
   if (g_fail_countdown == 0 || g_fail_op != op) return false;
