@@ -34,9 +34,15 @@ BackendDevice::~BackendDevice() {
 
 void BackendDevice::check(gptoss_status st, const char* what) const {
   if (st == gptoss_status_success) return;
-  const char* detail = api().last_error(dev_);
-  fail(st, "backend '{}' device {}: {} failed ({}){}{}", plugin_->name, index_, what,
-       status_name(st), detail && *detail ? ": " : "", detail ? detail : "");
+  const char* d = api().last_error(dev_);
+  const std::string detail = d ? d : "";
+  std::string memory;  // what is left, when memory ran out and the backend can say
+  size_t free_bytes = 0, total = 0;
+  if (st == gptoss_status_insufficient_memory && GPTOSS_HAS_SLOT(&api(), device_memory_info) &&
+      api().device_memory_info(dev_, &free_bytes, &total) == gptoss_status_success)
+    memory = fmt::format(" (device memory: {} MiB free of {} MiB)", free_bytes >> 20, total >> 20);
+  fail(st, "backend '{}' device {}: {} failed ({}){}{}{}", plugin_->name, index_, what,
+       status_name(st), detail.empty() ? "" : ": ", detail, memory);
 }
 
 gptoss_backend_buffer_t BackendDevice::alloc(size_t bytes, const char* what) const {

@@ -87,25 +87,8 @@ TEST_CASE("device and host sampling generate the same tokens through the C API",
     std::vector<uint32_t> out[2];
     int i = 0;
     for (const char* backend : {"strict", "strict-minimal"}) {
-      gptoss_model_options o;
-      gptoss_model_options_init(&o);
-      o.backend = backend;
-      o.precision = gptoss_precision_exact;
-      const std::string tok = tokenizer_json();
-      o.tokenizer_path = tok.c_str();
-      gptoss_model_t m = nullptr;
-      GPTOSS_REQUIRE_OK(gptoss_model_create_with_options((logits_dir() + "/model-hf").c_str(), &o, &m));
-      ModelPtr model(m);
-      gptoss_sampler_options so;
-      gptoss_sampler_options_init(&so);
-      so.temperature = p.temperature;
-      so.top_k = p.top_k;
-      so.top_p = p.top_p;
-      so.min_p = p.min_p;
-      so.seed = 1234;
-      gptoss_sampler_t s = nullptr;
-      GPTOSS_REQUIRE_OK(gptoss_sampler_create(&so, &s));
-      SamplerPtr sampler(s);
+      ModelPtr model = load_conformance_model(Format::hf, 0, gptoss_precision_exact, backend);
+      SamplerPtr sampler = make_sampler(p.temperature, 1234, p.top_k, p.top_p, p.min_p);
       auto c = make_context(model.get(), 64);
       GPTOSS_REQUIRE_OK(gptoss_context_append_tokens(c.get(), prompt.size(), prompt.data()));
       for (int step = 0; step < 12; ++step) {

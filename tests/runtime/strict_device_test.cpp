@@ -49,27 +49,8 @@ class StrictHooks {
   void (*fail_)(const char*, uint32_t) = nullptr;
 };
 
-ModelPtr load_on(const char* backend, gptoss_precision precision = gptoss_precision_exact) {
-  gptoss_model_options o;
-  gptoss_model_options_init(&o);
-  o.backend = backend;
-  o.precision = precision;
-  const std::string tok = tokenizer_json();
-  o.tokenizer_path = tok.c_str();
-  const std::string path = logits_dir() + "/model-hf";
-  gptoss_model_t m = nullptr;
-  GPTOSS_REQUIRE_OK(gptoss_model_create_with_options(path.c_str(), &o, &m));
-  return ModelPtr(m);
-}
-
-SamplerPtr make_sampler(float temperature, uint64_t seed) {
-  gptoss_sampler_options so;
-  gptoss_sampler_options_init(&so);
-  so.temperature = temperature;
-  so.seed = seed;
-  gptoss_sampler_t s = nullptr;
-  GPTOSS_REQUIRE_OK(gptoss_sampler_create(&so, &s));
-  return SamplerPtr(s);
+ModelPtr load_on(const char* backend) {
+  return load_conformance_model(Format::hf, 0, gptoss_precision_exact, backend);
 }
 
 // Samples and appends n tokens; returns them.
@@ -141,6 +122,19 @@ TEST_CASE("strict device: an asynchronous failure names its op and advances noth
   CHECK(gptoss_context_get_logits(c.get(), &f, 1, &n) == gptoss_status_invalid_state);
   GPTOSS_REQUIRE_OK(gptoss_context_process(c.get()));  // the failure is not sticky
   CHECK(max_abs_diff(logits_of(c.get()), logits_of(clean.get())) == 0.0);
+}
+
+TEST_CASE("strict device: out of device memory says how much is left", "[strict]") {
+  StrictHooks hooks;
+  auto model = load_on("strict");
+  hooks.fail("buffer_alloc", 1);
+  gptoss_context_t c = nullptr;
+  CHECK(gptoss_context_create(model.get(), 64, &c) == gptoss_status_insufficient_memory);
+  CHECK(c == nullptr);
+  const std::string msg = gptoss_get_last_error_message();
+  INFO(msg);
+  CHECK(msg.find("logits buffer allocation failed") != std::string::npos);
+  CHECK(msg.find("MiB free of") != std::string::npos);
 }
 
 TEST_CASE("strict device: KV caches grow on demand and keep what was written", "[strict]") {

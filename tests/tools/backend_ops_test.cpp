@@ -1,33 +1,19 @@
 // gptoss-conformance backend-ops through its command line: clean backends pass, and a backend
 // whose op computes a wrong value or writes past its output fails, saying which (the strict
 // device sabotaged through GPTOSS_STRICT_SABOTAGE).
-#include <sys/wait.h>
-
 #include <catch2/catch.hpp>
-#include <cstdlib>
-#include <fstream>
-#include <sstream>
 #include <string>
 
 #include "support/paths.hpp"
-#include "tests/model/model_test_util.hpp"
+#include "support/tool_run.hpp"
 
 namespace {
 
-struct Run {
-  int rc;
-  std::string output;
-};
+using Run = gptoss::test::ToolRun;
 
+// `env` (assignments) before the tool, as the shell takes them.
 Run backend_ops(const std::string& env, const std::string& args) {
-  gptoss::test::TempDir dir;
-  const std::string tool = gptoss::test::binary_dir() + "/bin/gptoss-conformance";
-  const std::string log = dir / "log.txt";
-  const int rc = std::system((env + " '" + tool + "' backend-ops " + args + " > '" + log + "' 2>&1").c_str());
-  std::ifstream in(log);
-  std::stringstream text;
-  text << in.rdbuf();
-  return {WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, text.str()};
+  return gptoss::test::run_tool(env + " '" + gptoss::test::binary_dir() + "/bin/gptoss-conformance' backend-ops " + args);
 }
 
 }  // namespace

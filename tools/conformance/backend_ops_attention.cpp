@@ -118,26 +118,41 @@ void fill(Run& r, const std::array<gptoss_backend_kv_t, 2>& kv, const std::vecto
   }
 }
 
+// A cache of max_pages on each device, `pages` of them usable.
+std::array<gptoss_backend_kv_t, 2> caches(Run& r, const Attn& a, size_t max_pages, size_t pages) {
+  return {r.dev(0).kv(kv_desc(a, max_pages), pages), r.dev(1).kv(kv_desc(a, max_pages), pages)};
+}
+
+// What an attention call over layer 1 of `kv` needs besides q: sinks, the sequences and page
+// tables of `l`, a guarded output.
+struct Attending {
+  Attending(Run& r, const Attn& a, const Layout& l, uint32_t seed)
+      : sinks(random_tensor(gptoss_dtype_bf16, {int64_t(a.n_heads)}, seed, "sinks")),
+        S(r.weight(*sinks)), seqs(r.input(l.seqs)), pt(r.input(l.page_table)),
+        out(r.output(size_t(l.shape.n_tokens) * a.n_heads * a.hd * 4)), shape(l.shape) {}
+  void call(Run& r, int i, Buf q, gptoss_backend_kv_t kv) const {
+    Dev& d = r.dev(i);
+    d.check(d.api().attention(d.stream(), q, kv, 1, S[size_t(i)], seqs[size_t(i)], pt[size_t(i)], &shape,
+                              out[size_t(i)].view),
+            "attention");
+  }
+  std::shared_ptr<const HostTensor> sinks;
+  std::array<Wt, 2> S;
+  std::array<Buf, 2> seqs, pt;
+  std::array<Guarded, 2> out;
+  gptoss_attn_shape shape;
+};
+
 Case attention_case(const Attn& a, Shapes shapes) {
   return {"attention", a.describe(), shapes, [=](Pair& p) {
             Run r(p);
             const Layout l = layout(a, 7);
-            const std::array<gptoss_backend_kv_t, 2> kv = {r.dev(0).kv(kv_desc(a, l.pages), l.pages),
-                                                           r.dev(1).kv(kv_desc(a, l.pages), l.pages)};
+            const auto kv = caches(r, a, l.pages, l.pages);
             fill(r, kv, l.slots, a.kv_dim(), 11);
-            auto sinks = random_tensor(gptoss_dtype_bf16, {int64_t(a.n_heads)}, 3, "sinks");
-            const auto S = r.weight(*sinks);
-            const size_t T = l.shape.n_tokens;
-            const auto q = r.input(random_floats(T * a.n_heads * a.hd, 5, -3.0f, 3.0f));
-            const auto seqs = r.input(l.seqs);
-            const auto pt = r.input(l.page_table);
-            auto out = r.output(T * a.n_heads * a.hd * 4);
-            return r.finish("attention", [&](int i) {
-              Dev& d = r.dev(i);
-              d.check(d.api().attention(d.stream(), q[i], kv[size_t(i)], 1, S[i], seqs[i], pt[i], &l.shape,
-                                        out[i].view),
-                      "attention");
-            }, {out[0]}, {out[1]});
+            const Attending att(r, a, l, 3);
+            const auto q = r.input(random_floats(size_t(l.shape.n_tokens) * a.n_heads * a.hd, 5, -3.0f, 3.0f));
+            return r.finish("attention", [&](int i) { att.call(r, i, q[size_t(i)], kv[size_t(i)]); },
+                            {att.out[0]}, {att.out[1]});
           }};
 }
 
@@ -146,14 +161,12 @@ Case rope_kv_write_case(const Attn& a, Shapes shapes) {
   return {"rope_kv_write", a.describe(), shapes, [=](Pair& p) {
             Run r(p);
             const Layout l = layout(a, 9);
-            const std::array<gptoss_backend_kv_t, 2> kv = {r.dev(0).kv(kv_desc(a, l.pages), l.pages),
-                                                           r.dev(1).kv(kv_desc(a, l.pages), l.pages)};
+            const auto kv = caches(r, a, l.pages, l.pages);
             std::vector<int32_t> earlier;  // every held slot but the query rows'
             for (int32_t s : l.slots)
               if (std::find(l.query_slots.begin(), l.query_slots.end(), s) == l.query_slots.end()) earlier.push_back(s);
             fill(r, kv, earlier, a.kv_dim(), 13);
-            auto sinks = random_tensor(gptoss_dtype_bf16, {int64_t(a.n_heads)}, 4, "sinks");
-            const auto S = r.weight(*sinks);
+            const Attending att(r, a, l, 4);
             const size_t T = l.shape.n_tokens;
             auto q = r.output(T * a.n_heads * a.hd * 4);  // rotated in place
             const auto q_in = random_floats(T * a.n_heads * a.hd, 15, -3.0f, 3.0f);
@@ -161,8 +174,6 @@ Case rope_kv_write_case(const Attn& a, Shapes shapes) {
             const auto k = r.input(random_floats(T * a.kv_dim(), 16, -2.0f, 2.0f));
             const auto v = r.input(random_floats(T * a.kv_dim(), 17, -2.0f, 2.0f));
             const auto pos = r.input(l.positions), slots = r.input(l.query_slots);
-            const auto seqs = r.input(l.seqs), pt = r.input(l.page_table);
-            auto out = r.output(T * a.n_heads * a.hd * 4);
             const gptoss_rope_params rope = {150000.0, 32.0, 4096.0, 32.0, 1.0, 0};
             return r.finish("rope_kv_write", [&](int i) {
               Dev& d = r.dev(i);
@@ -176,10 +187,8 @@ Case rope_kv_write_case(const Attn& a, Shapes shapes) {
                                           slots[1]),
                         "rope_kv_write");
               }
-              d.check(api.attention(d.stream(), q[i].view, kv[size_t(i)], 1, S[i], seqs[i], pt[i], &l.shape,
-                                    out[i].view),
-                      "attention");
-            }, {q[0], out[0]}, {q[1], out[1]});
+              att.call(r, i, q[size_t(i)].view, kv[size_t(i)]);
+            }, {q[0], att.out[0]}, {q[1], att.out[1]});
           }};
 }
 
@@ -190,8 +199,7 @@ Case kv_grow_case(const Attn& a) {
             Run r(p);
             const Layout l = layout(a, 21);
             const size_t half = l.pages / 2;
-            const std::array<gptoss_backend_kv_t, 2> kv = {r.dev(0).kv(kv_desc(a, l.pages), half),
-                                                           r.dev(1).kv(kv_desc(a, l.pages), half)};
+            const auto kv = caches(r, a, l.pages, half);
             std::vector<int32_t> before, after;
             for (int32_t s : l.slots) (size_t(s) / kPage < half ? before : after).push_back(s);
             fill(r, kv, before, a.kv_dim(), 23);
@@ -201,18 +209,10 @@ Case kv_grow_case(const Attn& a) {
               d.check(d.api().kv_grow(d.dev(), kv[size_t(i)], l.pages), "kv_grow");
             }
             fill(r, kv, after, a.kv_dim(), 29);
-            auto sinks = random_tensor(gptoss_dtype_bf16, {int64_t(a.n_heads)}, 5, "sinks");
-            const auto S = r.weight(*sinks);
-            const size_t T = l.shape.n_tokens;
-            const auto q = r.input(random_floats(T * a.n_heads * a.hd, 31, -3.0f, 3.0f));
-            const auto seqs = r.input(l.seqs), pt = r.input(l.page_table);
-            auto out = r.output(T * a.n_heads * a.hd * 4);
-            return r.finish("kv_grow", [&](int i) {
-              Dev& d = r.dev(i);
-              d.check(d.api().attention(d.stream(), q[i], kv[size_t(i)], 1, S[i], seqs[i], pt[i], &l.shape,
-                                        out[i].view),
-                      "attention");
-            }, {out[0]}, {out[1]});
+            const Attending att(r, a, l, 5);
+            const auto q = r.input(random_floats(size_t(l.shape.n_tokens) * a.n_heads * a.hd, 31, -3.0f, 3.0f));
+            return r.finish("kv_grow", [&](int i) { att.call(r, i, q[size_t(i)], kv[size_t(i)]); },
+                            {att.out[0]}, {att.out[1]});
           }};
 }
 

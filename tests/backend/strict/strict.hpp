@@ -146,6 +146,7 @@ struct gptoss_strict_counters {
 GPTOSS_PLUGIN_EXPORT void gptoss_strict_arm(int armed);
 GPTOSS_PLUGIN_EXPORT void gptoss_strict_get_counters(struct gptoss_strict_counters* out);
 // The nth (1 = next) run of op `op` (slot name, e.g. "moe") fails asynchronously with
-// gptoss_status_internal; NULL cancels.
+// gptoss_status_internal ("buffer_alloc": that call fails with insufficient_memory); NULL
+// cancels.
 GPTOSS_PLUGIN_EXPORT void gptoss_strict_fail_op(const char* op, uint32_t nth);
 }

@@ -137,6 +137,8 @@ void stream_destroy(gptoss_backend_device_t, gptoss_backend_stream_t stream) {
 // ---- buffers ----
 gptoss_status buffer_alloc(gptoss_backend_device_t dev, size_t bytes, gptoss_backend_buffer_t* out) {
   if (!allocation_allowed("buffer_alloc")) return gptoss_status_insufficient_resources;
+  if (injected_failure("buffer_alloc"))
+    return refuse(gptoss_status_insufficient_memory, "out of device memory (injected failure)");
   Device* d = dev_of(dev);
   gptoss_backend_buffer_t inner = nullptr;
   gptoss_status st = g_inner->buffer_alloc(d->inner, bytes, &inner);
