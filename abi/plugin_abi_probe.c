@@ -15,8 +15,13 @@ GPTOSS_PLUGIN_EXPORT enum gptoss_status gptoss_backend_init(
   return gptoss_status_unsupported_system;
 }
 
-/* Types the host and plugins exchange behind `const void*` (an op's `tokens` array), which the
- * two exports above do not reach. A type added to backend.h that no slot names goes here. */
-GPTOSS_PLUGIN_EXPORT void gptoss_backend_abi_probe_untyped(const struct gptoss_attn_token* tokens) {
-  (void)tokens;
+/* Types the host and plugins exchange as the contents of device buffers (attention's sequence
+ * descriptors, sample's rows and results), which the two exports above do not reach. A type
+ * added to backend.h that no slot names goes here. */
+GPTOSS_PLUGIN_EXPORT void gptoss_backend_abi_probe_untyped(const struct gptoss_attn_seq* seqs,
+                                                          const struct gptoss_sample_row* rows,
+                                                          const struct gptoss_sample_result* results) {
+  (void)seqs;
+  (void)rows;
+  (void)results;
 }

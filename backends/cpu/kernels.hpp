@@ -74,6 +74,11 @@ struct Kernels {
   // Like matmul for an MXFP4 weight, with tokens [t0, t0 + n_tok) of quantized activations.
   void (*matmul_mxfp4_q8)(const Weight& w, size_t r0, size_t n_rows, const Q8Acts& x,
                           size_t t0, size_t n_tok, float* y, size_t ldy);
+  // The sum over i < n of exp(x[i] - shift), x[i] <= shift, in double; -inf and NaN add 0.
+  // The normaliser of the sample op's log-probabilities (a pass over the whole vocabulary
+  // every token). Scalar: std::exp in double; SIMD levels: a polynomial exp in float (1e-7
+  // relative), summed in double.
+  double (*sum_exp)(const float* x, size_t n, float shift);
 };
 
 // Byte offset in a Q8Acts row of element j (kernel order: j % 32 < 16 even, else odd) of
@@ -84,6 +89,8 @@ inline size_t q8_pos(size_t b, size_t j) {
 
 // The scalar SwiGLU (the table's swiglu at Isa::scalar and Isa::avx2).
 void swiglu_reference(const float* h, const float* b, size_t n, float limit, float* out);
+// The scalar sum_exp (std::exp in double).
+double sum_exp_reference(const float* x, size_t n, float shift);
 
 // The scalar definitions of the two fast-mode kernels (the reference of the SIMD ones; also
 // what Isa::scalar devices would use, though they run the exact reference ops instead).

@@ -285,6 +285,42 @@ void matmul(const Weight& w, size_t r0, size_t n_rows, const float* x, size_t ld
 }  // namespace
 
 extern const Kernels kKernelsAvx2;
-const Kernels kKernelsAvx2 = {Isa::avx2, matmul, swiglu_reference, nullptr, nullptr};
+namespace {
+// exp(x) on 8 lanes, as exp16 of kernels_avx512.cpp: Cody-Waite reduction, degree-7 Taylor
+// polynomial (6e-9 relative), 2^n through the exponent bits; inputs clamped to [-87.3, 88.7].
+inline __m256 exp8(__m256 x) {
+  x = _mm256_max_ps(_mm256_set1_ps(-87.3f), _mm256_min_ps(_mm256_set1_ps(88.7f), x));
+  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+  __m256 p = _mm256_set1_ps(1.0f / 5040.0f);
+  for (float c : {1.0f / 720.0f, 1.0f / 120.0f, 1.0f / 24.0f, 1.0f / 6.0f, 0.5f, 1.0f, 1.0f})
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(c));
+  const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+}
+
+// 8 values at a time (a scalar tail): exp8 of (x - shift), NaN lanes 0, summed in double.
+double sum_exp(const float* x, size_t n, float shift) {
+  const __m256 s = _mm256_set1_ps(shift);
+  __m256d acc0 = _mm256_setzero_pd(), acc1 = _mm256_setzero_pd();
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 v = _mm256_loadu_ps(x + i);
+    const __m256 e = _mm256_and_ps(_mm256_cmp_ps(v, v, _CMP_EQ_OQ), exp8(_mm256_sub_ps(v, s)));
+    acc0 = _mm256_add_pd(acc0, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
+    acc1 = _mm256_add_pd(acc1, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
+  }
+  alignas(32) double lanes[4];
+  _mm256_store_pd(lanes, _mm256_add_pd(acc0, acc1));
+  double sum = lanes[0] + lanes[1] + lanes[2] + lanes[3];
+  if (i < n) sum += sum_exp_reference(x + i, n - i, shift);
+  return sum;
+}
+
+}  // namespace
+
+const Kernels kKernelsAvx2 = {Isa::avx2, matmul, swiglu_reference, nullptr, nullptr, sum_exp};
 
 }  // namespace gptoss::cpu

@@ -350,6 +350,25 @@ void swiglu(const float* h, const float* b, size_t n, float limit, float* out) {
 }  // namespace
 
 extern const Kernels kKernelsAvx512;
-const Kernels kKernelsAvx512 = {Isa::avx512, matmul, swiglu, nullptr, nullptr};
+namespace {
+// 16 values at a time: exp16 of (x - shift) (NaN lanes masked to 0), each half widened to
+// double and added to its own accumulator.
+double sum_exp(const float* x, size_t n, float shift) {
+  const __m512 s = _mm512_set1_ps(shift);
+  __m512d acc0 = _mm512_setzero_pd(), acc1 = _mm512_setzero_pd();
+  for (size_t i = 0; i < n; i += 16) {
+    const __mmask16 m = mask16_of(n - i);
+    const __m512 v = _mm512_maskz_loadu_ps(m, x + i);
+    const __mmask16 ok = _mm512_mask_cmp_ps_mask(m, v, v, _CMP_EQ_OQ);  // in range, not NaN
+    const __m512 e = _mm512_maskz_mov_ps(ok, exp16(_mm512_sub_ps(v, s)));
+    acc0 = _mm512_add_pd(acc0, _mm512_cvtps_pd(_mm512_castps512_ps256(e)));
+    acc1 = _mm512_add_pd(acc1, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(e), 1))));
+  }
+  return _mm512_reduce_add_pd(_mm512_add_pd(acc0, acc1));
+}
+
+}  // namespace
+
+const Kernels kKernelsAvx512 = {Isa::avx512, matmul, swiglu, nullptr, nullptr, sum_exp};
 
 }  // namespace gptoss::cpu

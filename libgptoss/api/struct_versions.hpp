@@ -37,10 +37,11 @@ constexpr size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; 
 // (from `git log -p -- include/gptoss.h`; on x86-64 the sizes are in the comments).
 //
 // APPENDING A FIELD to one of these structs: add GPTOSS_UPTO(new_field) at the end of its row
-// (the static_assert above stops the build until you do). A NEW versioned struct: add a row;
+// (the static_assert above stops the build until you do, except for a field that fits in the
+// old tail padding: check the row by hand). A NEW versioned struct: add a row;
 // read_struct / write_struct do not compile for a struct without one. Never edit an entry.
-GPTOSS_STRUCT_VERSIONS(gptoss_model_options,  // 40, 48
-                       GPTOSS_UPTO(tokenizer_path), GPTOSS_UPTO(precision));
+GPTOSS_STRUCT_VERSIONS(gptoss_model_options,  // 40, 48, 48 (split_mode took the tail padding)
+                       GPTOSS_UPTO(tokenizer_path), GPTOSS_UPTO(precision), GPTOSS_UPTO(split_mode));
 GPTOSS_STRUCT_VERSIONS(gptoss_model_info,  // 128, 136
                        GPTOSS_UPTO(format), GPTOSS_UPTO(decode_weight_bytes));
 GPTOSS_STRUCT_VERSIONS(gptoss_kvcache_options, GPTOSS_UPTO(dtype));              // 32

@@ -56,7 +56,7 @@ probe="$root/abi/plugin_abi_probe.c"
 # --- the C ABI (gptoss.h) -------------------------------------------------------------------
 headers c_base
 compile_dump c_base "$mock"
-headers c_append gptoss.h 's/(  enum gptoss_precision precision;[^\n]*\n)/$1  uint64_t appended;\n/'
+headers c_append gptoss.h 's/(struct gptoss_model_options \{.*?)(\n\};)/$1\n  uint64_t appended;$2/s'
 compile_dump c_append "$mock"
 expect pass "a field appended to a struct that begins with struct_size" c_base c_append
 headers c_insert gptoss.h 's/(struct gptoss_model_options \{\n[^\n]*\n)/$1  int32_t inserted;\n/'
@@ -82,15 +82,15 @@ expect pass "a function added" c_base c_added
 headers p_base
 compile_dump p_base "$probe"
 headers p_append gptoss/backend.h \
-  's/(enum gptoss_precision precision\);\n)/$1  void (*appended_slot)(void* dev);\n/'
+  's/(struct gptoss_backend_api \{.*?)(\n\};)/$1\n  void (*appended_slot)(void* dev);$2/s'
 compile_dump p_append "$probe"
 expect pass "a slot appended to gptoss_backend_api" p_base p_append
 headers p_insert gptoss/backend.h 's/(  const char\* name;[^\n]*"cpu"[^\n]*\n)/$1  void* inserted;\n/'
 compile_dump p_insert "$probe"
 expect fail "a field inserted in the middle of gptoss_backend_api" p_base p_insert
-headers p_attn gptoss/backend.h 's/(  int32_t reserved;\n)/$1  int32_t appended;\n/'
+headers p_attn gptoss/backend.h 's/(  int32_t page_table_offset;\n)/$1  int32_t appended;\n/'
 compile_dump p_attn "$probe"
-expect fail "a field appended to gptoss_attn_token (arrays of it; no struct_size)" p_base p_attn
+expect fail "a field appended to gptoss_attn_seq (arrays of it; no struct_size)" p_base p_attn
 
 # --- the real libgptoss.so: a function it no longer exports, or exports anew ----------------
 abi_dump "$build/lib/libgptoss.so" "$root/include" "$tmp/real.abi"

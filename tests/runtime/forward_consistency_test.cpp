@@ -109,13 +109,7 @@ TEST_CASE("greedy generation is deterministic and sampling is seeded", "[runtime
   auto model = load_conformance_model();
   const auto ids = prompt_ids("p1_short");
   auto generate = [&](float temperature, uint64_t seed) {
-    gptoss_sampler_options so;
-    gptoss_sampler_options_init(&so);
-    so.temperature = temperature;
-    so.seed = seed;
-    gptoss_sampler_t s = nullptr;
-    GPTOSS_REQUIRE_OK(gptoss_sampler_create(&so, &s));
-    SamplerPtr sampler(s);
+    SamplerPtr sampler = make_sampler(temperature, seed);
     auto c = make_context(model.get(), 64);
     GPTOSS_REQUIRE_OK(gptoss_context_append_tokens(c.get(), ids.size(), ids.data()));
     std::vector<uint32_t> out;

@@ -1,5 +1,6 @@
 #pragma once
 // RAII helpers over the C API for tests, and loaders of the shared conformance model.
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -30,13 +31,21 @@ using KvPtr = std::unique_ptr<gptoss_kvcache, KvDeleter>;
 
 enum class Format { hf, gguf };
 
+// The backend the model tests run on: "cpu", or GPTOSS_TEST_BACKEND (tests/CMakeLists.txt
+// runs the forward-pass, batching and KV tests again on "strict" and "strict-minimal").
+inline const char* test_backend() {
+  const char* b = std::getenv("GPTOSS_TEST_BACKEND");
+  return b != nullptr && *b != '\0' ? b : "cpu";
+}
+
 // The library's default precision is fast (int8 activations where the CPU has VNNI); tests
-// with fp32-rounding tolerances ask for exact.
+// with fp32-rounding tolerances ask for exact. `backend` NULL: test_backend().
 inline ModelPtr load_conformance_model(Format f = Format::hf, uint32_t num_layers = 0,
-                                       gptoss_precision precision = gptoss_precision_fast) {
+                                       gptoss_precision precision = gptoss_precision_fast,
+                                       const char* backend = nullptr) {
   gptoss_model_options o;
   gptoss_model_options_init(&o);
-  o.backend = "cpu";
+  o.backend = backend ? backend : test_backend();
   o.num_layers = num_layers;
   o.precision = precision;
   const std::string tok = tokenizer_json();
@@ -59,6 +68,20 @@ inline ContextPtr make_context(gptoss_model_t m, size_t length, size_t max_batch
   gptoss_context_t c = nullptr;
   GPTOSS_REQUIRE_OK(gptoss_context_create_with_options(m, &o, &c));
   return ContextPtr(c);
+}
+
+inline SamplerPtr make_sampler(float temperature, uint64_t seed, uint32_t top_k = 0,
+                               float top_p = 1.0f, float min_p = 0.0f) {
+  gptoss_sampler_options so;
+  gptoss_sampler_options_init(&so);
+  so.temperature = temperature;
+  so.seed = seed;
+  so.top_k = top_k;
+  so.top_p = top_p;
+  so.min_p = min_p;
+  gptoss_sampler_t s = nullptr;
+  GPTOSS_REQUIRE_OK(gptoss_sampler_create(&so, &s));
+  return SamplerPtr(s);
 }
 
 inline std::vector<float> logits_of(gptoss_context_t c) {

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "support/paths.hpp"
+#include "support/tool_run.hpp"
 #include "tests/model/model_test_util.hpp"
 
 namespace {
@@ -16,20 +17,12 @@ namespace {
 namespace fs = std::filesystem;
 using gptoss::test::TempDir;
 
-struct Run {
-  int rc;
-  std::string output;  // stdout and stderr
-};
+using Run = gptoss::test::ToolRun;
 
-Run conformance(const TempDir& dir, const std::string& args) {
+Run conformance(const TempDir&, const std::string& args) {
   const std::string tool = gptoss::test::binary_dir() + "/bin/gptoss-conformance";
   REQUIRE(fs::is_regular_file(tool));
-  const std::string log = dir / "log.txt";
-  const int rc = std::system(("'" + tool + "' " + args + " > '" + log + "' 2>&1").c_str());
-  std::ifstream in(log);
-  std::stringstream text;
-  text << in.rdbuf();
-  return {WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, text.str()};
+  return gptoss::test::run_tool("'" + tool + "' " + args);
 }
 
 }  // namespace

@@ -106,7 +106,8 @@ std::vector<std::vector<float>> run_prompt(gptoss_model_t model, const Prompt& p
 }  // namespace
 
 int run_logits(const Args& args) {
-  std::string formats = "both";
+  std::string formats = "both", backend = "cpu";
+  gptoss_split_mode split = gptoss_split_mode_layer;
   bool verbose = false, fast = false;
   gptoss_kv_dtype kv = gptoss_kv_dtype_f32;
   // main() checked the options and their values (see kLogits there).
@@ -117,6 +118,11 @@ int run_logits(const Args& args) {
     else if (o == "--format") formats = args.extra[++i];
     else if (o == "--precision") fast = args.extra[++i] == "fast";
     else if (o == "--kv") kv = args.extra[++i] == "bf16" ? gptoss_kv_dtype_bf16 : gptoss_kv_dtype_f32;
+    else if (o == "--backend") backend = args.extra[++i];
+    else if (o == "--split") {
+      const std::string v = args.extra[++i];
+      split = v == "none" ? gptoss_split_mode_none : v == "expert" ? gptoss_split_mode_expert : gptoss_split_mode_layer;
+    }
     else throw std::runtime_error("unknown option " + o);
   }
   std::ifstream mf(args.dir + "/manifest.json");
@@ -157,7 +163,8 @@ int run_logits(const Args& args) {
   for (const auto& m : models) {
     gptoss_model_options opt;
     gptoss_model_options_init(&opt);
-    opt.backend = "cpu";
+    opt.backend = backend.c_str();
+    opt.split_mode = split;
     opt.precision = fast ? gptoss_precision_fast : gptoss_precision_exact;
     if (m.hf) {
       if (args.tokenizer_json.empty())

@@ -52,7 +52,7 @@ struct MoeWeights {
 }  // namespace
 
 TEST_CASE("linear and router: fast ops match the reference", "[cpu-ops]") {
-  for (Isa isa : supported_isas()) {
+  for (Isa isa : simd_isas()) {
     Devices d(isa, 3);
     for (gptoss_dtype dt : {gptoss_dtype_bf16, gptoss_dtype_mxfp4, gptoss_dtype_f32})
       for (size_t T : {1, 6}) {
@@ -81,7 +81,7 @@ TEST_CASE("linear and router: fast ops match the reference", "[cpu-ops]") {
 TEST_CASE("moe: grouped-by-expert fast op matches the reference", "[cpu-ops]") {
   const size_t dim = 96, inter = 64, E = 8, K = 3;
   const MoeWeights m(E, dim, inter, 21);
-  for (Isa isa : supported_isas())
+  for (Isa isa : simd_isas())
     for (size_t T : {1, 2, 37}) {
       Devices d(isa);
       // Several tokens per expert, experts in no particular order, one expert unused.
@@ -98,10 +98,39 @@ TEST_CASE("moe: grouped-by-expert fast op matches the reference", "[cpu-ops]") {
       REQUIRE(op_moe(&d.fast_stream, x.data(), ids.data(), gates.data(), &m.w1, &m.b1, &m.w2, &m.b2, T, dim,
                      inter, K, 7.0f, got.data()) == gptoss_status_success);
       check_close(got, want);
-      ids[0] = int32_t(E);
+      ids[0] = -1;  // ids past the held experts add nothing (expert slices); negative ones are errors
       CHECK(op_moe(&d.fast_stream, x.data(), ids.data(), gates.data(), &m.w1, &m.b1, &m.w2, &m.b2, T, dim,
                    inter, K, 7.0f, got.data()) == gptoss_status_invalid_argument);
     }
+}
+
+// Expert parallelism: two devices holding experts [0, 5) and [5, 8) each add their experts'
+// share; the two parts sum to the whole block (fast op and reference alike).
+TEST_CASE("moe: expert slices give partial sums that add up to the block", "[cpu-ops]") {
+  const size_t dim = 96, inter = 64, E = 8, K = 3, T = 11;
+  const MoeWeights m(E, dim, inter, 61);
+  std::vector<int32_t> ids(T * K);
+  for (size_t t = 0; t < T; ++t)
+    for (size_t k = 0; k < K; ++k) ids[t * K + k] = int32_t((t * 3 + k * 2) % E);
+  const auto gates = random_floats(T * K, 62, 0.1f, 1.0f);
+  const auto x = random_floats(T * dim, 63, -2.0f, 2.0f);
+  const Weight parts[2][4] = {
+      {expert_slice(m.w1, 0, 5), expert_slice(m.b1, 0, 5), expert_slice(m.w2, 0, 5), expert_slice(m.b2, 0, 5)},
+      {expert_slice(m.w1, 5, 8), expert_slice(m.b1, 5, 8), expert_slice(m.w2, 5, 8), expert_slice(m.b2, 5, 8)}};
+  for (Isa isa : supported_isas()) {
+    INFO(isa_name(isa));
+    Devices d(isa);
+    std::vector<float> whole(T * dim), sum(T * dim, 0.0f), part(T * dim);
+    REQUIRE(ref_moe(&d.ref_stream, x.data(), ids.data(), gates.data(), &m.w1, &m.b1, &m.w2, &m.b2, T,
+                    dim, inter, K, 7.0f, whole.data()) == gptoss_status_success);
+    for (const auto& p : parts) {
+      REQUIRE(op_moe(&d.fast_stream, x.data(), ids.data(), gates.data(), &p[0], &p[1], &p[2], &p[3], T,
+                     dim, inter, K, 7.0f, part.data()) == gptoss_status_success);
+      CHECK(part != std::vector<float>(T * dim, 0.0f));
+      for (size_t i = 0; i < sum.size(); ++i) sum[i] += part[i];
+    }
+    check_close(sum, whole);
+  }
 }
 
 // Fast mode: a step of 2-4 tokens (sequences decoding together) runs the one-token int8 GEMV
@@ -241,7 +270,7 @@ class AttnCase {
     return in;
   }
   size_t n_heads_, n_kv_, hd_, pages_ = 0;
-  std::vector<gptoss_attn_token> toks_;
+  std::vector<AttnToken> toks_;
 };
 
 // One sequence of n_ctx cached positions whose last T positions are the queries.
@@ -252,7 +281,7 @@ AttnCase last_positions(size_t T, size_t n_ctx, size_t window, size_t n_heads, s
 }
 
 void check_all(const AttnCase& c) {
-  for (Isa isa : supported_isas())
+  for (Isa isa : simd_isas())
     for (gptoss_kv_dtype dt : {gptoss_kv_dtype_f32, gptoss_kv_dtype_bf16}) c.check(isa, dt);
 }
 }  // namespace
@@ -335,7 +364,7 @@ void check_chunks_equal_whole(size_t n, size_t T, size_t H, size_t KV, size_t wi
   const Weight sinks = random_weight(gptoss_dtype_bf16, 1, H, seed + 3);
   std::vector<int32_t> table(n / P + 1);
   std::iota(table.begin(), table.end(), 0);
-  std::vector<gptoss_attn_token> toks(T);
+  std::vector<AttnToken> toks(T);
   for (size_t t = 0; t < T; ++t) {
     const size_t pos = n - T + t;
     toks[t] = {int32_t(pos), int32_t(window && pos + 1 > window ? pos + 1 - window : 0), 0, 0};
@@ -378,7 +407,7 @@ TEST_CASE("attention: tokens whose key range is empty or negative are rejected",
   const std::vector<int32_t> table = {0};
   std::vector<float> out(q.size());
   for (Isa isa : supported_isas())
-    for (gptoss_attn_token bad : {gptoss_attn_token{3, 4, 0, 0}, gptoss_attn_token{3, -1, 0, 0}}) {
+    for (AttnToken bad : {AttnToken{3, 4, 0, 0}, AttnToken{3, -1, 0, 0}}) {
       Devices d(isa);
       CHECK(op_attention(&d.fast_stream, q.data(), kv.data(), kv.data(), gptoss_kv_dtype_f32, &sinks,
                          &bad, table.data(), 1, 8, 1, 64, 16, 0.125f, out.data()) ==
@@ -450,7 +479,7 @@ TEST_CASE("moe: one token over the pool matches the reference", "[cpu-ops]") {
   const size_t dim = 256, inter = 352, E = 8;  // every K is above kMinParallelWork
   const MoeWeights m(E, dim, inter, 41);
   const auto x = random_floats(dim, 46, -2.0f, 2.0f);
-  for (Isa isa : supported_isas())
+  for (Isa isa : simd_isas())
     for (size_t K : {1, 2, 4}) {
       std::vector<int32_t> ids(K);
       for (size_t k = 0; k < K; ++k) ids[k] = int32_t(7 - 2 * k);  // 7, 5, 3, 1
