@@ -9,6 +9,9 @@
 namespace gptoss::constrain {
 namespace {
 
+// Minimization is quadratic at worst; larger automata (huge enums) stay as built.
+constexpr size_t kMaxMinimizedStates = 20000;
+
 // Thompson's construction, epsilon edges kept (the subset construction closes over them).
 class Nfa {
  public:
@@ -220,7 +223,49 @@ Dfa Dfa::compile(const Regex& regex, size_t max_states) {
       }
     }
   }
+  if (d.num_states() <= kMaxMinimizedStates) d.minimize();
   return d;
+}
+
+// Moore's partition refinement: states split by accepting, then by the blocks their
+// transitions lead to, until no block splits.
+void Dfa::minimize() {
+  const size_t n = num_states(), k = n_classes_;
+  if (n == 0) return;
+  std::vector<int32_t> block(n);
+  for (size_t s = 0; s < n; ++s) block[s] = accepting_[s];
+  size_t blocks = 0;
+  for (;;) {
+    std::map<std::vector<int32_t>, int32_t> ids;
+    std::vector<int32_t> next_block(n);
+    std::vector<int32_t> signature(k + 1);
+    for (size_t s = 0; s < n; ++s) {
+      signature[0] = block[s];
+      for (size_t c = 0; c < k; ++c) {
+        const int32_t t = next_[s * k + c];
+        signature[c + 1] = t == kDead ? -1 : block[size_t(t)];
+      }
+      next_block[s] = ids.emplace(signature, int32_t(ids.size())).first->second;
+    }
+    block.swap(next_block);
+    if (ids.size() == blocks) break;
+    blocks = ids.size();
+  }
+  std::vector<int32_t> next(blocks * k, kDead);
+  std::vector<uint8_t> accepting(blocks), continues(blocks);
+  for (size_t s = 0; s < n; ++s) {
+    const size_t b = size_t(block[s]);
+    accepting[b] = accepting_[s];
+    continues[b] = continues_[s];
+    for (size_t c = 0; c < k; ++c) {
+      const int32_t t = next_[s * k + c];
+      next[b * k + c] = t == kDead ? kDead : block[size_t(t)];
+    }
+  }
+  start_ = block[size_t(start_)];
+  next_.swap(next);
+  accepting_.swap(accepting);
+  continues_.swap(continues);
 }
 
 bool Dfa::operator==(const Dfa& o) const {

@@ -1,7 +1,8 @@
 #pragma once
 // Deterministic automata over bytes, compiled from regex.hpp trees (Thompson NFA, subset
 // construction, then states that cannot reach acceptance removed, so that every state a DFA
-// can be in still leads to a match). Bytes are grouped into classes that every transition
+// can be in still leads to a match, and equivalent states merged: fewer states, fewer cached
+// token sets). Bytes are grouped into classes that every transition
 // treats alike, so a state's row is n_classes wide, not 256.
 #include <array>
 #include <cstddef>
@@ -35,6 +36,8 @@ class Dfa {
   uint64_t hash() const;
 
  private:
+  void minimize();
+
   std::array<uint8_t, 256> byte_class_{};
   uint32_t n_classes_ = 1;
   std::vector<int32_t> next_;        // num_states x n_classes, kDead = no transition
