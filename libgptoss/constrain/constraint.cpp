@@ -24,6 +24,7 @@ class GrammarConstraint final : public Constraint {
     if (matcher_.finished()) mask.clear();
     else matcher_.fill_mask(mask);
   }
+  bool allows(uint32_t token) override { return !matcher_.finished() && matcher_.allows_token(token); }
   bool finished() const override { return matcher_.finished(); }
   size_t num_tokens() const override { return matcher_.grammar().vocab().num_tokens(); }
 

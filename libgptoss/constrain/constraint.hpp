@@ -24,6 +24,8 @@ class Constraint {
   virtual void accept(uint32_t token) = 0;
   // Overwrites `mask` (num_tokens() wide) with the tokens allowed next.
   virtual void fill_mask(TokenMask& mask) = 0;
+  // Whether accept(token) would succeed (token by token, not through the mask machinery).
+  virtual bool allows(uint32_t token) = 0;
   virtual bool finished() const = 0;
   virtual size_t num_tokens() const = 0;
 };

@@ -107,4 +107,16 @@ void HarmonyConstraint::fill_mask(TokenMask& mask) {
   }
 }
 
+bool HarmonyConstraint::allows(uint32_t token) {
+  switch (phase_) {
+    case Phase::finished: return false;
+    case Phase::between_messages: return token == grammar_->start_id();
+    case Phase::header: return matcher_->allows_token(token);
+    case Phase::content:
+      if (counting_ && budget_reached() && token != grammar_->end_id()) return false;
+      return matcher_->allows_token(token);
+  }
+  return false;
+}
+
 }  // namespace gptoss::constrain

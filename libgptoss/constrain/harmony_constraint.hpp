@@ -19,6 +19,7 @@ class HarmonyConstraint final : public Constraint {
   void reset() override;
   void accept(uint32_t token) override;
   void fill_mask(TokenMask& mask) override;
+  bool allows(uint32_t token) override;
   bool finished() const override { return phase_ == Phase::finished; }
   size_t num_tokens() const override { return grammar_->vocab().num_tokens(); }
 

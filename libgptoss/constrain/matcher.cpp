@@ -143,16 +143,36 @@ bool Matcher::commit(std::vector<Thread>& next, size_t mark) {
   return true;
 }
 
-bool Matcher::accept_token(uint32_t token) {
+size_t Matcher::step_token(uint32_t token) {
+  const size_t mark = nodes_.size();
   const Vocabulary& v = grammar_->vocab();
-  if (token >= v.num_tokens()) return false;
+  a_.clear();
+  if (token >= v.num_tokens()) return mark;
   if (v.is_special(token)) {
-    const size_t mark = nodes_.size();
     step_special(threads_, token, a_);
-    return commit(a_, mark);
+    return mark;
   }
   const std::string_view bytes = v.text_bytes(token);
-  return !bytes.empty() && accept_bytes(bytes);
+  if (bytes.empty()) return mark;
+  a_ = threads_;
+  for (char c : bytes) {
+    step_byte(a_, static_cast<uint8_t>(c), b_);
+    a_.swap(b_);
+    if (a_.empty()) break;
+  }
+  return mark;
+}
+
+bool Matcher::accept_token(uint32_t token) {
+  const size_t mark = step_token(token);
+  return commit(a_, mark);
+}
+
+bool Matcher::allows_token(uint32_t token) {
+  const size_t mark = step_token(token);
+  const bool ok = !a_.empty();
+  nodes_.resize(mark);
+  return ok;
 }
 
 bool Matcher::accept_bytes(std::string_view bytes) {

@@ -24,6 +24,8 @@ class Matcher {
   bool accept_token(uint32_t token);
   // Advances by raw bytes (tests, and prefilled text); false (and unchanged) if not allowed.
   bool accept_bytes(std::string_view bytes);
+  // Whether accept_token would succeed, by the same steps, without advancing.
+  bool allows_token(uint32_t token);
   // Overwrites `mask` (sized for the vocabulary) with the tokens allowed next.
   void fill_mask(TokenMask& mask);
   // Whether the grammar is complete and allows nothing more.
@@ -56,6 +58,8 @@ class Matcher {
   bool run_bytes(std::vector<Thread> threads, std::string_view bytes);
   void dedup(std::vector<Thread>& threads) const;
   bool same_stack(uint32_t a, uint32_t b) const;
+  // Threads after `token` into a_ (empty if not allowed); nodes past the returned mark are new.
+  size_t step_token(uint32_t token);
   bool commit(std::vector<Thread>& next, size_t mark);
   void collect_garbage();
 
