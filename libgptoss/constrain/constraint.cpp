@@ -27,6 +27,7 @@ class GrammarConstraint final : public Constraint {
   bool allows(uint32_t token) override { return !matcher_.finished() && matcher_.allows_token(token); }
   bool finished() const override { return matcher_.finished(); }
   size_t num_tokens() const override { return matcher_.grammar().vocab().num_tokens(); }
+  std::unique_ptr<Constraint> clone() const override { return std::make_unique<GrammarConstraint>(*this); }
 
  private:
   Matcher matcher_;

@@ -28,6 +28,8 @@ class Constraint {
   virtual bool allows(uint32_t token) = 0;
   virtual bool finished() const = 0;
   virtual size_t num_tokens() const = 0;
+  // An independent copy at the same position (to try a continuation, say).
+  virtual std::unique_ptr<Constraint> clone() const = 0;
 };
 
 // A compiled grammar as the C API holds it: either kind.

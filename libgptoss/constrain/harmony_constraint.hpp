@@ -22,6 +22,7 @@ class HarmonyConstraint final : public Constraint {
   bool allows(uint32_t token) override;
   bool finished() const override { return phase_ == Phase::finished; }
   size_t num_tokens() const override { return grammar_->vocab().num_tokens(); }
+  std::unique_ptr<Constraint> clone() const override { return std::make_unique<HarmonyConstraint>(*this); }
 
  private:
   enum class Phase { between_messages, header, content, finished };
