@@ -114,7 +114,9 @@ uint32_t Sampler::sample(std::span<const float> logits, std::span<const uint32_t
     const double top = work_[argmax(work_)];
     probs_.resize(V);
     double sum = 0.0;
-    for (size_t i = 0; i < V; ++i) sum += probs_[i] = std::exp((work_[i] - top) / p.temperature);
+    // Masked-out tokens (-inf) skip the exp: under a sparse mask most of the vocabulary.
+    for (size_t i = 0; i < V; ++i)
+      sum += probs_[i] = work_[i] == -INFINITY ? 0.0 : std::exp((work_[i] - top) / p.temperature);
     double r = uniform() * sum;
     chosen = uint32_t(argmax(work_));  // if rounding leaves r >= 0 after the last token
     for (size_t i = 0; i < V; ++i) {
