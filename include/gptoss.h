@@ -555,9 +555,10 @@ GPTOSS_API enum gptoss_status gptoss_grammar_create_json_schema(gptoss_tokenizer
  * a channel from "channels"; an optional recipient (" to=NAME" before or after the channel)
  * on any channel but final, from the declared tools (none with tool_choice "none", only NAME
  * when named); a content type "<|constrain|>json" (optionally after a space) or " json" for
- * JSON arguments, " code" for free-text tools; END <|end|>, <|call|> only after a recipient,
- * <|return|> only on final. tool_choice "required" or named: no final channel, so the turn
- * ends with a call. <|call|> and <|return|> end the turn (the constraint is then finished).
+ * JSON arguments, " code" for free-text tools; END <|end|> or, after a recipient, <|call|>;
+ * the final message (one per turn) ends with <|return|>. tool_choice "required" or named: no
+ * final channel, so the turn ends with a call. <|call|> and <|return|> end the turn (the
+ * constraint is then finished).
  * Returns success; invalid_argument (NULL tokenizer/grammar_out, malformed spec, unknown
  * fields, a tool_choice naming a tool that is not declared, "required" without tools, tool
  * names with whitespace or '<', bad schemas as gptoss_grammar_create_json_schema: messages

@@ -63,9 +63,10 @@ HarmonyGrammar::HarmonyGrammar(std::shared_ptr<const Vocabulary> vocab, const Ha
   }
   plain_text_ = build_content(nullptr, {end_}, context);
   text_tool_ = build_content(nullptr, {end_, call_}, context);
-  final_ = spec.final_schema
-               ? build_content(&*spec.final_schema, {end_, return_}, context + ".response_format.schema")
-               : build_content(nullptr, {end_, return_}, context);
+  // The answer ends the turn: one final message, closed by <|return|> (a second one after an
+  // <|end|> would make two answers, two JSON documents).
+  final_ = spec.final_schema ? build_content(&*spec.final_schema, {return_}, context + ".response_format.schema")
+                             : build_content(nullptr, {return_}, context);
   for (bool with_role : {false, true})
     for (bool spent : {false, true}) headers_[(with_role ? 2 : 0) + (spent ? 1 : 0)] = build_header(spec, with_role, spent);
 }
