@@ -1,6 +1,5 @@
 #include "libgptoss/constrain/grammar.hpp"
 
-#include "libgptoss/tokenizer/token_trie.hpp"
 
 namespace gptoss::constrain {
 
@@ -28,7 +27,7 @@ std::shared_ptr<const LexemeTokens> Grammar::tokens(uint32_t lexeme, int32_t sta
   // Computed outside the lock: another thread may compute the same set meanwhile (the first
   // one stored wins; both are equal).
   auto computed = std::make_shared<const LexemeTokens>(
-      LexemeTokens::compute(lexemes_[lexeme], state, vocab_->trie(), vocab_->num_tokens()));
+      LexemeTokens::compute(lexemes_[lexeme], state, *vocab_));
   std::lock_guard<std::mutex> lock(cache_mutex_);
   if (cache_[slot]) return cache_[slot];
   if (cache_bytes_ + computed->memory_bytes() > kMaxCacheBytes) return computed;

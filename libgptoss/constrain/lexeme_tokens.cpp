@@ -1,5 +1,6 @@
 #include "libgptoss/constrain/lexeme_tokens.hpp"
 
+#include "libgptoss/constrain/vocabulary.hpp"
 #include "libgptoss/tokenizer/token_trie.hpp"
 
 namespace gptoss::constrain {
@@ -23,8 +24,9 @@ size_t LexemeTokens::memory_bytes() const {
   return sizeof(*this) + 4 * (inside_ids.capacity() + inside_words.capacity()) + sizeof(Exit) * exits.capacity();
 }
 
-LexemeTokens LexemeTokens::compute(const Dfa& dfa, int32_t state, const tokenizer::TokenTrie& trie,
-                                   size_t num_tokens) {
+LexemeTokens LexemeTokens::compute(const Dfa& dfa, int32_t state, const Vocabulary& vocab) {
+  const tokenizer::TokenTrie& trie = vocab.trie();
+  const size_t num_tokens = vocab.num_tokens();
   LexemeTokens out;
   std::vector<int32_t> states(trie.max_depth() + 1);
   std::vector<uint32_t> accepting_depths;  // depths >= 1 on the current path where the DFA accepts
@@ -35,12 +37,9 @@ LexemeTokens LexemeTokens::compute(const Dfa& dfa, int32_t state, const tokenize
     while (!accepting_depths.empty() && accepting_depths.back() >= depth) accepting_depths.pop_back();
     const int32_t next = dfa.step(states[depth - 1], trie.byte(i));
     if (next == Dfa::kDead) {
-      // Every token below this node dies here; those that passed an accepting state may still
-      // go on after the lexeme.
-      if (!accepting_depths.empty())
-        for (size_t j = i; j < trie.skip(i); ++j)
-          for (auto [t, end] = trie.tokens_at(j); t != end; ++t)
-            for (uint32_t d : accepting_depths) out.exits.push_back({*t, d});
+      // Every token below this node dies here; if the path passed an accepting state they may
+      // still go on after the lexeme.
+      for (uint32_t d : accepting_depths) out.exits.push_back({uint32_t(i), d});
       i = trie.skip(i);
       continue;
     }

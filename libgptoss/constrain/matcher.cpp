@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "libgptoss/common/error.hpp"
+#include "libgptoss/tokenizer/token_trie.hpp"
 
 namespace gptoss::constrain {
 namespace {
@@ -186,18 +187,45 @@ bool Matcher::accept_bytes(std::string_view bytes) {
   return commit(a_, mark);
 }
 
-bool Matcher::run_bytes(std::vector<Thread> threads, std::string_view bytes) {
-  for (char c : bytes) {
-    step_byte(threads, static_cast<uint8_t>(c), b_);
-    threads.swap(b_);
-    if (threads.empty()) return false;
+void Matcher::check_exit(const LexemeTokens::Exit& exit, TokenMask& mask) {
+  const Vocabulary& v = grammar_->vocab();
+  const tokenizer::TokenTrie& trie = v.trie();
+  const size_t root = exit.node, end = trie.skip(root), depth = trie.depth(root);
+  // The path to the node: the first bytes of any token below it.
+  size_t leaf = root;
+  while (trie.tokens_at(leaf).first == trie.tokens_at(leaf).second) ++leaf;
+  const std::string_view path = v.text_bytes(*trie.tokens_at(leaf).first).substr(0, depth);
+  // levels_[k]: threads after the rest's first k bytes (the rest begins at byte exit.offset).
+  const size_t base = exit.offset;
+  if (levels_.size() < trie.max_depth() + 1) {
+    levels_.resize(trie.max_depth() + 1);
+    marks_.resize(trie.max_depth() + 1);
   }
-  return true;
+  levels_[0] = continuation_;
+  marks_[0] = nodes_.size();
+  for (size_t k = 0; k + base < depth; ++k) {
+    step_byte(levels_[k], static_cast<uint8_t>(path[base + k]), levels_[k + 1]);
+    marks_[k + 1] = nodes_.size();
+    if (levels_[k + 1].empty()) return;  // the whole subtree is rejected
+  }
+  for (size_t node = root; node < end;) {
+    const size_t k = trie.depth(node) - base;  // levels_[k] is this node's
+    if (node != root) {
+      nodes_.resize(marks_[k - 1]);
+      step_byte(levels_[k - 1], trie.byte(node), levels_[k]);
+      marks_[k] = nodes_.size();
+      if (levels_[k].empty()) {
+        node = trie.skip(node);
+        continue;
+      }
+    }
+    for (auto [t, stop] = trie.tokens_at(node); t != stop; ++t) mask.set(*t);
+    ++node;
+  }
 }
 
 void Matcher::fill_mask(TokenMask& mask) {
   const Grammar& g = *grammar_;
-  const Vocabulary& v = g.vocab();
   mask.clear();
   for (size_t i = 0; i < threads_.size(); ++i) {
     const Thread t = threads_[i];
@@ -216,14 +244,7 @@ void Matcher::fill_mask(TokenMask& mask) {
     continuation_.clear();
     expand(n.pos + 1, n.parent, continuation_);
     dedup(continuation_);
-    suffix_memo_.clear();
-    for (const LexemeTokens::Exit& e : tokens->exits) {
-      if (mask.test(e.token)) continue;
-      const std::string_view rest = v.text_bytes(e.token).substr(e.offset);
-      auto [it, added] = suffix_memo_.emplace(rest, false);
-      if (added) it->second = run_bytes(continuation_, rest);
-      if (it->second) mask.set(e.token);
-    }
+    for (const LexemeTokens::Exit& e : tokens->exits) check_exit(e, mask);
     nodes_.resize(mark);
   }
 }

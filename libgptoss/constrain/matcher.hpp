@@ -7,7 +7,6 @@
 #include <cstdint>
 #include <memory>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "libgptoss/constrain/grammar.hpp"
@@ -55,7 +54,9 @@ class Matcher {
   void expand(uint32_t pos, uint32_t parent, std::vector<Thread>& out);
   void step_byte(const std::vector<Thread>& in, uint8_t byte, std::vector<Thread>& out);
   void step_special(const std::vector<Thread>& in, uint32_t token, std::vector<Thread>& out);
-  bool run_bytes(std::vector<Thread> threads, std::string_view bytes);
+  // Sets the tokens below the exit's trie node whose rest (after exit.offset bytes)
+  // continuation_ accepts, walking the subtree.
+  void check_exit(const LexemeTokens::Exit& exit, TokenMask& mask);
   void dedup(std::vector<Thread>& threads) const;
   bool same_stack(uint32_t a, uint32_t b) const;
   // Threads after `token` into a_ (empty if not allowed); nodes past the returned mark are new.
@@ -69,7 +70,8 @@ class Matcher {
   // Scratch, kept to avoid allocations per byte.
   std::vector<Thread> a_, b_, continuation_;
   std::vector<std::pair<uint32_t, uint32_t>> work_;
-  std::unordered_map<std::string_view, bool> suffix_memo_;
+  std::vector<std::vector<Thread>> levels_;  // check_exit: threads after d bytes of a rest
+  std::vector<size_t> marks_;                // ... and the arena size then
   size_t live_nodes_after_gc_ = 0;
 };
 
