@@ -7,7 +7,30 @@
 namespace gptoss::constrain {
 namespace {
 constexpr uint32_t kNone = 0xffffffffu;
+
+// A node on a cycle reachable from `start` in `edges`, or kNone (iterative depth-first search;
+// `color`: 0 unseen, 1 on the current path, 2 done; shared across calls).
+uint32_t find_cycle(const std::vector<std::vector<uint32_t>>& edges, uint32_t start, std::vector<uint8_t>& color) {
+  if (color[start]) return kNone;
+  std::vector<std::pair<uint32_t, size_t>> stack{{start, 0}};
+  color[start] = 1;
+  while (!stack.empty()) {
+    auto& [node, next] = stack.back();
+    if (next >= edges[node].size()) {
+      color[node] = 2;
+      stack.pop_back();
+      continue;
+    }
+    const uint32_t to = edges[node][next++];
+    if (color[to] == 1) return to;
+    if (color[to] == 0) {
+      color[to] = 1;
+      stack.push_back({to, 0});
+    }
+  }
+  return kNone;
 }
+}  // namespace
 
 GrammarBuilder::GrammarBuilder(std::shared_ptr<const Vocabulary> vocab, GrammarLimits limits)
     : vocab_(std::move(vocab)), limits_(limits) {}
@@ -153,29 +176,14 @@ void GrammarBuilder::drop_dead_alternatives(const std::vector<Dfa>& dfas, const 
   }
   if (!productive[root]) {
     // Name a rule that needs itself (recursion without a base case), if there is one.
-    std::vector<uint8_t> color(n, 0);  // 0 new, 1 on the path, 2 done
-    std::vector<std::pair<uint32_t, size_t>> stack{{root, 0}};
-    color[root] = 1;
-    while (!stack.empty()) {
-      auto& [r, next] = stack.back();
-      std::vector<uint32_t> children;
+    std::vector<std::vector<uint32_t>> needs(n);
+    for (uint32_t r = 0; r < n; ++r)
       for (const auto& alt : rules_[r])
         for (const Symbol& s : alt)
-          if (s.kind == Symbol::Kind::rule && !productive[s.id]) children.push_back(s.id);
-      if (next >= children.size()) {
-        color[r] = 2;
-        stack.pop_back();
-        continue;
-      }
-      const uint32_t c = children[next++];
-      if (color[c] == 1)
-        fail(gptoss_status_invalid_argument, "{}: recursion without a base case (no finite value exists)",
-             where_[c]);
-      if (color[c] == 0) {
-        color[c] = 1;
-        stack.push_back({c, 0});
-      }
-    }
+          if (s.kind == Symbol::Kind::rule && !productive[s.id]) needs[r].push_back(s.id);
+    std::vector<uint8_t> color(n, 0);
+    if (const uint32_t c = find_cycle(needs, root, color); c != kNone)
+      fail(gptoss_status_invalid_argument, "{}: recursion without a base case (no finite value exists)", where_[c]);
     fail(gptoss_status_invalid_argument, "{}: no value can satisfy it", where_[root]);
   }
   for (auto& rule : rules_)
@@ -223,27 +231,9 @@ void GrammarBuilder::check_left_recursion(const std::vector<Dfa>& dfas, const st
         if (!symbol_nullable(s, nullable)) break;
       }
   std::vector<uint8_t> color(n, 0);
-  for (uint32_t start = 0; start < n; ++start) {
-    if (color[start]) continue;
-    std::vector<std::pair<uint32_t, size_t>> stack{{start, 0}};
-    color[start] = 1;
-    while (!stack.empty()) {
-      auto& [r, next] = stack.back();
-      if (next >= left[r].size()) {
-        color[r] = 2;
-        stack.pop_back();
-        continue;
-      }
-      const uint32_t c = left[r][next++];
-      if (color[c] == 1)
-        fail(gptoss_status_invalid_argument, "{}: a reference cycle that consumes no input (left recursion)",
-             where_[c]);
-      if (color[c] == 0) {
-        color[c] = 1;
-        stack.push_back({c, 0});
-      }
-    }
-  }
+  for (uint32_t start = 0; start < n; ++start)
+    if (const uint32_t c = find_cycle(left, start, color); c != kNone)
+      fail(gptoss_status_invalid_argument, "{}: a reference cycle that consumes no input (left recursion)", where_[c]);
 }
 
 std::shared_ptr<const Grammar> GrammarBuilder::build(uint32_t root) {

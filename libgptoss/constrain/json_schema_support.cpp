@@ -220,30 +220,23 @@ NumberBounds number_bounds(const Json& s) {
   if (!s.is_object()) return b;
   if (has(s, "minimum") && s["minimum"].is_number()) b.lo = decimal_of(s["minimum"]);
   if (has(s, "maximum") && s["maximum"].is_number()) b.hi = decimal_of(s["maximum"]);
-  if (has(s, "exclusiveMinimum")) {
-    const Json& e = s["exclusiveMinimum"];
+  // An exclusive bound: draft 4's boolean on the inclusive one, or a number that replaces it
+  // when at least as tight.
+  auto exclusive = [&](const char* key, std::optional<Decimal>& bound, bool& excl, int tighter) {
+    if (!has(s, key)) return;
+    const Json& e = s[key];
     if (e.is_boolean()) {
-      b.lo_exclusive = e.get<bool>() && b.lo.has_value();
+      excl = e.get<bool>() && bound.has_value();
     } else if (e.is_number()) {
       const Decimal d = decimal_of(e);
-      if (!b.lo || compare(d, *b.lo) >= 0) {
-        b.lo = d;
-        b.lo_exclusive = true;
+      if (!bound || compare(d, *bound) * tighter >= 0) {
+        bound = d;
+        excl = true;
       }
     }
-  }
-  if (has(s, "exclusiveMaximum")) {
-    const Json& e = s["exclusiveMaximum"];
-    if (e.is_boolean()) {
-      b.hi_exclusive = e.get<bool>() && b.hi.has_value();
-    } else if (e.is_number()) {
-      const Decimal d = decimal_of(e);
-      if (!b.hi || compare(d, *b.hi) <= 0) {
-        b.hi = d;
-        b.hi_exclusive = true;
-      }
-    }
-  }
+  };
+  exclusive("exclusiveMinimum", b.lo, b.lo_exclusive, 1);
+  exclusive("exclusiveMaximum", b.hi, b.hi_exclusive, -1);
   return b;
 }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "libgptoss/constrain/constraint.hpp"
+#include "libgptoss/constrain/dfa.hpp"
 #include "libgptoss/constrain/vocabulary.hpp"
 #include "libgptoss/tokenizer/tokenizer.hpp"
 #include "support/paths.hpp"
@@ -21,6 +22,16 @@ inline std::shared_ptr<const Tokenizer> constrain_tokenizer() {
 inline std::shared_ptr<const constrain::Vocabulary> real_vocab() {
   static const auto v = std::make_shared<const constrain::Vocabulary>(constrain_tokenizer());
   return v;
+}
+
+// Whether a DFA accepts the whole string.
+inline bool dfa_accepts(const constrain::Dfa& d, const std::string& s) {
+  int32_t st = d.start();
+  for (char c : s) {
+    if (st == constrain::Dfa::kDead) return false;
+    st = d.step(st, static_cast<uint8_t>(c));
+  }
+  return st != constrain::Dfa::kDead && d.accepting(st);
 }
 
 // Allowed token ids of a mask.

@@ -5,11 +5,13 @@
 #include <random>
 #include <set>
 
+#include "constrain/constrain_test_support.hpp"
 #include "libgptoss/common/error.hpp"
 #include "libgptoss/constrain/dfa.hpp"
 
 using namespace gptoss;
 using namespace gptoss::constrain;
+using gptoss::test::dfa_accepts;
 
 namespace {
 
@@ -59,15 +61,6 @@ std::set<size_t> ends(const RegexNode& r, const std::string& s, size_t start) {
 }
 
 bool reference_accepts(const Regex& r, const std::string& s) { return ends(*r, s, 0).count(s.size()) != 0; }
-
-bool dfa_accepts(const Dfa& d, const std::string& s) {
-  int32_t st = d.start();
-  for (char c : s) {
-    if (st == Dfa::kDead) return false;
-    st = d.step(st, static_cast<uint8_t>(c));
-  }
-  return st != Dfa::kDead && d.accepting(st);
-}
 
 Regex random_regex(std::mt19937& rng, int depth) {
   const int kind = depth <= 0 ? 0 : int(rng() % 5);

@@ -7,21 +7,14 @@
 #include <optional>
 #include <random>
 
+#include "constrain/constrain_test_support.hpp"
 #include "libgptoss/constrain/dfa.hpp"
 #include "libgptoss/constrain/json_numbers.hpp"
 
 using namespace gptoss::constrain;
+using gptoss::test::dfa_accepts;
 
 namespace {
-
-bool accepts(const Dfa& d, const std::string& s) {
-  int32_t st = d.start();
-  for (char c : s) {
-    if (st == Dfa::kDead) return false;
-    st = d.step(st, static_cast<uint8_t>(c));
-  }
-  return st != Dfa::kDead && d.accepting(st);
-}
 
 // Value x 1000 of a string in the generated syntax, or nullopt.
 std::optional<int64_t> scaled(const std::string& s, bool integer) {
@@ -110,31 +103,31 @@ TEST_CASE("number lexemes accept exactly the values within their bounds", "[cons
         continue;
       }
       INFO("candidate \"" << c << "\"");
-      CHECK(accepts(*d, c) == expected);
+      CHECK(dfa_accepts(*d, c) == expected);
     }
   }
 }
 
 TEST_CASE("unbounded numbers: 16 integer digits, 16 fraction digits, no exponent", "[constrain][numbers]") {
   const Dfa ints = Dfa::compile(json_number_regex({}, true), 1 << 16);
-  CHECK(accepts(ints, "9999999999999999"));
-  CHECK(accepts(ints, "-9999999999999999"));
-  CHECK_FALSE(accepts(ints, "10000000000000000"));
-  CHECK_FALSE(accepts(ints, "1.0"));
+  CHECK(dfa_accepts(ints, "9999999999999999"));
+  CHECK(dfa_accepts(ints, "-9999999999999999"));
+  CHECK_FALSE(dfa_accepts(ints, "10000000000000000"));
+  CHECK_FALSE(dfa_accepts(ints, "1.0"));
   const Dfa nums = Dfa::compile(json_number_regex({}, false), 1 << 16);
-  CHECK(accepts(nums, "-0.0000000000000001"));
-  CHECK_FALSE(accepts(nums, "0.00000000000000001"));
-  CHECK_FALSE(accepts(nums, "1e5"));
+  CHECK(dfa_accepts(nums, "-0.0000000000000001"));
+  CHECK_FALSE(dfa_accepts(nums, "0.00000000000000001"));
+  CHECK_FALSE(dfa_accepts(nums, "1e5"));
   // A bound longer than the default widens the limit.
   NumberBounds big;
   big.lo = *Decimal::parse("1e20");
   const Dfa huge = Dfa::compile(json_number_regex(big, true), 1 << 16);
-  CHECK(accepts(huge, "100000000000000000000"));
-  CHECK_FALSE(accepts(huge, "99999999999999999999"));
+  CHECK(dfa_accepts(huge, "100000000000000000000"));
+  CHECK_FALSE(dfa_accepts(huge, "99999999999999999999"));
   NumberBounds tiny;
   tiny.lo = *Decimal::parse("0.1");
   tiny.hi = *Decimal::parse("0.1000000000000000000001");
   const Dfa between = Dfa::compile(json_number_regex(tiny, false), 1 << 16);
-  CHECK(accepts(between, "0.10000000000000000000001"));
-  CHECK_FALSE(accepts(between, "0.1000000000000000000002"));
+  CHECK(dfa_accepts(between, "0.10000000000000000000001"));
+  CHECK_FALSE(dfa_accepts(between, "0.1000000000000000000002"));
 }
