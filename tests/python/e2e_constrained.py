@@ -138,10 +138,10 @@ class JsonSchemaOutputsTest(unittest.TestCase):
         self.check_schema(SHAPES, 64, bounded=True)
 
     def test_anyof_and_recursive_refs(self):
-        self.check_schema(RECURSIVE, 64, bounded=False)
+        self.check_schema(RECURSIVE, 48, bounded=False)
 
     def test_free_strings_and_maps(self):
-        self.check_schema(STRINGS, 48, bounded=False)
+        self.check_schema(STRINGS, 40, bounded=False)
 
 
 class HarmonyOutputsTest(unittest.TestCase):
@@ -195,15 +195,15 @@ class HarmonyOutputsTest(unittest.TestCase):
         return finished, calls
 
     def test_auto_with_json_answer_and_reasoning_budget(self):
-        finished, calls = self.check_turns("auto", 6, 72)
+        finished, calls = self.check_turns("auto", 6, 56)
         self.assertGreater(calls, 0)
         self.assertLess(calls, finished)
 
     def test_required_tool_call(self):
-        self.check_turns("required", 6, 72)
+        self.check_turns("required", 6, 56)
 
     def test_named_tool_call(self):
-        self.check_turns("lookup", 4, 64)
+        self.check_turns("lookup", 4, 48)
 
 
 
