@@ -154,14 +154,17 @@ size_t Matcher::step_token(uint32_t token) {
     return mark;
   }
   const std::string_view bytes = v.text_bytes(token);
-  if (bytes.empty()) return mark;
+  if (!bytes.empty()) step_bytes(bytes);
+  return mark;
+}
+
+void Matcher::step_bytes(std::string_view bytes) {
   a_ = threads_;
   for (char c : bytes) {
     step_byte(a_, static_cast<uint8_t>(c), b_);
     a_.swap(b_);
     if (a_.empty()) break;
   }
-  return mark;
 }
 
 bool Matcher::accept_token(uint32_t token) {
@@ -178,12 +181,7 @@ bool Matcher::allows_token(uint32_t token) {
 
 bool Matcher::accept_bytes(std::string_view bytes) {
   const size_t mark = nodes_.size();
-  a_ = threads_;
-  for (char c : bytes) {
-    step_byte(a_, static_cast<uint8_t>(c), b_);
-    a_.swap(b_);
-    if (a_.empty()) break;
-  }
+  step_bytes(bytes);
   return commit(a_, mark);
 }
 
@@ -253,12 +251,6 @@ bool Matcher::finished() const {
   for (const Thread& t : threads_)
     if (t.node != kNil) return false;
   return !threads_.empty();
-}
-
-bool Matcher::can_finish() const {
-  for (const Thread& t : threads_)
-    if (t.node == kNil) return true;
-  return false;
 }
 
 // Nodes of rejected or finished paths stay in the arena; when it has grown well past what the

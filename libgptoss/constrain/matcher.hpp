@@ -29,8 +29,6 @@ class Matcher {
   void fill_mask(TokenMask& mask);
   // Whether the grammar is complete and allows nothing more.
   bool finished() const;
-  // Whether the grammar may be complete here (it may also go on).
-  bool can_finish() const;
   const Grammar& grammar() const { return *grammar_; }
 
   // Most threads a matcher keeps; a grammar so ambiguous that it needs more fails with
@@ -61,6 +59,8 @@ class Matcher {
   bool same_stack(uint32_t a, uint32_t b) const;
   // Threads after `token` into a_ (empty if not allowed); nodes past the returned mark are new.
   size_t step_token(uint32_t token);
+  // Threads after `bytes` from threads_ into a_.
+  void step_bytes(std::string_view bytes);
   bool commit(std::vector<Thread>& next, size_t mark);
   void collect_garbage();
 
