@@ -3,6 +3,7 @@
 #include <unordered_map>
 
 #include "libgptoss/common/error.hpp"
+#include "libgptoss/constrain/matcher.hpp"
 
 namespace gptoss::constrain {
 namespace {
@@ -265,7 +266,17 @@ std::shared_ptr<const Grammar> GrammarBuilder::build(uint32_t root) {
       }
       symbols.push_back({Symbol::Kind::end, 0});
     }
-  return std::make_shared<const Grammar>(vocab_, std::move(dfas), std::move(symbols), std::move(alternatives), 0);
+  auto grammar =
+      std::make_shared<const Grammar>(vocab_, std::move(dfas), std::move(symbols), std::move(alternatives), 0);
+  // A matcher at the start: an ambiguity too wide to match (anyOf of thousands of branches
+  // that all begin alike) is refused now rather than when a sequence starts.
+  try {
+    Matcher check(grammar);
+  } catch (const Error& e) {
+    if (e.status() != gptoss_status_insufficient_resources) throw;
+    fail(gptoss_status_unsupported_argument, "{}: {}", where_[root], e.what());
+  }
+  return grammar;
 }
 
 }  // namespace gptoss::constrain
