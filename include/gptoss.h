@@ -519,8 +519,9 @@ typedef struct gptoss_stop_strings* gptoss_stop_strings_t;
  * against it: compact JSON (one optional space after ':' and ','), properties in the schema's
  * order, followed by one end token (<|return|>, <|end|>, <|call|> or <|endoftext|>).
  * Supported: type (string or array of types), properties, required, additionalProperties
- * (false, true or a schema; when absent, only the listed properties are generated — an object
- * without "properties" is any object), items, minItems, maxItems, enum, const, minimum,
+ * (keys beyond "properties" are never generated; an object without "properties" is a map
+ * whose values follow additionalProperties: any object when it is absent), items, minItems,
+ * maxItems, enum, const, minimum,
  * maximum, exclusiveMinimum, exclusiveMaximum, anyOf, oneOf (branches must be provably
  * disjoint), allOf with one schema, $ref to "#", "#/$defs/..." or "#/definitions/...",
  * true/false schemas; annotations (title, description, default, examples, $schema, $id,
@@ -623,7 +624,8 @@ GPTOSS_API enum gptoss_status gptoss_sampler_set_constraint(gptoss_sampler_t sam
 
 /* Stop strings over streamed text: text is pushed as it is produced (e.g. the content deltas
  * of the Harmony parser); bytes that may begin a stop string are held back until they are
- * known not to, so a stop string is never emitted, even when it spans tokens.
+ * known not to, so a stop string is never emitted, even when it spans tokens. One thread at
+ * a time per object.
  * create: `n_stops` NUL-terminated UTF-8 strings (1..64 of them, each 1..1024 bytes).
  * Returns success or invalid_argument (NULL, empty or too many strings). */
 GPTOSS_API enum gptoss_status gptoss_stop_strings_create(const char* const* stops, size_t n_stops,
