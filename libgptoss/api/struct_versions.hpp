@@ -49,6 +49,7 @@ GPTOSS_STRUCT_VERSIONS(gptoss_context_options, GPTOSS_UPTO(max_batch_tokens));  
 GPTOSS_STRUCT_VERSIONS(gptoss_sampler_options, GPTOSS_UPTO(top_logprobs));       // 56
 GPTOSS_STRUCT_VERSIONS(gptoss_harmony_render_options, GPTOSS_UPTO(auto_drop_analysis));  // 16
 GPTOSS_STRUCT_VERSIONS(gptoss_harmony_state, GPTOSS_UPTO(num_messages));         // 64
+GPTOSS_STRUCT_VERSIONS(gptoss_constraint_options, GPTOSS_UPTO(max_reasoning_tokens));  // 16
 // ---------------------------------------------------------------------------------------------
 
 #undef GPTOSS_STRUCT_VERSIONS

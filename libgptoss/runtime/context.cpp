@@ -167,17 +167,7 @@ uint32_t Context::sample(Sampler& sampler, std::span<const uint32_t> mask) {
          mask.size(), words);
   if (!samples_on_device(sampler)) {
     process();
-    const std::vector<float>& logits = host_logits();
-    if (mask.empty()) return sampler.sample(logits, tokens_);
-    std::vector<float> masked(logits);
-    bool any = false;
-    for (size_t i = 0; i < masked.size(); ++i) {
-      const bool allowed = (mask[i / 32] >> (i % 32)) & 1u;
-      any |= allowed;
-      if (!allowed) masked[i] = -INFINITY;
-    }
-    if (!any) fail(gptoss_status_invalid_argument, "the token mask allows no token");
-    return sampler.sample(masked, tokens_);
+    return sampler.sample(host_logits(), tokens_, mask);
   }
   gptoss_sample_result result{};
   const SampleRequest request{&sampler, mask, &result};
@@ -188,7 +178,9 @@ uint32_t Context::sample(Sampler& sampler, std::span<const uint32_t> mask) {
     if (!has_logits()) fail(gptoss_status_invalid_state, "no logits to sample from");
     sample_stored_logits(request);
   }
-  if (result.token == UINT32_MAX) fail(gptoss_status_invalid_argument, "the token mask allows no token");
+  if (result.token == UINT32_MAX)
+    fail(gptoss_status_invalid_state, "the token mask allows none of the {} tokens",
+         model_->config().vocab_size);
   if (sampler.params().temperature > 0.0f) sampler.skip_uniform();
   std::vector<TokenLogprob> top;
   for (uint32_t i = 0; i < std::min<uint32_t>(result.n_top, GPTOSS_SAMPLE_MAX_TOP); ++i)

@@ -17,6 +17,7 @@ from ._errors import (BufferTooSmallError, ContextOverflowError, GptossError, Gp
 from ._generate import ChatResponse, Token, chat, generate, system_message
 from ._library import LibraryNotFoundError, library_path, lib as _lib
 from ._library import package_version as _package_version
+from .constrain import Constraint, Grammar, StopStrings
 from .context import Context, KVCache
 from .harmony import StreamParser, render
 from .model import Model, ModelInfo
@@ -26,6 +27,7 @@ from .tokenizer import Tokenizer
 __all__ = [
     "Model", "ModelInfo", "Tokenizer", "Context", "KVCache", "Sampler", "Logprob",
     "render", "StreamParser", "generate", "chat", "Token", "ChatResponse", "system_message",
+    "Grammar", "Constraint", "StopStrings",
     "GptossError", "InvalidArgumentError", "UnsupportedArgumentError", "InvalidStateError",
     "GptossIOError", "InsufficientMemoryError", "InsufficientResourcesError",
     "UnsupportedSystemError", "ContextOverflowError", "BufferTooSmallError", "InternalError",
