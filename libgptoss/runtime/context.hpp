@@ -38,7 +38,12 @@ class Context {
   const std::vector<float>& logits() const { return logits_; }
 
   void reset();
+  // Keeps n tokens; resumes at n - 1, at the checkpoint, or at 0: the latest position whose
+  // sliding-window KV is still held.
   void truncate(size_t n);
+  // Keeps the sliding-window KV of the window before `position` while the context grows, so
+  // that a truncation to n >= position resumes there at worst. 0 clears it.
+  void set_checkpoint(size_t position);
 
  private:
   friend class ForwardStep;
@@ -46,6 +51,9 @@ class Context {
   // releasing sliding pages no later query can see. Throws insufficient_resources.
   void prepare_pages(size_t p0, size_t p1);
   void release_pages_from(PageGroup g, size_t first_page);
+  // Whether every sliding page a query at `pos` reads (the window before it) is held.
+  bool window_held(size_t pos) const;
+  bool pinned(size_t sliding_page) const;
   int32_t page_at(PageGroup g, size_t pos) const { return pages_[int(g)][pos / KvPool::kPageSize]; }
 
   std::shared_ptr<const Model> model_;
@@ -55,6 +63,7 @@ class Context {
   std::vector<uint32_t> tokens_;
   size_t n_processed_ = 0;
   std::vector<int32_t> pages_[2];  // by position / page size; -1 = not held
+  size_t checkpoint_ = 0;          // 0 = none
   std::vector<float> logits_;
   bool logits_valid_ = false;
 };

@@ -40,8 +40,11 @@ class KvPool {
   void free_page(PageGroup g, int32_t page);
   size_t free_pages(PageGroup g) const;
   size_t total_pages(PageGroup g) const { return pages_[int(g)]; }
-  // Pages one sequence can need at most in the sliding group.
+  // Pages one sequence can need at most in the sliding group: its live window plus one prefill
+  // chunk, and the window kept before a checkpoint (Context::set_checkpoint).
   size_t sliding_pages_per_sequence() const;
+  // Pages that hold the window before a checkpoint at most.
+  size_t checkpoint_pages() const;
 
   static size_t bytes_per_token(const ModelConfig& c, uint32_t num_layers, gptoss_kv_dtype dtype);
 
