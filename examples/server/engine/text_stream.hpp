@@ -1,0 +1,40 @@
+#pragma once
+// Text-side helpers of a token stream: token bytes to whole UTF-8 characters, and stop
+// strings matched across token boundaries (text that may start one is held back until it is
+// known not to).
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gptoss_server {
+
+// Bytes in, complete UTF-8 characters out; an incomplete character at the end waits for more
+// bytes; bytes that can never form a character become U+FFFD (one per maximal invalid part).
+class Utf8Stream {
+ public:
+  std::string feed(std::string_view bytes);
+  // The end of the stream: pending bytes become U+FFFD.
+  std::string flush();
+
+ private:
+  std::string pending_;
+};
+
+class StopMatcher {
+ public:
+  explicit StopMatcher(std::vector<std::string> stops) : stops_(std::move(stops)) {}
+  bool active() const { return !stops_.empty() && !matched_; }
+  bool matched() const { return matched_; }
+  // Appends `text`; returns the part that can be emitted now. On a match, returns the text
+  // before the stop string, drops the rest and matched() becomes true.
+  std::string feed(std::string_view text);
+  // The held-back tail, at the end of the text.
+  std::string flush();
+
+ private:
+  std::vector<std::string> stops_;
+  std::string held_;
+  bool matched_ = false;
+};
+
+}  // namespace gptoss_server
