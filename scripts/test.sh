@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Sets up whatever is missing, builds everything, and runs the whole test suite:
-# unit tests, C API tests, conformance against ../shared/conformance, CLI and Python tests,
-# with every library test (bad input included) also run under AddressSanitizer + UBSan.
+# unit tests, C API tests, conformance against ../shared/conformance, CLI, Python and server
+# tests, with every library test (bad input included) also run under AddressSanitizer + UBSan.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -24,3 +24,6 @@ ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 
 echo "== full suite"
 ctest --test-dir build --output-on-failure -j"$jobs"
+
+echo "== server: the OpenAI SDK against gptoss-server (SQLite and PostgreSQL stores), load test"
+bash scripts/test-server.sh

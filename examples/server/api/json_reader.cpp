@@ -127,7 +127,7 @@ std::optional<int64_t> JsonReader::integer(std::string_view key, int64_t min, in
   }
   if (v->is_number_unsigned()) {
     const uint64_t x = v->get<uint64_t>();
-    if (x > uint64_t(max)) out_of_range(path(key), range, *v);
+    if (x > uint64_t(max) || int64_t(x) < min) out_of_range(path(key), range, *v);
     return int64_t(x);
   }
   if (!v->is_number_integer()) throw_wrong_type(path(key), "an integer", *v);
