@@ -1,5 +1,6 @@
 #include "engine/scheduler.hpp"
 
+#include <malloc.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -95,6 +96,13 @@ void Scheduler::run() {
     std::deque<std::shared_ptr<Job>> fresh;
     {
       std::unique_lock lock(mutex_);
+      if (running_.empty() && waiting_.empty() && inbox_.empty()) {
+        // Idle: give the step buffers of the last burst back to the system (the forward step
+        // allocates its batch's logits anew each time, and glibc keeps what it freed).
+        lock.unlock();
+        malloc_trim(0);
+        lock.lock();
+      }
       wake_.wait(lock, [&] { return stopping_ || !inbox_.empty() || !running_.empty() || !waiting_.empty(); });
       if (stopping_) break;
       fresh.swap(inbox_);
