@@ -103,6 +103,7 @@ run_suite() {
 if [ $load_only -eq 0 ]; then
   run_suite SQLite --store "$tmp/responses.sqlite3" --api-key test-key
   start_postgres
+  GPTOSS_TEST_POSTGRES_URI="$pg_uri" "$build/bin/gptoss-server-tests" "[postgres]"
   run_suite PostgreSQL --store "$pg_uri" --api-key test-key
 
   echo "== lifecycle: drain on SIGTERM, queue limits, auth, loading"

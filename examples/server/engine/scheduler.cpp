@@ -139,9 +139,9 @@ void Scheduler::drop_cancelled() {
       ++it;
       continue;
     }
+    --queued_;  // before the job's end is seen, so its client's next request finds room
     (*it)->finish(FinishReason::cancelled);
     it = waiting_.erase(it);
-    --queued_;
   }
   for (auto it = running_.begin(); it != running_.end();) {
     if (!(*it)->job().cancelled()) {
@@ -157,17 +157,17 @@ void Scheduler::admit() {
   while (!waiting_.empty() && running_.size() < config_.max_running) {
     Sequence& seq = *waiting_.front();
     if (seq.job().spec().max_tokens == 0) {
+      --queued_;
       seq.finish(FinishReason::length);
       waiting_.pop_front();
-      --queued_;
       continue;
     }
     try {
       if (!place(seq)) return;  // no room until running sequences finish
     } catch (const EngineError& e) {
+      --queued_;
       seq.finish(FinishReason::error, e.what());
       waiting_.pop_front();
-      --queued_;
       continue;
     }
     seq.admitted = next_admission_++;
