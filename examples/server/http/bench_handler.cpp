@@ -39,15 +39,13 @@ void App::bench(const httplib::Request& req, httplib::Response& res) {
 
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
-  std::vector<std::shared_ptr<Job>> jobs;
-  for (size_t i = 0; i < n; ++i) {
-    try {
-      jobs.push_back(engine().scheduler->submit(spec));
-    } catch (...) {
-      for (auto& job : jobs) job->cancel();
-      throw;
+  // Whatever ends this request (an answer, an error, a client gone), its jobs stop with it.
+  struct Jobs : std::vector<std::shared_ptr<Job>> {
+    ~Jobs() {
+      for (auto& job : *this) job->cancel();
     }
-  }
+  } jobs;
+  for (size_t i = 0; i < n; ++i) jobs.push_back(engine().scheduler->submit(spec));
   std::vector<Clock::time_point> first(n), last(n);
   std::vector<size_t> tokens(n, 0);
   std::vector<bool> seen(n, false);

@@ -28,6 +28,11 @@ struct ChoicesRun {
   ClientConnection client;
   json envelope;  // id, created, model
   bool include_usage = false;
+
+  // The request is over (answered, failed, or its stream gone): nothing of it keeps running.
+  ~ChoicesRun() {
+    for (auto& job : jobs) job->cancel();
+  }
 };
 
 template <typename Choice>

@@ -15,6 +15,9 @@ namespace gptoss_server {
 
 using nlohmann::json;
 
+// One response being generated. It lives as long as its request (a stream: until its
+// response object is gone), and on its end the job is cancelled if it still runs (an
+// exception, a client gone before the first event) and the response is no longer in flight.
 struct ResponseRun {
   std::shared_ptr<Job> job;
   ResponsesFormatter formatter;
@@ -23,6 +26,12 @@ struct ResponseRun {
   int64_t created_at;
   bool store;
   json input_items;
+  InflightResponses* inflight;
+
+  ~ResponseRun() {
+    job->cancel();
+    inflight->remove(id);
+  }
 };
 
 namespace {
@@ -106,7 +115,7 @@ void App::create_response(const httplib::Request& req, httplib::Response& res) {
   auto run = std::make_shared<ResponseRun>(
       ResponseRun{job, ResponsesFormatter(engine().tokenizer.get(), base, r.include_logprobs),
                   ClientConnection(req.remote_addr, req.remote_port, req.local_port), id, created_at, r.store,
-                  std::move(input_items)});
+                  std::move(input_items), &inflight_});
 
   if (!r.stream) {
     std::optional<Finish> finish;
@@ -120,7 +129,6 @@ void App::create_response(const httplib::Request& req, httplib::Response& res) {
                   complete_response(*run, f);
                   return true;
                 });
-    inflight_.remove(id);
     if (!finish) return;  // the client is gone
     const json& response = run->formatter.response();
     if (response["status"] == "failed") throw server_error(response["error"]["message"].get<std::string>());
@@ -151,7 +159,6 @@ void App::create_response(const httplib::Request& req, httplib::Response& res) {
           run->formatter.fail(std::string("Internal server error: ") + e.what());
           write_all(run->formatter.terminal());
         }
-        inflight_.remove(run->id);
         sink.done();
         return true;
       });
