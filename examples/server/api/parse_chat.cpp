@@ -114,13 +114,7 @@ ChatRequest parse_chat_request(std::string_view text) {
     throw invalid_request("'top_logprobs' needs 'logprobs' set to true.", "top_logprobs", "invalid_value");
   if (logprobs) r.options.sampling.logprobs = int(top_logprobs.value_or(0));
   r.n = int(body.integer("n", 1, 16).value_or(1));
-  r.stream = body.boolean("stream").value_or(false);
-  if (auto so = body.object("stream_options")) {
-    if (!r.stream)
-      throw invalid_request("The 'stream_options' parameter is only allowed when 'stream' is enabled.",
-                            "stream_options", "invalid_value");
-    r.include_usage = so->boolean("include_usage").value_or(false);
-  }
+  r.stream = parse_stream(body, &r.include_usage);
   return r;
 }
 

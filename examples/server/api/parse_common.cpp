@@ -36,17 +36,33 @@ std::vector<std::string> parse_stop(const JsonReader& body) {
   return stop;
 }
 
+bool parse_stream(const JsonReader& body, bool* include_usage) {
+  const bool stream = body.boolean("stream").value_or(false);
+  if (auto options = body.object("stream_options")) {
+    if (!stream)
+      throw invalid_request("The 'stream_options' parameter is only allowed when 'stream' is enabled.",
+                            "stream_options", "invalid_value");
+    *include_usage = options->boolean("include_usage").value_or(false);
+  }
+  return stream;
+}
+
 std::optional<int64_t> parse_max_reasoning_tokens(const JsonReader& body) {
   return body.integer("max_reasoning_tokens", 0, INT32_MAX);
 }
 
 namespace {
 
-bool valid_tool_name(const std::string& name) {
-  if (name.empty() || name.size() > 64) return false;
-  for (unsigned char c : name)
-    if (!(std::isalnum(c) || c == '_' || c == '-')) return false;
-  return true;
+// A tool or format name: OpenAI's rule, which also keeps Harmony headers unambiguous
+// (`to=functions.NAME`).
+std::string required_name(const JsonReader& r) {
+  std::string name = r.required_string("name");
+  bool valid = !name.empty() && name.size() <= 64;
+  for (unsigned char c : name) valid = valid && (std::isalnum(c) || c == '_' || c == '-');
+  if (!valid)
+    throw invalid_request("Invalid '" + r.path("name") + "': '" + name + "' does not match '^[a-zA-Z0-9_-]{1,64}$'.",
+                          r.path("name"), "invalid_value");
+  return name;
 }
 
 // The parts of a JSON Schema the prompt renderer and the constraint compiler read: wrong
@@ -79,11 +95,7 @@ void check_schema_shape(const json& schema, const std::string& path) {
 
 FunctionTool parse_function_tool(const JsonReader& tool) {
   FunctionTool t;
-  t.name = tool.required_string("name");
-  if (!valid_tool_name(t.name))
-    throw invalid_request("Invalid '" + tool.path("name") + "': '" + t.name +
-                              "' does not match '^[a-zA-Z0-9_-]{1,64}$'.",
-                          tool.path("name"), "invalid_value");
+  t.name = required_name(tool);
   t.description = tool.string("description").value_or("");
   if (const json* p = tool.find("parameters")) {
     check_schema_shape(*p, tool.path("parameters"));
@@ -181,11 +193,7 @@ ResponseFormat parse_response_format(const JsonReader& format) {
                               "': expected 'text', 'json_object' or 'json_schema', got '" + type + "'.",
                           format.path("type"), "invalid_value");
   f.type = ResponseFormat::Type::json_schema;
-  f.name = format.required_string("name");
-  if (!valid_tool_name(f.name))
-    throw invalid_request("Invalid '" + format.path("name") + "': '" + f.name +
-                              "' does not match '^[a-zA-Z0-9_-]{1,64}$'.",
-                          format.path("name"), "invalid_value");
+  f.name = required_name(format);
   f.description = format.string("description").value_or("");
   const json* schema = format.find("schema");
   if (!schema)

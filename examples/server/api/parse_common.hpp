@@ -12,6 +12,8 @@ namespace gptoss_server {
 Sampling parse_sampling(const JsonReader& body);
 // `stop`: a string or up to 4 strings; empty strings are dropped.
 std::vector<std::string> parse_stop(const JsonReader& body);
+// `stream`, and `stream_options.include_usage` (only allowed with stream: true).
+bool parse_stream(const JsonReader& body, bool* include_usage);
 // max_reasoning_tokens (extension).
 std::optional<int64_t> parse_max_reasoning_tokens(const JsonReader& body);
 

@@ -74,13 +74,7 @@ CompletionsRequest parse_completions_request(std::string_view text) {
   if (r.echo && r.options.sampling.logprobs >= 0)
     throw invalid_request("Unsupported combination: 'echo' with 'logprobs' (prompt log-probabilities are "
                           "not computed).", "logprobs", "unsupported_value");
-  r.stream = body.boolean("stream").value_or(false);
-  if (auto so = body.object("stream_options")) {
-    if (!r.stream)
-      throw invalid_request("The 'stream_options' parameter is only allowed when 'stream' is enabled.",
-                            "stream_options", "invalid_value");
-    r.include_usage = so->boolean("include_usage").value_or(false);
-  }
+  r.stream = parse_stream(body, &r.include_usage);
   return r;
 }
 
