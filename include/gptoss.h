@@ -514,6 +514,155 @@ GPTOSS_API enum gptoss_status gptoss_harmony_parser_get_messages(gptoss_harmony_
  * Returns success; invalid_argument (NULL context, position > number of tokens). */
 GPTOSS_API enum gptoss_status gptoss_context_set_checkpoint(gptoss_context_t context,
                                                             size_t position);
+/* Constrained decoding: grammars, per-sequence constraints, allowed-token masks, stop strings.
+ *
+ * A grammar is compiled once (from a JSON Schema, or from a Harmony spec: channels, tools,
+ * tool_choice, response format) and is immutable: share it between threads and sequences.
+ * A constraint is one sequence's position in a grammar (one thread at a time). Each step it
+ * gives the set of tokens that keep the output valid as a bitmask of uint32 words (bit i of
+ * word i/32 set = token i allowed, tokens of the tokenizer's whole vocabulary), and it accepts
+ * the token that was chosen. A sampler with a constraint attached (gptoss_sampler_set_constraint)
+ * does both inside gptoss_context_sample. Guarantee: every token the mask allows keeps the
+ * output a prefix of some valid output, and every token it forbids would make it invalid
+ * (within the grammar's documented language, docs/constrained-decoding.md); a generation that
+ * ends at the grammar's terminating token is valid. Details: docs/constrained-decoding.md.   */
+
+typedef struct gptoss_grammar* gptoss_grammar_t;
+typedef struct gptoss_constraint* gptoss_constraint_t;
+typedef struct gptoss_stop_strings* gptoss_stop_strings_t;
+
+/* Words of a token mask for a vocabulary of n tokens. */
+#define GPTOSS_MASK_WORDS(n) (((n) + 31u) / 32u)
+
+/* Compiles a JSON Schema (UTF-8 JSON text) into a grammar of JSON documents that validate
+ * against it: compact JSON (one optional space after ':' and ','), properties in the schema's
+ * order, followed by one end token (<|return|>, <|end|>, <|call|> or <|endoftext|>).
+ * Supported: type (string or array of types), properties, required, additionalProperties
+ * (false, true or a schema; when absent, only the listed properties are generated — an object
+ * without "properties" is any object), items, minItems, maxItems, enum, const, minimum,
+ * maximum, exclusiveMinimum, exclusiveMaximum, anyOf, oneOf (branches must be provably
+ * disjoint), allOf with one schema, $ref to "#", "#/$defs/..." or "#/definitions/...",
+ * true/false schemas; annotations (title, description, default, examples, $schema, $id,
+ * $comment, ...) and unknown non-standard keywords are ignored.
+ * Returns success; invalid_argument (NULL argument, malformed JSON, a schema that is not an
+ * object or boolean, wrong keyword types, unsatisfiable schemas such as minimum > maximum or
+ * recursion without a base case: the message names the JSON pointer);
+ * unsupported_argument (a JSON Schema keyword outside the subset, e.g. "pattern", or a schema
+ * whose compiled grammar would exceed the size bounds of docs/constrained-decoding.md: the
+ * message names the keyword and its JSON pointer). On failure *grammar_out is untouched. */
+GPTOSS_API enum gptoss_status gptoss_grammar_create_json_schema(gptoss_tokenizer_t tokenizer,
+                                                                const char* schema_json,
+                                                                gptoss_grammar_t* grammar_out);
+
+/* Compiles the Harmony structure of an assistant turn. `spec_json` (NULL or "{}" = defaults):
+ *   {"channels": ["analysis", "commentary", "final"],            valid channels (default)
+ *    "tools": {"functions": Namespace, "browser": Namespace, ...}, the Namespace shape of
+ *                                       gptoss_harmony_render; a namespace with tools offers
+ *                                       recipients NS.TOOL whose arguments are JSON constrained
+ *                                       to the tool's "parameters" ({} when null); one without
+ *                                       tools offers the recipient NS with free text (python)
+ *    "tool_choice": "auto" | "none" | "required" | {"type": "function", "name": NAME}
+ *                   | {"type": "function", "function": {"name": NAME}},  default "auto"
+ *    "response_format": {"type": "text"} | {"type": "json_object"}
+ *                   | {"type": "json_schema", "schema": SCHEMA}
+ *                   | {"type": "json_schema", "json_schema": {"name": ..., "schema": SCHEMA}},
+ *                                       the final channel's content (default text)
+ *    "start": "header" | "message"}     generation starts right after "<|start|>assistant"
+ *                                       (default, what gptoss_harmony_render writes for
+ *                                       completion) or before a message's <|start|>
+ * The model may then only write messages <|start|>assistant HEADER <|message|> CONTENT END:
+ * a channel from "channels"; an optional recipient (" to=NAME" before or after the channel)
+ * on any channel but final, from the declared tools (none with tool_choice "none", only NAME
+ * when named); a content type "<|constrain|>json" (optionally after a space) or " json" for
+ * JSON arguments, " code" for free-text tools; END <|end|> or, after a recipient, <|call|>;
+ * the final message (one per turn) ends with <|return|>. tool_choice "required" or named: no
+ * final channel, so the turn ends with a call. <|call|> and <|return|> end the turn (the
+ * constraint is then finished).
+ * Returns success; invalid_argument (NULL tokenizer/grammar_out, malformed spec, unknown
+ * fields, a tool_choice naming a tool that is not declared, "required" without tools, tool
+ * names with whitespace or '<', bad schemas as gptoss_grammar_create_json_schema: messages
+ * start with the path, e.g. "spec_json.tools.functions.tools[0].parameters: ...");
+ * unsupported_argument (as gptoss_grammar_create_json_schema). */
+GPTOSS_API enum gptoss_status gptoss_grammar_create_harmony(gptoss_tokenizer_t tokenizer,
+                                                            const char* spec_json,
+                                                            gptoss_grammar_t* grammar_out);
+GPTOSS_API enum gptoss_status gptoss_grammar_retain(gptoss_grammar_t grammar);
+GPTOSS_API enum gptoss_status gptoss_grammar_release(gptoss_grammar_t grammar);
+
+struct gptoss_constraint_options {
+  size_t struct_size;           /* sizeof(struct gptoss_constraint_options) */
+  int64_t max_reasoning_tokens; /* Harmony grammars: content tokens the analysis channel may
+                                   use in all (< 0, the default: no limit; 0: no analysis).
+                                   When reached, the analysis message is closed and the answer
+                                   opened: <|end|><|start|>assistant<|channel|>final<|message|>
+                                   (a tool-call header instead with tool_choice required or
+                                   named), one allowed token at a time. Ignored by JSON
+                                   grammars. */
+};
+GPTOSS_API enum gptoss_status gptoss_constraint_options_init(
+    struct gptoss_constraint_options* options);
+
+/* A constraint at the start of `grammar` (which it retains). `options` may be NULL (defaults).
+ * Returns success or invalid_argument (NULL grammar/constraint_out, options->struct_size). */
+GPTOSS_API enum gptoss_status gptoss_constraint_create(
+    gptoss_grammar_t grammar, const struct gptoss_constraint_options* options,
+    gptoss_constraint_t* constraint_out);
+GPTOSS_API enum gptoss_status gptoss_constraint_retain(gptoss_constraint_t constraint);
+GPTOSS_API enum gptoss_status gptoss_constraint_release(gptoss_constraint_t constraint);
+/* Back to the start of the grammar (same options). */
+GPTOSS_API enum gptoss_status gptoss_constraint_reset(gptoss_constraint_t constraint);
+
+/* Advances by one token. Returns success; invalid_argument if the grammar does not allow the
+ * token here (the message names it; the constraint is unchanged) or for a NULL constraint;
+ * invalid_state if the constraint is finished. */
+GPTOSS_API enum gptoss_status gptoss_constraint_accept_token(gptoss_constraint_t constraint,
+                                                             uint32_t token);
+
+/* Writes the mask of tokens allowed next: GPTOSS_MASK_WORDS(vocabulary) words (6284 for
+ * o200k_harmony) to `mask_out`, *n_words_out = that count. All zero once finished.
+ * Returns success; buffer_too_small (capacity_words too small; *n_words_out = the count);
+ * invalid_argument (NULL constraint/n_words_out, NULL mask_out with capacity > 0). */
+GPTOSS_API enum gptoss_status gptoss_constraint_fill_mask(gptoss_constraint_t constraint,
+                                                          uint32_t* mask_out,
+                                                          size_t capacity_words,
+                                                          size_t* n_words_out);
+
+/* *finished_out = 1 once the grammar's terminating token was accepted (nothing more is
+ * allowed), else 0. */
+GPTOSS_API enum gptoss_status gptoss_constraint_is_finished(gptoss_constraint_t constraint,
+                                                            int32_t* finished_out);
+
+/* Attaches `constraint` to `sampler` (retained; NULL detaches). While attached,
+ * gptoss_context_sample samples only tokens the constraint allows (their logits, after
+ * penalties, become -inf: log-probabilities reported by gptoss_sampler_get_last_logprobs are
+ * those of the constrained distribution) and accepts the sampled token into the constraint;
+ * it returns invalid_state when the constraint is finished. */
+GPTOSS_API enum gptoss_status gptoss_sampler_set_constraint(gptoss_sampler_t sampler,
+                                                            gptoss_constraint_t constraint);
+
+/* Stop strings over streamed text: text is pushed as it is produced (e.g. the content deltas
+ * of the Harmony parser); bytes that may begin a stop string are held back until they are
+ * known not to, so a stop string is never emitted, even when it spans tokens.
+ * create: `n_stops` NUL-terminated UTF-8 strings (1..64 of them, each 1..1024 bytes).
+ * Returns success or invalid_argument (NULL, empty or too many strings). */
+GPTOSS_API enum gptoss_status gptoss_stop_strings_create(const char* const* stops, size_t n_stops,
+                                                         gptoss_stop_strings_t* stop_strings_out);
+GPTOSS_API enum gptoss_status gptoss_stop_strings_release(gptoss_stop_strings_t stop_strings);
+/* Appends `text_size` bytes. *emit_out / *emit_size_out: the text now safe to show (owned by
+ * the object, valid until its next call; not NUL-terminated). *stop_index_out: the index of
+ * the stop string that completed (the text before it has been emitted, the stop string and
+ * everything after it never are; later pushes emit nothing), or -1. */
+GPTOSS_API enum gptoss_status gptoss_stop_strings_push(gptoss_stop_strings_t stop_strings,
+                                                       const char* text, size_t text_size,
+                                                       const char** emit_out,
+                                                       size_t* emit_size_out,
+                                                       int32_t* stop_index_out);
+/* End of the stream without a stop: emits whatever was held back. */
+GPTOSS_API enum gptoss_status gptoss_stop_strings_flush(gptoss_stop_strings_t stop_strings,
+                                                        const char** emit_out,
+                                                        size_t* emit_size_out);
+/* Forgets held-back text and a match, for a new stream. */
+GPTOSS_API enum gptoss_status gptoss_stop_strings_reset(gptoss_stop_strings_t stop_strings);
 
 #ifdef __cplusplus
 } /* extern "C" */

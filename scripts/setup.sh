@@ -6,7 +6,7 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
 pkgs=(build-essential cmake pkg-config libfmt-dev libspdlog-dev nlohmann-json3-dev catch2
-      libpcre2-dev libcpp-httplib-dev libsqlite3-dev libpq-dev postgresql)
+      libpcre2-dev libcpp-httplib-dev python3-jsonschema libsqlite3-dev libpq-dev postgresql)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -19,6 +19,7 @@ struct Options {
   bool json = false;
   bool kernels = false;
   bool read_probe = false;  // --read-probe: decode against pure loads of its bytes
+  bool constrained = false;  // --constrained: mask time per token beside decode time
   bool exact = false;  // --precision exact
   bool use_mmap = true;
   bool kv_bf16 = false;  // --kv bf16
@@ -134,6 +135,9 @@ class TokenReplay {
 };
 
 int run_read_probe(const Options& o);
+// --constrained (constrained_bench.cpp): allowed-token mask time per token under a Harmony
+// grammar and a nested JSON Schema, beside the decode time per token.
+int run_constrained_bench(const Options& o);
 
 // Peak resident set size of this process in bytes (VmHWM).
 size_t peak_rss_bytes();

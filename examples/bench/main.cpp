@@ -5,6 +5,7 @@
 //                [--precision fast|exact] [--kv f32|bf16] [-b N] [--mmap 0|1] [--output md|json]
 //   gptoss-bench --kernels [-t THREADS] [--output md|json]
 //   gptoss-bench --read-probe -m MODEL [-n 128] [-t THREADS] [--output md|json]
+//   gptoss-bench --constrained -m MODEL [-n 128] [-t THREADS] [--output md|json]
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -28,7 +29,11 @@ void usage() {
                "       gptoss-bench --read-probe -m MODEL [-n TOKENS=128] [-t THREADS]\n"
                "                    [--output md|json]\n"
                "                    (decode against pure loads of its bytes after every token:\n"
-               "                     a 1 GiB buffer, the model's own files)\n");
+               "                     a 1 GiB buffer, the model's own files)\n"
+               "       gptoss-bench --constrained -m MODEL [-n TOKENS=128] [-t THREADS]\n"
+               "                    [--output md|json]\n"
+               "                    (allowed-token mask time per token under a Harmony grammar\n"
+               "                     and a nested JSON Schema, beside the decode time per token)\n");
 }
 }  // namespace
 
@@ -61,6 +66,7 @@ int main(int argc, char** argv) {
     else if (a == "--tokenizer-json") o.tokenizer_json = value();
     else if (a == "--kernels") o.kernels = true;
     else if (a == "--read-probe") o.read_probe = true;
+    else if (a == "--constrained") o.constrained = true;
     else if (a == "-v" || a == "--verbose") {
       // The library's log on stderr (with GPTOSS_CPU_PROFILE=1: time per op at the end).
       gptoss_set_log_callback(
@@ -114,9 +120,10 @@ int main(int argc, char** argv) {
     }
   }
   if (o.kernels) return gptoss::bench::run_kernel_bench(o);
-  if (o.model.empty() || o.n_prompt == 0 || o.reps == 0 || (o.read_probe && o.n_gen == 0)) {
+  if (o.model.empty() || o.n_prompt == 0 || o.reps == 0 || ((o.read_probe || o.constrained) && o.n_gen == 0)) {
     usage();
     return 2;
   }
+  if (o.constrained) return gptoss::bench::run_constrained_bench(o);
   return o.read_probe ? gptoss::bench::run_read_probe(o) : gptoss::bench::run_model_bench(o);
 }

@@ -5,10 +5,13 @@
 #include <charconv>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <functional>
 #include <map>
+#include <sstream>
 
 #include <gptoss.h>
+#include <nlohmann/json.hpp>
 
 #include "api.hpp"
 
@@ -106,6 +109,11 @@ const std::map<std::string, Setter>& value_flags() {
          else throw UsageError("--format must be text, ids or json, got '" + v + "'");
        }},
       {"--batch", [](Options& o, const std::string& v) { o.batch = parse_count<size_t>("--batch", v, 1); }},
+      {"--json-schema", [](Options& o, const std::string& v) { o.json_schema_path = v; }},
+      {"--max-reasoning-tokens",
+       [](Options& o, const std::string& v) {
+         o.max_reasoning_tokens = parse_count<int64_t>("--max-reasoning-tokens", v, 0);
+       }},
   };
   return flags;
 }
@@ -114,6 +122,7 @@ const std::map<std::string, Setter>& value_flags() {
 const std::map<std::string, std::function<void(Options&)>>& switch_flags() {
   static const std::map<std::string, std::function<void(Options&)>> flags = {
       {"--raw", [](Options& o) { o.harmony = false; }},
+      {"--no-constrain", [](Options& o) { o.constrain = false; }},
       {"--no-harmony", [](Options& o) { o.harmony = false; }},
       {"--hide-reasoning", [](Options& o) { o.show_reasoning = false; }},
       {"--show-reasoning", [](Options& o) { o.show_reasoning = true; }},
@@ -160,6 +169,11 @@ void print_usage(std::FILE* out) {
       "  --developer TEXT          developer instructions\n"
       "  --reasoning-effort E      low, medium (default) or high\n"
       "  --raw, --no-harmony       send the text as is, print the raw completion\n"
+      "constrained decoding (Harmony structure enforced by default):\n"
+      "  --json-schema FILE        the answer is JSON valid against this JSON Schema (with\n"
+      "                            --raw: the whole output)\n"
+      "  --max-reasoning-tokens N  close the analysis channel after N tokens, then answer\n"
+      "  --no-constrain            sample freely: nothing enforced\n"
       "  --hide-reasoning          do not show the analysis channel (chat shows it dimmed)\n"
       "  --show-reasoning          show it in generate too\n"
       "output:\n"
@@ -213,6 +227,19 @@ std::optional<Options> parse_options(int argc, char** argv) {
     else if (arg == "getp") options.mode = Mode::getp;
     else throw UsageError("unknown mode '" + arg + "': expected chat, generate or getp");
   }
+  if (!options.json_schema_path.empty()) {
+    std::ifstream in(options.json_schema_path);
+    if (!in) throw UsageError("--json-schema: cannot read " + options.json_schema_path);
+    std::stringstream text;
+    text << in.rdbuf();
+    options.json_schema = text.str();
+    if (!nlohmann::json::accept(options.json_schema))
+      throw UsageError("--json-schema: " + options.json_schema_path + " is not valid JSON");
+  }
+  if (!options.constrain && (!options.json_schema.empty() || options.max_reasoning_tokens))
+    throw UsageError("--json-schema and --max-reasoning-tokens need constrained decoding (drop --no-constrain)");
+  if (!options.harmony && options.max_reasoning_tokens)
+    throw UsageError("--max-reasoning-tokens needs Harmony (drop --raw)");
   if (options.mode != Mode::chat && !options.input) {
     throw UsageError(std::string(options.mode == Mode::getp ? "getp" : "generate") +
                      " needs -i " + (options.mode == Mode::getp ? "PROMPTS_FILE" : "PROMPT"));

@@ -42,6 +42,12 @@ struct Options {
   std::string developer;       // developer instructions
   std::optional<bool> show_reasoning;  // unset: shown in chat, hidden in generate
 
+  // Constrained decoding.
+  bool constrain = true;         // --no-constrain: sample freely (no Harmony structure enforced)
+  std::string json_schema_path;  // --json-schema: the answer's JSON Schema (the whole output with --raw)
+  std::string json_schema;       // its text, read when the flags are parsed
+  std::optional<int64_t> max_reasoning_tokens;
+
   // Input and output.
   std::optional<std::string> input;  // generate: the prompt ("-" = stdin); getp: prompts file
   std::string output;          // getp: outputs file (empty or "-" = stdout)

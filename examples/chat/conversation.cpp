@@ -19,7 +19,8 @@ nlohmann::json text_message(const char* role, const std::string& text) {
 Conversation::Conversation(const Options& options)
     : model_identity_(options.system.empty() ? kDefaultIdentity : options.system),
       reasoning_effort_(options.reasoning_effort),
-      developer_(options.developer) {
+      developer_(options.developer),
+      json_schema_(options.harmony ? options.json_schema : "") {
   reset();
 }
 
@@ -33,11 +34,11 @@ nlohmann::json Conversation::initial_messages() const {
        {{"valid_channels", {"analysis", "commentary", "final"}}, {"channel_required", true}}}};
   nlohmann::json messages = nlohmann::json::array();
   messages.push_back({{"role", "system"}, {"content", {system_content}}});
-  if (!developer_.empty()) {
-    messages.push_back(
-        {{"role", "developer"},
-         {"content", {{{"type", "developer_content"}, {"instructions", developer_}}}}});
-  }
+  nlohmann::json developer = {{"type", "developer_content"}};
+  if (!developer_.empty()) developer["instructions"] = developer_;
+  if (!json_schema_.empty())
+    developer["response_formats"] = {{{"name", "response"}, {"schema", nlohmann::json::parse(json_schema_)}}};
+  if (developer.size() > 1) messages.push_back({{"role", "developer"}, {"content", {developer}}});
   return messages;
 }
 

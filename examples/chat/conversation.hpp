@@ -32,6 +32,7 @@ class Conversation {
   std::string model_identity_;
   std::string reasoning_effort_;
   std::string developer_;
+  std::string json_schema_;  // shown to the model as the response format
   nlohmann::json messages_;
 };
 

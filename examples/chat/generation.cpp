@@ -1,6 +1,8 @@
 // One context's decode loop: process (prefill), then sample -> append -> process per token.
 #include "generation.hpp"
 
+#include "constraints.hpp"
+
 #include <chrono>
 #include <cmath>
 #include <optional>
@@ -134,7 +136,7 @@ void TokenDiagnostics::print(std::FILE* out, gptoss_context_t context, uint32_t 
 
 GenerationStats generate(gptoss_model_t model, gptoss_context_t context, gptoss_sampler_t sampler,
                          gptoss_tokenizer_t tokenizer, const Options& options, TokenSink& sink,
-                         const std::atomic<bool>* interrupt) {
+                         const std::atomic<bool>* interrupt, gptoss_constraint_t constraint) {
   GenerationStats stats;
   StopTokens stop(tokenizer, options.harmony);
   size_t total = 0, processed = 0, capacity = 0;
@@ -166,7 +168,7 @@ GenerationStats generate(gptoss_model_t model, gptoss_context_t context, gptoss_
     ++stats.generated_tokens;
     if (diagnostics) diagnostics->print(stderr, context, token, "");
     sink.on_token(token);
-    if (stop.contains(token) || i + 1 == options.max_tokens) break;
+    if (stop.contains(token) || finished(constraint) || i + 1 == options.max_tokens) break;
     if (total + stats.generated_tokens > capacity) {
       stats.context_full = true;
       break;

@@ -62,9 +62,10 @@ class TokenDiagnostics {
 
 // Processes the context's pending tokens, then samples up to options.max_tokens tokens,
 // appending each (but not a stop token) and feeding it to `sink`. Stops early on a stop
-// token, a full context, or when `*interrupt` becomes true.
+// token, a finished `constraint` (the one attached to `sampler`, if any), a full context, or
+// when `*interrupt` becomes true.
 GenerationStats generate(gptoss_model_t model, gptoss_context_t context, gptoss_sampler_t sampler,
                          gptoss_tokenizer_t tokenizer, const Options& options, TokenSink& sink,
-                         const std::atomic<bool>* interrupt);
+                         const std::atomic<bool>* interrupt, gptoss_constraint_t constraint = nullptr);
 
 }  // namespace gptoss_cli

@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "completion.hpp"
+#include "constraints.hpp"
 #include "conversation.hpp"
 #include "modes.hpp"
 
@@ -61,6 +62,7 @@ int run_chat(const Options& options) {
   KvCache kvcache = make_kvcache(model.get(), options, 1);
   Context context = make_context(model.get(), options, kvcache.get());
   Sampler sampler = make_sampler(options, seed);
+  Grammar grammar = make_grammar(tokenizer.get(), options);
   Conversation conversation(options);
   std::vector<uint32_t> raw_history;  // --raw: every token so far, prompts and completions
 
@@ -137,12 +139,13 @@ int run_chat(const Options& options) {
     sync_context(context.get(), prompt);
 
     Completion completion(tokenizer.get(), options.harmony, display);
+    Constraint constraint = attach_constraint(grammar.get(), sampler.get(), options);  // a fresh turn
     g_interrupt.store(false);
     g_generating.store(true);
     GenerationStats stats;
     try {
       stats = generate(model.get(), context.get(), sampler.get(), tokenizer.get(), options,
-                       completion, &g_interrupt);
+                       completion, &g_interrupt, constraint.get());
     } catch (...) {
       g_generating.store(false);
       throw;

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "completion.hpp"
+#include "constraints.hpp"
 #include "modes.hpp"
 
 namespace gptoss_cli {
@@ -26,6 +27,8 @@ int run_generate(const Options& options) {
   KvCache kvcache = make_kvcache(model.get(), options, 1);
   Context context = make_context(model.get(), options, kvcache.get());
   Sampler sampler = make_sampler(options, seed);
+  Grammar grammar = make_grammar(tokenizer.get(), options);
+  Constraint constraint = attach_constraint(grammar.get(), sampler.get(), options);
   std::vector<uint32_t> prompt_ids = prompt_tokens(tokenizer.get(), options, prompt);
   check(gptoss_context_append_tokens(context.get(), prompt_ids.size(), prompt_ids.data()),
         "appending the prompt");
@@ -39,7 +42,7 @@ int run_generate(const Options& options) {
   }
   Completion completion(tokenizer.get(), options.harmony, display);
   GenerationStats stats = generate(model.get(), context.get(), sampler.get(), tokenizer.get(),
-                                   options, completion, nullptr);
+                                   options, completion, nullptr, constraint.get());
   completion.finish();
 
   if (options.format == OutputFormat::ids) {

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "completion.hpp"
+#include "constraints.hpp"
 #include "modes.hpp"
 
 namespace gptoss_cli {
@@ -43,6 +44,7 @@ std::vector<std::string> read_prompts(const std::string& path) {
 struct Sequence {
   Context context;
   Sampler sampler;
+  Constraint constraint;
   std::unique_ptr<Completion> completion;
   size_t capacity = 0;
   size_t generated = 0;
@@ -64,7 +66,8 @@ void process(std::vector<Sequence*>& live) {
 
 // Runs prompts[first, last) to completion together; returns each one's output line.
 std::vector<std::string> run_batch(gptoss_model_t model, gptoss_tokenizer_t tokenizer,
-                                   gptoss_kvcache_t kvcache, const Options& options, uint64_t seed,
+                                   gptoss_kvcache_t kvcache, gptoss_grammar_t grammar,
+                                   const Options& options, uint64_t seed,
                                    const std::vector<std::string>& prompts, size_t first,
                                    size_t last, Totals& totals) {
   StopTokens stop(tokenizer, options.harmony);
@@ -76,6 +79,7 @@ std::vector<std::string> run_batch(gptoss_model_t model, gptoss_tokenizer_t toke
     Sequence& s = sequences[i];
     s.context = make_context(model, options, kvcache);
     s.sampler = make_sampler(options, seed);
+    s.constraint = attach_constraint(grammar, s.sampler.get(), options);
     s.completion = std::make_unique<Completion>(tokenizer, options.harmony, Display{});
     std::vector<uint32_t> ids = prompt_tokens(tokenizer, options, prompts[first + i]);
     check(gptoss_context_append_tokens(s.context.get(), ids.size(), ids.data()),
@@ -106,7 +110,9 @@ std::vector<std::string> run_batch(gptoss_model_t model, gptoss_tokenizer_t toke
       ++totals.generated_tokens;
       size_t used = 0;
       check(gptoss_context_get_num_tokens(s->context.get(), &used), "gptoss_context_get_num_tokens");
-      if (stop.contains(token) || s->generated == options.max_tokens || used >= s->capacity) continue;
+      if (stop.contains(token) || finished(s->constraint.get()) || s->generated == options.max_tokens ||
+          used >= s->capacity)
+        continue;
       check(gptoss_context_append_tokens(s->context.get(), 1, &token), "gptoss_context_append_tokens");
       next.push_back(s);
     }
@@ -147,13 +153,14 @@ int run_getp(const Options& options) {
   auto [model, tokenizer, seed] = open_session(options);
   const size_t batch = std::min(options.batch, std::max<size_t>(prompts.size(), 1));
   KvCache kvcache = make_kvcache(model.get(), options, batch);
+  Grammar grammar = make_grammar(tokenizer.get(), options);
 
   Totals totals;
   const auto start = Clock::now();
   for (size_t first = 0; first < prompts.size(); first += batch) {
     size_t last = std::min(prompts.size(), first + batch);
-    for (const std::string& line : run_batch(model.get(), tokenizer.get(), kvcache.get(), options,
-                                             seed, prompts, first, last, totals)) {
+    for (const std::string& line : run_batch(model.get(), tokenizer.get(), kvcache.get(), grammar.get(),
+                                             options, seed, prompts, first, last, totals)) {
       std::fprintf(out, "%s\n", line.c_str());
     }
     std::fflush(out);

@@ -194,7 +194,20 @@ GPTOSS_API enum gptoss_status gptoss_context_sample(gptoss_context_t context,
     api::require(token_out, "token_out");
     if (c.tokens().empty()) fail(gptoss_status_invalid_state, "the context has no tokens");
     c.process();
-    *token_out = sampler->sampler.sample(c.logits(), c.tokens());
+    gptoss_constraint* constraint = sampler->constraint;
+    if (constraint == nullptr) {
+      *token_out = sampler->sampler.sample(c.logits(), c.tokens());
+      return;
+    }
+    // Mask in, token out: the sampler sees only tokens the grammar allows, and the sampled
+    // token advances the grammar.
+    if (constraint->constraint->finished())
+      fail(gptoss_status_invalid_state, "the sampler's constraint is finished: nothing more may be generated");
+    constraint->constraint->fill_mask(constraint->mask);
+    const uint32_t token = sampler->sampler.sample(
+        c.logits(), c.tokens(), std::span<const uint32_t>(constraint->mask.words(), constraint->mask.num_words()));
+    constraint->constraint->accept(token);
+    *token_out = token;
   });
 }
 

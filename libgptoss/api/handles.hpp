@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "libgptoss/api/api_util.hpp"
+#include "libgptoss/api/handles_constrain.hpp"
 #include "libgptoss/api/handles_tokenizer.hpp"
 #include "libgptoss/runtime/context.hpp"
 #include "libgptoss/runtime/kvcache.hpp"
@@ -25,7 +26,9 @@ struct gptoss_context : gptoss::api::RefCounted {
 
 struct gptoss_sampler : gptoss::api::RefCounted {
   explicit gptoss_sampler(const gptoss::SamplerParams& p) : sampler(p) {}
+  ~gptoss_sampler() override { gptoss::api::release(constraint); }
   gptoss::Sampler sampler;
+  gptoss_constraint* constraint = nullptr;  // retained; gptoss_sampler_set_constraint
 };
 
 namespace gptoss::api {

@@ -64,27 +64,6 @@ Tool tool_from_json(const Json& j, const std::string& path) {
   return t;
 }
 
-ToolNamespaces namespaces_from_json(const Json& j, const std::string& path) {
-  require_object(j, path);
-  ToolNamespaces out;
-  for (auto it = j.begin(); it != j.end(); ++it) {
-    std::string p = sub(path, it.key());
-    require_object(*it, p);
-    check_keys(*it, p, {"name", "description", "tools", "builtin"});
-    Namespace ns;
-    ns.name = get_opt_string(*it, "name", p).value_or(it.key());
-    ns.description = get_opt_string(*it, "description", p);
-    if (const Json* b = field(*it, "builtin"); b != nullptr && !b->is_string())
-      bad(sub(p, "builtin"), "expected a string");
-    if (const Json* tools = field(*it, "tools")) {
-      if (!tools->is_array()) bad(sub(p, "tools"), "expected an array of tools");
-      for (size_t i = 0; i < tools->size(); ++i)
-        ns.tools.push_back(tool_from_json((*tools)[i], at(sub(p, "tools"), i)));
-    }
-    out.emplace(it.key(), std::move(ns));
-  }
-  return out;
-}
 
 SystemContent system_content_from_json(const Json& j, const std::string& path) {
   check_keys(j, path, {"type", "model_identity", "reasoning_effort", "conversation_start_date",
@@ -203,6 +182,28 @@ Json part_to_json(const ContentPart& part) {
 }
 
 }  // namespace
+
+ToolNamespaces namespaces_from_json(const Json& j, const std::string& path) {
+  require_object(j, path);
+  ToolNamespaces out;
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    std::string p = sub(path, it.key());
+    require_object(*it, p);
+    check_keys(*it, p, {"name", "description", "tools", "builtin"});
+    Namespace ns;
+    ns.name = get_opt_string(*it, "name", p).value_or(it.key());
+    ns.description = get_opt_string(*it, "description", p);
+    if (const Json* b = field(*it, "builtin"); b != nullptr && !b->is_string())
+      bad(sub(p, "builtin"), "expected a string");
+    if (const Json* tools = field(*it, "tools")) {
+      if (!tools->is_array()) bad(sub(p, "tools"), "expected an array of tools");
+      for (size_t i = 0; i < tools->size(); ++i)
+        ns.tools.push_back(tool_from_json((*tools)[i], at(sub(p, "tools"), i)));
+    }
+    out.emplace(it.key(), std::move(ns));
+  }
+  return out;
+}
 
 Json parse_json_text(std::string_view text, std::string_view what) {
   try {

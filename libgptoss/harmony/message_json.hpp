@@ -15,6 +15,8 @@ namespace gptoss::harmony {
 Json parse_json_text(std::string_view text, std::string_view what);
 
 Message message_from_json(const Json& j, const std::string& path);
+// A "tools" object: {"<key>": Namespace, ...} (docs/harmony.md).
+ToolNamespaces namespaces_from_json(const Json& j, const std::string& path);
 // {"messages": [Message...]} or a bare [Message...].
 std::vector<Message> conversation_from_json(const Json& j);
 

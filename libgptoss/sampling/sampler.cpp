@@ -49,7 +49,33 @@ void Sampler::reseed(uint64_t seed) {
 
 double Sampler::uniform() { return double(rng_() >> 11) * (1.0 / 9007199254740992.0); }
 
-uint32_t Sampler::sample(std::span<const float> logits, std::span<const uint32_t> history) {
+size_t Sampler::apply_mask(std::span<const uint32_t> allowed) {
+  const size_t V = work_.size();
+  size_t n_allowed = 0;
+  for (size_t w = 0; w * 32 < V; ++w) {
+    const uint32_t bits = w < allowed.size() ? allowed[w] : 0u;
+    const size_t end = std::min(V, w * 32 + 32);
+    if (bits == 0xffffffffu && end == w * 32 + 32) {
+      n_allowed += 32;
+      continue;
+    }
+    for (size_t i = w * 32; i < end; ++i) {
+      if ((bits >> (i - w * 32)) & 1u) ++n_allowed;
+      else work_[i] = -INFINITY;
+    }
+  }
+  return n_allowed;
+}
+
+uint32_t Sampler::pick_among_allowed(std::span<const uint32_t> allowed, size_t n_allowed) {
+  size_t k = params_.temperature == 0.0f ? 0 : std::min(n_allowed - 1, size_t(uniform() * double(n_allowed)));
+  for (size_t i = 0; i < work_.size(); ++i)
+    if (i / 32 < allowed.size() && ((allowed[i / 32] >> (i % 32)) & 1u) && k-- == 0) return uint32_t(i);
+  fail(gptoss_status_internal, "no allowed token found");
+}
+
+uint32_t Sampler::sample(std::span<const float> logits, std::span<const uint32_t> history,
+                         std::span<const uint32_t> allowed) {
   const size_t V = logits.size();
   if (V == 0) fail(gptoss_status_invalid_state, "no logits to sample from");
   work_.resize(V);
@@ -70,9 +96,17 @@ uint32_t Sampler::sample(std::span<const float> logits, std::span<const uint32_t
     }
   }
 
+  size_t n_allowed = V;
+  if (!allowed.empty()) {
+    n_allowed = apply_mask(allowed);
+    if (n_allowed == 0) fail(gptoss_status_invalid_state, "the token mask allows none of the {} tokens", V);
+  }
+
   uint32_t chosen;
   const bool keeps_all = p.top_p >= 1.0f && p.min_p <= 0.0f && (p.top_k == 0 || p.top_k >= V);
-  if (p.temperature == 0.0f) {
+  if (!allowed.empty() && work_[argmax(work_)] == -INFINITY) {
+    chosen = pick_among_allowed(allowed, n_allowed);  // the model gives no allowed token any weight
+  } else if (p.temperature == 0.0f) {
     chosen = uint32_t(argmax(work_));
   } else if (keeps_all) {
     // Every token, in id order: one pass of exp and one of selection (the path below would
@@ -80,9 +114,11 @@ uint32_t Sampler::sample(std::span<const float> logits, std::span<const uint32_t
     const double top = work_[argmax(work_)];
     probs_.resize(V);
     double sum = 0.0;
-    for (size_t i = 0; i < V; ++i) sum += probs_[i] = std::exp((work_[i] - top) / p.temperature);
+    // Masked-out tokens (-inf) skip the exp: under a sparse mask most of the vocabulary.
+    for (size_t i = 0; i < V; ++i)
+      sum += probs_[i] = work_[i] == -INFINITY ? 0.0 : std::exp((work_[i] - top) / p.temperature);
     double r = uniform() * sum;
-    chosen = uint32_t(V - 1);
+    chosen = uint32_t(argmax(work_));  // if rounding leaves r >= 0 after the last token
     for (size_t i = 0; i < V; ++i) {
       r -= probs_[i];
       if (r < 0.0) {
@@ -150,7 +186,7 @@ uint32_t Sampler::sample(std::span<const float> logits, std::span<const uint32_t
     double total = 0.0;
     for (size_t i = 0; i < n; ++i) total += probs[i];
     double r = uniform() * total;
-    chosen = order_[n - 1];
+    chosen = order_[0];  // if rounding leaves r >= 0 after the last candidate
     for (size_t i = 0; i < n; ++i) {
       r -= probs[i];
       if (r < 0.0) {

@@ -39,7 +39,11 @@ class Sampler {
   const SamplerParams& params() const { return params_; }
 
   // `history`: the context's tokens (the last penalty_window of them are penalised).
-  uint32_t sample(std::span<const float> logits, std::span<const uint32_t> history);
+  // `allowed`: empty, or a token mask (bit i % 32 of word i / 32 = token i may be chosen);
+  // tokens outside it get -inf after the penalties. Throws gptoss::Error(invalid_state) when
+  // the mask allows no token of the logits.
+  uint32_t sample(std::span<const float> logits, std::span<const uint32_t> history,
+                  std::span<const uint32_t> allowed = {});
 
   bool has_last() const { return has_last_; }
   // Log-probabilities of the last sample under the penalised temperature-1 softmax, computed
@@ -50,6 +54,10 @@ class Sampler {
 
  private:
   double uniform();  // in [0, 1)
+  // Sets forbidden logits of work_ to -inf; returns how many tokens stay allowed.
+  size_t apply_mask(std::span<const uint32_t> allowed);
+  // A token when every allowed logit is -inf: the lowest allowed id (greedy) or a uniform pick.
+  uint32_t pick_among_allowed(std::span<const uint32_t> allowed, size_t n_allowed);
 
   SamplerParams params_;
   std::mt19937_64 rng_;

@@ -174,4 +174,15 @@ uint32_t Tokenizer::num_text_tokens() const { return kNumTextTokens; }
 uint32_t Tokenizer::num_special_tokens() const { return kNumTokens - kNumTextTokens; }
 uint32_t Tokenizer::num_tokens() const { return kNumTokens; }
 
+const tokenizer::TokenTrie& Tokenizer::token_trie() const {
+  std::call_once(impl_->trie_once, [this] {
+    std::vector<std::pair<uint32_t, std::string>> tokens;
+    tokens.reserve(kNumTextTokens);
+    for (uint32_t id = 0; id < kNumTextTokens; ++id)
+      tokens.emplace_back(id, std::string(impl_->bytes_of(id)));
+    impl_->trie = std::make_unique<tokenizer::TokenTrie>(std::move(tokens));
+  });
+  return *impl_->trie;
+}
+
 }  // namespace gptoss

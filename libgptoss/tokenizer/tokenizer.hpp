@@ -14,6 +14,10 @@
 
 namespace gptoss {
 
+namespace tokenizer {
+class TokenTrie;
+}
+
 class Tokenizer {
  public:
   static constexpr uint32_t kNumTextTokens = 199998;  // o200k_base mergeable ranks
@@ -45,6 +49,10 @@ class Tokenizer {
   uint32_t num_text_tokens() const;
   uint32_t num_special_tokens() const;
   uint32_t num_tokens() const;
+
+  // The text tokens as a byte trie (constrained decoding walks it): built on first use
+  // (~0.1 s for o200k), then shared by every caller for the tokenizer's lifetime.
+  const tokenizer::TokenTrie& token_trie() const;
 
   ~Tokenizer();
   Tokenizer(const Tokenizer&) = delete;

@@ -3,6 +3,7 @@
 // Tokenizer serves any number of threads.
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -11,6 +12,7 @@
 #include "libgptoss/tokenizer/piece_cache.hpp"
 #include "libgptoss/tokenizer/pre_split.hpp"
 #include "libgptoss/tokenizer/rank_table.hpp"
+#include "libgptoss/tokenizer/token_trie.hpp"
 #include "libgptoss/tokenizer/tokenizer.hpp"
 
 namespace gptoss {
@@ -25,6 +27,9 @@ struct Tokenizer::Impl {
   std::unordered_map<std::string_view, uint32_t> special_ids;  // name -> id, views into arena
   size_t longest_special_name = 0;
   tokenizer::PieceCache cache;
+  // Built on the first token_trie() call.
+  std::once_flag trie_once;
+  std::unique_ptr<tokenizer::TokenTrie> trie;
 
   // `text_arena`/`text_offsets` spell ids 0..kNumTextTokens-1; the specials are appended.
   static std::unique_ptr<Impl> build(std::string text_arena, std::vector<uint32_t> text_offsets,

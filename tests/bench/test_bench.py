@@ -97,12 +97,31 @@ class BenchTest(unittest.TestCase):
         self.assertEqual(r.returncode, 1)
         self.assertIn("nonexistent", r.stderr)
 
+    def test_constrained_mask_timing(self):
+        r = run("--constrained", "-m", MODEL, "--tokenizer-json", TOKENIZER, "-n", "12", "-t", "2",
+                "--output", "json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        out = json.loads(r.stdout)
+        self.assertGreater(out["decode_ms_per_token"], 0)
+        grammars = {s["grammar"] for s in out["scenarios"]}
+        self.assertEqual(len(grammars), 3)
+        for s in out["scenarios"]:
+            self.assertGreater(s["count"], 0)
+            m = s["mask_ms"]
+            self.assertTrue(0 < m["p50"] <= m["p99"] <= m["max"], s)
+            self.assertGreater(s["compile_ms"], 0)
+        self.assertEqual(sum(s["count"] for s in out["scenarios"]), 3 * 12)
+        table = run("--constrained", "-m", MODEL, "--tokenizer-json", TOKENIZER, "-n", "4", "-t", "2")
+        self.assertEqual(table.returncode, 0, table.stderr)
+        self.assertIn("| grammar | steps |", table.stdout)
+
     def test_bad_arguments(self):
         for args in (["-m"], ["-m", MODEL, "-p", "x"], ["-m", MODEL, "--precision", "half"],
                      ["-m", MODEL, "--mmap", "2"], ["-m", MODEL, "--output", "xml"], ["--bogus"],
                      ["-m", MODEL, "-r", "0"], ["-m", MODEL, "--kv", "f16"], ["-m", MODEL, "--kv"],
                      ["-m", MODEL, "-b", "0"], ["-m", MODEL, "-b", "65"],
-                     ["--read-probe"], ["--read-probe", "-m", MODEL, "-n", "0"]):
+                     ["--read-probe"], ["--read-probe", "-m", MODEL, "-n", "0"],
+                     ["--constrained"], ["--constrained", "-m", MODEL, "-n", "0"]):
             r = run(*args)
             self.assertEqual(r.returncode, 2, args)
             self.assertTrue(r.stderr.strip(), args)

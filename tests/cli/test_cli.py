@@ -119,8 +119,10 @@ class GenerateTest(unittest.TestCase):
         self.assertEqual(text.rstrip("\n"), raw["text"].rstrip("\n"))
 
     def test_verbose_diagnostics_per_token(self):
+        # The diagnostics describe the model's own distribution: sampled freely, greedy picks
+        # its top-1.
         result = ok("generate", "-i", "Hi", *MODEL_ARGS, *GREEDY, "--max-tokens", "5",
-                    "--verbose", "--format", "ids")
+                    "--verbose", "--format", "ids", "--no-constrain")
         ids = [int(t) for t in result.stdout.split()]
         lines = re.findall(r'\[token (\d+) ".*" p=([\d.]+) \| entropy ([\d.]+) nats \| '
                            r'top-1 (\d+) ".*" p=([\d.]+)\]', result.stderr)
@@ -274,6 +276,93 @@ class DefaultModelTest(unittest.TestCase):
             second = ok("generate", "-i", "Hi", "--max-tokens", "2", env=env)
             self.assertNotIn("generating", second.stderr)
             self.assertIn("random weights", second.stderr)
+
+
+SCHEMA = {"type": "object", "properties": {"n": {"type": "integer", "minimum": 1, "maximum": 9},
+                                           "tag": {"enum": ["a", "b"]}},
+          "required": ["n", "tag"], "additionalProperties": False}
+CHANNEL, MESSAGE, END, RETURN = 200005, 200008, 200007, 200002
+
+
+class ConstrainedTest(unittest.TestCase):
+    """--json-schema, --max-reasoning-tokens, --no-constrain (docs/constrained-decoding.md)."""
+
+    def schema_file(self, schema):
+        f = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
+        json.dump(schema, f)
+        f.close()
+        self.addCleanup(os.unlink, f.name)
+        return f.name
+
+    def check_doc(self, text):
+        doc = json.loads(text)
+        self.assertEqual(set(doc), {"n", "tag"})
+        self.assertIn(doc["n"], range(1, 10))
+        self.assertIn(doc["tag"], ("a", "b"))
+
+    def test_json_schema_answer_and_reasoning_budget(self):
+        path = self.schema_file(SCHEMA)
+        for seed in ("1", "2", "3"):
+            out = json.loads(ok("generate", "-i", "Numbers?", *MODEL_ARGS, "--seed", seed, "-q",
+                                "--json-schema", path, "--max-reasoning-tokens", "5", "--max-tokens", "64",
+                                "--format", "json").stdout)
+            self.check_doc(out["text"])
+            tokens = out["tokens"]
+            self.assertEqual(tokens[-1], RETURN)
+            self.assertEqual(tokens[0], CHANNEL)  # the Harmony header, from the first token
+            # An analysis message holds at most 5 content tokens.
+            for m, start in zip(out["messages"], [i for i, t in enumerate(tokens) if t == MESSAGE]):
+                if m["channel"] == "analysis":
+                    self.assertLessEqual(tokens.index(END, start) - start - 1, 5)
+
+    def test_raw_json_schema_is_the_whole_output(self):
+        path = self.schema_file(SCHEMA)
+        out = json.loads(ok("generate", "-i", "JSON:", "--raw", *MODEL_ARGS, "--seed", "4", "-q",
+                            "--json-schema", path, "--format", "json").stdout)
+        self.check_doc(out["text"][:out["text"].index("<|")])
+        text = ok("generate", "-i", "JSON:", "--raw", *MODEL_ARGS, "--seed", "4", "-q",
+                  "--json-schema", path).stdout
+        self.assertTrue(text.startswith(out["text"][:out["text"].index("<|")]))
+
+    def test_getp_matches_generate_under_constraints(self):
+        path = self.schema_file(SCHEMA)
+        with tempfile.TemporaryDirectory() as d:
+            prompts = Path(d) / "p.txt"
+            prompts.write_text("One\nTwo\n")
+            lines = ok("getp", "-i", str(prompts), *MODEL_ARGS, "--seed", "5", "-q", "--json-schema", path,
+                       "--max-reasoning-tokens", "3", "--format", "ids").stdout.splitlines()
+        for prompt, line in zip(("One", "Two"), lines):
+            alone = ok("generate", "-i", prompt, *MODEL_ARGS, "--seed", "5", "-q", "--json-schema", path,
+                       "--max-reasoning-tokens", "3", "--format", "ids").stdout.strip()
+            self.assertEqual(line, alone)
+
+    def test_no_constrain_samples_freely(self):
+        free = ok("generate", "-i", "Hi", *MODEL_ARGS, *GREEDY, "-q", "--max-tokens", "3", "--format", "ids",
+                  "--no-constrain").stdout.split()
+        constrained = ok("generate", "-i", "Hi", *MODEL_ARGS, *GREEDY, "-q", "--max-tokens", "3",
+                         "--format", "ids").stdout.split()
+        self.assertNotEqual(free[0], str(CHANNEL))  # the random model never writes a header itself
+        self.assertEqual(constrained[0], str(CHANNEL))
+
+    def test_bad_constraint_flags_are_one_line_errors(self):
+        bad_json = self.schema_file({})
+        Path(bad_json).write_text("{not json")
+        unsupported = self.schema_file({"type": "string", "pattern": "^x"})
+        cases = [
+            (["--json-schema", "/nonexistent.json"], "cannot read"),
+            (["--json-schema", bad_json], "not valid JSON"),
+            (["--json-schema", unsupported], '"pattern"'),
+            (["--max-reasoning-tokens", "-1"], "--max-reasoning-tokens"),
+            (["--max-reasoning-tokens", "x"], "--max-reasoning-tokens"),
+            (["--raw", "--max-reasoning-tokens", "2"], "needs Harmony"),
+            (["--no-constrain", "--json-schema", unsupported], "--no-constrain"),
+        ]
+        for args, mention in cases:
+            result = run("generate", "-i", "x", *MODEL_ARGS, *args)
+            self.assertEqual(result.returncode, 2, (args, result.stderr))
+            lines = result.stderr.strip().splitlines()
+            self.assertEqual(len(lines), 1, (args, result.stderr))
+            self.assertIn(mention, lines[0])
 
 
 if __name__ == "__main__":

@@ -196,3 +196,55 @@ TEST_CASE("truncation over a full-size vocabulary matches a brute-force referenc
     }
   }
 }
+
+TEST_CASE("a token mask restricts every sampling mode to allowed tokens", "[sampling]") {
+  const size_t V = 100;
+  std::vector<float> l(V);
+  for (size_t i = 0; i < V; ++i) l[i] = float(i % 7) * 0.3f + (i == 97 ? 1.0f : 0.0f);
+  std::vector<uint32_t> mask((V + 31) / 32, 0);
+  for (uint32_t t : {3u, 40u, 64u, 97u}) mask[t / 32] |= 1u << (t % 32);
+  const std::set<uint32_t> allowed = {3, 40, 64, 97};
+  SamplerParams greedy;
+  greedy.temperature = 0.0f;
+  CHECK(Sampler(greedy).sample(l, {}, mask) == 97u);
+  for (int mode = 0; mode < 4; ++mode) {
+    SamplerParams p;
+    p.temperature = 2.0f;
+    p.seed = 17;
+    if (mode == 1) p.top_k = 2;
+    if (mode == 2) p.top_p = 0.5f;
+    if (mode == 3) p.min_p = 0.2f;
+    Sampler s(p);
+    std::map<uint32_t, int> seen;
+    for (int i = 0; i < 400; ++i) ++seen[s.sample(l, {}, mask)];
+    for (const auto& [t, n] : seen) CHECK(allowed.count(t) == 1);
+    if (mode == 0) CHECK(seen.size() >= 3);  // sampling, not argmax
+  }
+}
+
+TEST_CASE("a mask whose allowed logits are all -inf still yields an allowed token", "[sampling]") {
+  std::vector<float> l(64, 1.0f);
+  l[5] = -INFINITY;
+  l[50] = NAN;
+  std::vector<uint32_t> mask = {1u << 5, 1u << (50 - 32)};
+  SamplerParams p;
+  p.seed = 3;
+  Sampler s(p);
+  for (int i = 0; i < 50; ++i) {
+    const uint32_t t = s.sample(l, {}, mask);
+    CHECK((t == 5u || t == 50u));
+  }
+  p.temperature = 0.0f;
+  CHECK(Sampler(p).sample(l, {}, mask) == 5u);
+}
+
+TEST_CASE("a mask that allows nothing is an error, not a forbidden token", "[sampling]") {
+  std::vector<float> l = ramp(40);
+  std::vector<uint32_t> none = {0u, 0u};
+  Sampler s(SamplerParams{});
+  CHECK_THROWS_AS(s.sample(l, {}, none), Error);
+  std::vector<uint32_t> beyond = {0u, 0u, 0xffffffffu};  // bits past the logits do not count
+  CHECK_THROWS_AS(s.sample(l, {}, beyond), Error);
+  std::vector<uint32_t> short_mask = {1u << 7};  // words missing: those tokens are not allowed
+  CHECK(s.sample(l, {}, short_mask) == 7u);
+}

@@ -16,6 +16,7 @@ from ._errors import (BufferTooSmallError, ContextOverflowError, GptossError, Gp
                       UnsupportedSystemError)
 from ._generate import ChatResponse, Token, chat, generate, system_message
 from ._library import LibraryNotFoundError, library_path, lib as _lib
+from .constrain import Constraint, Grammar, StopStrings
 from .context import Context, KVCache
 from .harmony import StreamParser, render
 from .model import Model, ModelInfo
@@ -25,6 +26,7 @@ from .tokenizer import Tokenizer
 __all__ = [
     "Model", "ModelInfo", "Tokenizer", "Context", "KVCache", "Sampler", "Logprob",
     "render", "StreamParser", "generate", "chat", "Token", "ChatResponse", "system_message",
+    "Grammar", "Constraint", "StopStrings",
     "GptossError", "InvalidArgumentError", "UnsupportedArgumentError", "InvalidStateError",
     "GptossIOError", "InsufficientMemoryError", "InsufficientResourcesError",
     "UnsupportedSystemError", "ContextOverflowError", "BufferTooSmallError", "InternalError",

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import List, Optional
 
 from . import harmony
+from .constrain import Constraint, Grammar
 from .context import Context
 from .sampler import Sampler
 
@@ -30,6 +31,7 @@ class ChatResponse:
     reasoning: str                # the analysis channel
     messages: List[dict]          # every parsed assistant message (append them to the history)
     tokens: List[int] = field(default_factory=list)
+    tool_calls: List[dict] = field(default_factory=list)  # {"recipient", "arguments"} per call
 
 
 def system_message(reasoning_effort="medium", model_identity=DEFAULT_IDENTITY):
@@ -41,15 +43,31 @@ def system_message(reasoning_effort="medium", model_identity=DEFAULT_IDENTITY):
                            "channel_required": True}}]}
 
 
-def _conversation(messages, reasoning_effort, developer):
+def _conversation(messages, reasoning_effort, developer, tools=None, json_schema=None):
+    """Adds the system message (and a developer message with the instructions, function
+    tools and response format) unless the messages bring their own system message."""
     messages = list(messages)
     if not any(m.get("role") == "system" for m in messages):
         head = [system_message(reasoning_effort or "medium")]
+        content = {"type": "developer_content"}
         if developer:
-            head.append({"role": "developer",
-                         "content": [{"type": "developer_content", "instructions": developer}]})
+            content["instructions"] = developer
+        if tools:
+            content["tools"] = {"functions": {"tools": list(tools)}}
+        if json_schema is not None:
+            content["response_formats"] = [{"name": "response", "schema": json_schema}]
+        if len(content) > 1:
+            head.append({"role": "developer", "content": [content]})
         messages = head + messages
     return {"messages": messages}
+
+
+def _harmony_grammar(tokenizer, constrain, tools, tool_choice, json_schema):
+    """The Harmony structure to enforce (None when constrain is False)."""
+    if not constrain:
+        return None
+    return Grammar.harmony(tokenizer, tools=tools or None, tool_choice=tool_choice,
+                           response_format=json_schema)
 
 
 def _stop_tokens(tokenizer, use_harmony):
@@ -57,14 +75,19 @@ def _stop_tokens(tokenizer, use_harmony):
     return {tokenizer.special_token_id(n) for n in names}
 
 
-def _run(model, prompt_tokens, *, max_tokens, use_harmony, context_length, sampler_options):
-    """Yields Token after Token; the parser (if any) is returned via StopIteration.value."""
+def _run(model, prompt_tokens, *, max_tokens, use_harmony, context_length, sampler_options,
+         grammar=None, max_reasoning_tokens=None):
+    """Yields Token after Token; the parser (if any) is returned via StopIteration.value.
+    With a grammar, only tokens it allows are sampled and generation ends when it is done."""
     if max_tokens < 1:
         raise ValueError("max_tokens must be at least 1")
     tokenizer = model.tokenizer
     stop = _stop_tokens(tokenizer, use_harmony)
+    constraint = Constraint(grammar, max_reasoning_tokens) if grammar is not None else None
     with Context(model, context_length=context_length) as ctx, \
             Sampler(**sampler_options) as sampler:
+        if constraint is not None:
+            sampler.set_constraint(constraint)
         parser = harmony.StreamParser(tokenizer) if use_harmony else None
         decoder = codecs.getincrementaldecoder("utf-8")("replace")
         ctx.append(prompt_tokens)
@@ -75,14 +98,16 @@ def _run(model, prompt_tokens, *, max_tokens, use_harmony, context_length, sampl
                 yield Token(token, state.content_delta, state.channel, state.recipient)
             else:
                 yield Token(token, decoder.decode(tokenizer.token_bytes(token)))
-            if token in stop or i + 1 == max_tokens or ctx.num_tokens >= ctx.max_tokens:
+            done = constraint is not None and constraint.finished
+            if token in stop or done or i + 1 == max_tokens or ctx.num_tokens >= ctx.max_tokens:
                 break
             ctx.append([token])
         return parser
 
 
 def generate(model, prompt, *, max_tokens=256, harmony_format=True, reasoning_effort=None,
-             developer=None, context_length=8192, **sampler_options):
+             developer=None, context_length=8192, json_schema=None, tools=None, tool_choice=None,
+             max_reasoning_tokens=None, constrain=True, **sampler_options):
     """Yields Token objects as they are sampled.
 
     `prompt` is a str (Harmony-wrapped as one user message unless harmony_format=False, when
@@ -90,28 +115,47 @@ def generate(model, prompt, *, max_tokens=256, harmony_format=True, reasoning_ef
     Harmony unless harmony_format=False). Sampler options (temperature,
     top_p, top_k, min_p, seed, ...) are passed to Sampler. Stops at <|return|>, <|call|>
     (and <|endoftext|> without Harmony) or after max_tokens.
+
+    Constrained decoding (constrain=True, the default): with Harmony the output always has
+    the Harmony structure; `json_schema` (a dict) constrains the final answer to it (and is
+    shown to the model as the response format), `tools` (function tools: dicts with name,
+    description, parameters) are offered and their arguments constrained, `tool_choice` is
+    "auto", "none", "required" or a tool name, `max_reasoning_tokens` caps the analysis
+    channel. Without Harmony, `json_schema` makes the whole output one JSON document.
     """
     tokenizer = model.tokenizer
+    if not harmony_format and (tools or tool_choice is not None or max_reasoning_tokens is not None):
+        raise ValueError("tools, tool_choice and max_reasoning_tokens need harmony_format=True")
     if isinstance(prompt, str):
         if harmony_format:
             conversation = _conversation([{"role": "user", "content": prompt}], reasoning_effort,
-                                         developer)
+                                         developer, tools, json_schema)
             ids = harmony.render(tokenizer, conversation)
         else:
             ids = tokenizer.encode(prompt, allow_special=True)
     else:
         ids = list(prompt)
+    if harmony_format:
+        grammar = _harmony_grammar(tokenizer, constrain, tools, tool_choice, json_schema)
+    else:
+        grammar = Grammar.json_schema(tokenizer, json_schema) if constrain and json_schema is not None else None
     return _run(model, ids, max_tokens=max_tokens, use_harmony=harmony_format,
-                context_length=context_length, sampler_options=sampler_options)
+                context_length=context_length, sampler_options=sampler_options, grammar=grammar,
+                max_reasoning_tokens=max_reasoning_tokens)
 
 
 def chat(model, messages, *, max_tokens=1024, reasoning_effort=None, developer=None,
-         context_length=8192, on_token=None, **sampler_options):
+         context_length=8192, on_token=None, json_schema=None, tools=None, tool_choice=None,
+         max_reasoning_tokens=None, constrain=True, **sampler_options):
     """One assistant turn after `messages` (a list of message dicts; a system message is
-    added when there is none). Returns a ChatResponse; `on_token(Token)` sees each token."""
-    ids = harmony.render(model.tokenizer, _conversation(messages, reasoning_effort, developer))
+    added when there is none). Returns a ChatResponse; `on_token(Token)` sees each token.
+    Constrained decoding as in generate()."""
+    ids = harmony.render(model.tokenizer, _conversation(messages, reasoning_effort, developer,
+                                                        tools, json_schema))
+    grammar = _harmony_grammar(model.tokenizer, constrain, tools, tool_choice, json_schema)
     run = _run(model, ids, max_tokens=max_tokens, use_harmony=True,
-               context_length=context_length, sampler_options=sampler_options)
+               context_length=context_length, sampler_options=sampler_options, grammar=grammar,
+               max_reasoning_tokens=max_reasoning_tokens)
     tokens = []
     while True:
         try:
@@ -124,12 +168,13 @@ def chat(model, messages, *, max_tokens=1024, reasoning_effort=None, developer=N
             on_token(token)
     with parser:
         parsed = parser.finish()
-    text, reasoning = [], []
+    text, reasoning, calls = [], [], []
     for m in parsed:
-        if m.get("recipient"):
-            continue
         content = m.get("content")
         body = content if isinstance(content, str) else "".join(
             p.get("text", "") for p in content or [] if p.get("type") == "text")
+        if m.get("recipient"):
+            calls.append({"recipient": m["recipient"], "arguments": body})
+            continue
         (reasoning if m.get("channel") == "analysis" else text).append(body)
-    return ChatResponse("".join(text), "".join(reasoning), parsed, tokens)
+    return ChatResponse("".join(text), "".join(reasoning), parsed, tokens, calls)

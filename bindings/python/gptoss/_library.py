@@ -98,6 +98,13 @@ class SamplerOptions(ctypes.Structure):
     ]
 
 
+class ConstraintOptions(ctypes.Structure):
+    _fields_ = [
+        ("struct_size", c_size_t),
+        ("max_reasoning_tokens", ctypes.c_int64),
+    ]
+
+
 class TokenLogprob(ctypes.Structure):
     _fields_ = [("token", c_uint32), ("logprob", c_float)]
 
@@ -195,6 +202,26 @@ _PROTOTYPES = {
     "gptoss_harmony_parser_get_current": [c_void_p, _P(HarmonyState)],
     "gptoss_harmony_parser_finish": [c_void_p, _P(c_char_p)],
     "gptoss_harmony_parser_get_messages": [c_void_p, _P(c_char_p)],
+    # constrained decoding
+    "gptoss_grammar_create_json_schema": [c_void_p, c_char_p, _P(c_void_p)],
+    "gptoss_grammar_create_harmony": [c_void_p, c_char_p, _P(c_void_p)],
+    "gptoss_grammar_retain": [c_void_p],
+    "gptoss_grammar_release": [c_void_p],
+    "gptoss_constraint_options_init": [_P(ConstraintOptions)],
+    "gptoss_constraint_create": [c_void_p, _P(ConstraintOptions), _P(c_void_p)],
+    "gptoss_constraint_retain": [c_void_p],
+    "gptoss_constraint_release": [c_void_p],
+    "gptoss_constraint_reset": [c_void_p],
+    "gptoss_constraint_accept_token": [c_void_p, c_uint32],
+    "gptoss_constraint_fill_mask": [c_void_p, _P(c_uint32), c_size_t, _P(c_size_t)],
+    "gptoss_constraint_is_finished": [c_void_p, _P(c_int32)],
+    "gptoss_sampler_set_constraint": [c_void_p, c_void_p],
+    "gptoss_stop_strings_create": [_P(c_char_p), c_size_t, _P(c_void_p)],
+    "gptoss_stop_strings_release": [c_void_p],
+    "gptoss_stop_strings_push": [c_void_p, c_char_p, c_size_t, _P(c_void_p), _P(c_size_t),
+                                 _P(c_int32)],
+    "gptoss_stop_strings_flush": [c_void_p, _P(c_void_p), _P(c_size_t)],
+    "gptoss_stop_strings_reset": [c_void_p],
 }
 _RESTYPES = {
     "gptoss_status_to_string": c_char_p,

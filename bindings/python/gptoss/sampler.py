@@ -35,6 +35,13 @@ class Sampler(Handle):
               "gptoss_sampler_create")
         super().__init__(out)
         self.top_logprobs = opts.top_logprobs
+        self.constraint = None
+
+    def set_constraint(self, constraint):
+        """Samples only tokens `constraint` allows, advancing it by each sampled token (None
+        detaches). The sampler keeps the constraint alive."""
+        check(lib.gptoss_sampler_set_constraint(self, constraint), "gptoss_sampler_set_constraint")
+        self.constraint = constraint
 
     def reseed(self, seed):
         check(lib.gptoss_sampler_reseed(self, seed), "gptoss_sampler_reseed")
