@@ -21,6 +21,10 @@ namespace {
 // The choices of one request and what is needed to frame them.
 template <typename Choice>
 struct ChoicesRun {
+  ChoicesRun(ClientConnection c, json e, bool usage) : client(std::move(c)), envelope(std::move(e)), include_usage(usage) {}
+  ChoicesRun(const ChoicesRun&) = delete;
+  ChoicesRun& operator=(const ChoicesRun&) = delete;
+
   std::vector<std::shared_ptr<Job>> jobs;
   std::vector<Choice> choices;
   std::vector<bool> owns_prompt;  // counts its prompt in the usage (one job per prompt)
@@ -179,10 +183,10 @@ void App::chat_completions(const httplib::Request& req, httplib::Response& res) 
   spec.stop = r.options.stop;
 
   auto run = std::make_shared<ChoicesRun<ChatChoice>>(
-      ChoicesRun<ChatChoice>{{}, {}, {}, {}, ClientConnection(req.remote_addr, req.remote_port, req.local_port),
-                             {{"id", new_id("chatcmpl-", 32)}, {"created", int64_t(std::time(nullptr))},
-                              {"model", options_.model_name}, {"system_fingerprint", nullptr}},
-                             r.include_usage});
+      ClientConnection(req.remote_addr, req.remote_port, req.local_port),
+      json{{"id", new_id("chatcmpl-", 32)}, {"created", int64_t(std::time(nullptr))}, {"model", options_.model_name},
+           {"system_fingerprint", nullptr}},
+      r.include_usage);
   for (int i = 0; i < r.n; ++i) {
     run->jobs.push_back(submit_or_cancel(*engine().scheduler, choice_spec(spec, i), run->jobs));
     run->choices.emplace_back(engine().tokenizer.get(), i, r.options.sampling.logprobs >= 0);
@@ -197,10 +201,9 @@ void App::completions(const httplib::Request& req, httplib::Response& res) {
   check_model(r.model);
   gptoss_tokenizer_t tokenizer = engine().tokenizer.get();
   auto run = std::make_shared<ChoicesRun<CompletionChoice>>(
-      ChoicesRun<CompletionChoice>{{}, {}, {}, {}, ClientConnection(req.remote_addr, req.remote_port, req.local_port),
-                                   {{"id", new_id("cmpl-", 32)}, {"created", int64_t(std::time(nullptr))},
-                                    {"model", options_.model_name}},
-                                   r.include_usage});
+      ClientConnection(req.remote_addr, req.remote_port, req.local_port),
+      json{{"id", new_id("cmpl-", 32)}, {"created", int64_t(std::time(nullptr))}, {"model", options_.model_name}},
+      r.include_usage);
   for (size_t p = 0; p < r.prompts.size(); ++p) {
     const CompletionPrompt& prompt = r.prompts[p];
     const std::string param = r.prompts.size() == 1 ? "prompt" : "prompt[" + std::to_string(p) + "]";

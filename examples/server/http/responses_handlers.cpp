@@ -19,6 +19,13 @@ using nlohmann::json;
 // response object is gone), and on its end the job is cancelled if it still runs (an
 // exception, a client gone before the first event) and the response is no longer in flight.
 struct ResponseRun {
+  ResponseRun(std::shared_ptr<Job> j, ResponsesFormatter f, ClientConnection c, std::string i, int64_t t, bool s,
+              json items, InflightResponses* in)
+      : job(std::move(j)), formatter(std::move(f)), client(std::move(c)), id(std::move(i)), created_at(t), store(s),
+        input_items(std::move(items)), inflight(in) {}
+  ResponseRun(const ResponseRun&) = delete;
+  ResponseRun& operator=(const ResponseRun&) = delete;
+
   std::shared_ptr<Job> job;
   ResponsesFormatter formatter;
   ClientConnection client;
@@ -112,10 +119,9 @@ void App::create_response(const httplib::Request& req, httplib::Response& res) {
   const int64_t created_at = int64_t(std::time(nullptr));
   json base = base_response(r, id, created_at, options_.model_name);
   inflight_.add(id, job, base);
-  auto run = std::make_shared<ResponseRun>(
-      ResponseRun{job, ResponsesFormatter(engine().tokenizer.get(), base, r.include_logprobs),
-                  ClientConnection(req.remote_addr, req.remote_port, req.local_port), id, created_at, r.store,
-                  std::move(input_items), &inflight_});
+  auto run = std::make_shared<ResponseRun>(job, ResponsesFormatter(engine().tokenizer.get(), base, r.include_logprobs),
+                                           ClientConnection(req.remote_addr, req.remote_port, req.local_port), id,
+                                           created_at, r.store, std::move(input_items), &inflight_);
 
   if (!r.stream) {
     std::optional<Finish> finish;
