@@ -111,6 +111,7 @@ TEST_CASE("responses: every mistake is a 400 naming its parameter", "[server][pa
       {R"({"model": "m", "input": "x", "top_logprobs": 21})", "top_logprobs"},
       {R"({"model": "m", "input": "x", "stop": ["a", "b", "c", "d", "e"]})", "stop"},
       {R"({"model": "m", "input": "x", "stop": [1]})", "stop[0]"},
+      {R"({"model": "m", "input": "x", "stop": ")" + std::string(1025, 'a') + R"("})", "stop"},
       {R"({"model": "m", "input": "x", "store": "yes"})", "store"},
       {R"({"model": "m", "input": "x", "tools": {}})", "tools"},
       {R"({"model": "m", "input": "x", "tools": [{"type": "function"}]})", "tools[0].name"},

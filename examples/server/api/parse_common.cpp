@@ -31,8 +31,11 @@ Sampling parse_sampling(const JsonReader& body) {
 
 std::vector<std::string> parse_stop(const JsonReader& body) {
   std::vector<std::string> stop;
-  for (auto& s : body.string_or_strings("stop", 4))
+  for (auto& s : body.string_or_strings("stop", 4)) {
+    if (s.size() > 1024)
+      throw invalid_request("Invalid 'stop': a stop string is at most 1024 bytes.", "stop", "invalid_value");
     if (!s.empty()) stop.push_back(std::move(s));
+  }
   return stop;
 }
 

@@ -1,5 +1,7 @@
 #include "engine/text_stream.hpp"
 
+#include "engine/capi.hpp"
+
 #include <algorithm>
 #include <utility>
 
@@ -69,31 +71,32 @@ std::string Utf8Stream::flush() {
   return out;
 }
 
-std::string StopMatcher::feed(std::string_view text) {
-  if (matched_) return {};
-  held_.append(text);
-  if (stops_.empty()) return std::exchange(held_, {});
-  size_t first = std::string::npos;
-  for (const auto& s : stops_) first = std::min(first, held_.find(s));
-  if (first != std::string::npos) {
-    matched_ = true;
-    std::string out = held_.substr(0, first);
-    held_.clear();
-    return out;
-  }
-  // Keep the longest tail that could still become a stop string.
-  size_t keep = 0;
-  for (const auto& s : stops_)
-    for (size_t n = std::min(s.size() - 1, held_.size()); n > keep; --n)
-      if (held_.compare(held_.size() - n, n, s, 0, n) == 0) {
-        keep = n;
-        break;
-      }
-  std::string out = held_.substr(0, held_.size() - keep);
-  held_.erase(0, held_.size() - keep);
-  return out;
+StopMatcher::StopMatcher(const std::vector<std::string>& stops) {
+  if (stops.empty()) return;
+  std::vector<const char*> list;
+  for (const auto& s : stops) list.push_back(s.c_str());
+  gptoss_stop_strings_t raw = nullptr;
+  check(gptoss_stop_strings_create(list.data(), list.size(), &raw), "gptoss_stop_strings_create");
+  stop_.reset(raw, [](gptoss_stop_strings* p) { gptoss_stop_strings_release(p); });
 }
 
-std::string StopMatcher::flush() { return std::exchange(held_, {}); }
+std::string StopMatcher::feed(std::string_view text) {
+  if (matched_) return {};
+  if (!stop_) return std::string(text);
+  const char* emit = nullptr;
+  size_t size = 0;
+  int32_t hit = -1;
+  check(gptoss_stop_strings_push(stop_.get(), text.data(), text.size(), &emit, &size, &hit), "gptoss_stop_strings_push");
+  matched_ = hit >= 0;
+  return std::string(emit, size);
+}
+
+std::string StopMatcher::flush() {
+  if (!stop_ || matched_) return {};
+  const char* emit = nullptr;
+  size_t size = 0;
+  check(gptoss_stop_strings_flush(stop_.get(), &emit, &size), "gptoss_stop_strings_flush");
+  return std::string(emit, size);
+}
 
 }  // namespace gptoss_server

@@ -1,7 +1,9 @@
 #pragma once
 // Text-side helpers of a token stream: token bytes to whole UTF-8 characters, and stop
-// strings matched across token boundaries (text that may start one is held back until it is
-// known not to).
+// strings.
+#include <gptoss.h>
+
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -20,10 +22,12 @@ class Utf8Stream {
   std::string pending_;
 };
 
+// Stop strings over the answer text, matched across token boundaries by the library
+// (gptoss_stop_strings_*): text that may begin one is held back until it is known not to.
 class StopMatcher {
  public:
-  explicit StopMatcher(std::vector<std::string> stops) : stops_(std::move(stops)) {}
-  bool active() const { return !stops_.empty() && !matched_; }
+  // 0..64 strings of 1..1024 bytes (the request parser enforces it). Throws EngineError.
+  explicit StopMatcher(const std::vector<std::string>& stops);
   bool matched() const { return matched_; }
   // Appends `text`; returns the part that can be emitted now. On a match, returns the text
   // before the stop string, drops the rest and matched() becomes true.
@@ -32,8 +36,7 @@ class StopMatcher {
   std::string flush();
 
  private:
-  std::vector<std::string> stops_;
-  std::string held_;
+  std::shared_ptr<gptoss_stop_strings> stop_;  // null: no stop strings
   bool matched_ = false;
 };
 
