@@ -6,7 +6,8 @@ void check(gptoss_status status, const char* call) {
   if (status == gptoss_status_success) return;
   const std::string message = gptoss_get_last_error_message();
   throw EngineError(status, std::string(call) + ": " + gptoss_status_to_string(status) +
-                                (message.empty() ? "" : ": " + message));
+                                (message.empty() ? "" : ": " + message),
+                    message);
 }
 
 namespace {

@@ -14,12 +14,15 @@ namespace gptoss_server {
 
 class EngineError : public std::runtime_error {
  public:
-  EngineError(gptoss_status status, const std::string& message)
-      : std::runtime_error(message), status_(status) {}
+  EngineError(gptoss_status status, const std::string& message, std::string detail = {})
+      : std::runtime_error(message), status_(status), detail_(std::move(detail)) {}
   gptoss_status status() const { return status_; }
+  // The library's own message (gptoss_get_last_error_message), without the call and status.
+  const std::string& detail() const { return detail_; }
 
  private:
   gptoss_status status_;
+  std::string detail_;
 };
 
 // Throws EngineError("<call>: <status>: <message>") unless `status` is success.

@@ -2,8 +2,11 @@
 // What the scheduler is asked to generate for one sequence, and what it reports back: the
 // output as a stream of messages (begin, text deltas, end) and how it finished. Endpoint
 // formatters (api/*_format.hpp) turn these into OpenAI objects and events.
+#include <gptoss.h>
+
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -13,6 +16,9 @@
 
 namespace gptoss_server {
 
+// A compiled grammar (gptoss_grammar_create_*), shared by every request of the same shape.
+using Grammar = std::shared_ptr<gptoss_grammar>;
+
 struct GenerationSpec {
   std::vector<uint32_t> prompt;
   Sampling sampling;
@@ -20,6 +26,8 @@ struct GenerationSpec {
   bool harmony = true;    // parse the output as Harmony messages; else raw text
   std::vector<std::string> stop;  // stop strings, matched in the answer text
   bool ignore_stop_tokens = false;  // /bench: always generate max_tokens
+  Grammar grammar;                  // what the output must be (null: anything)
+  int64_t max_reasoning_tokens = -1;  // analysis tokens before the answer is forced; < 0: no limit
 };
 
 struct TokenLogprob {

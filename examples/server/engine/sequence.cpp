@@ -38,6 +38,18 @@ Sequence::Sequence(std::shared_ptr<Job> job, gptoss_tokenizer_t tokenizer, size_
                   special_token(tokenizer, gptoss_special_token_call)};
   if (!spec.harmony) stop_tokens_.push_back(special_token(tokenizer, gptoss_special_token_endoftext));
   tracker_ = spec.harmony ? make_harmony_tracker(tokenizer, spec.stop) : make_text_tracker(tokenizer, spec.stop);
+  if (spec.grammar) {
+    // The sampler draws only tokens the grammar allows (and accepts each into the constraint);
+    // it holds the constraint, whose state survives preemption with the sampler.
+    gptoss_constraint_options co;
+    check(gptoss_constraint_options_init(&co), "gptoss_constraint_options_init");
+    co.max_reasoning_tokens = spec.max_reasoning_tokens;
+    gptoss_constraint_t constraint = nullptr;
+    check(gptoss_constraint_create(spec.grammar.get(), &co, &constraint), "gptoss_constraint_create");
+    const gptoss_status status = gptoss_sampler_set_constraint(sampler_.get(), constraint);
+    gptoss_constraint_release(constraint);
+    check(status, "gptoss_sampler_set_constraint");
+  }
   alternatives_.resize(size_t(std::max(0, spec.sampling.logprobs)));
   usage_.prompt_tokens = prompt_size_;
 }
