@@ -87,6 +87,7 @@ std::unique_ptr<Engine> load_engine(const ServerOptions& o, Metrics& metrics) {
   gptoss_tokenizer_t tokenizer = nullptr;
   check(gptoss_model_get_tokenizer(model, &tokenizer), "gptoss_model_get_tokenizer");
   engine->tokenizer.reset(tokenizer);
+  engine->grammars = std::make_unique<GrammarCache>(tokenizer, 64);
   engine->scheduler = std::make_unique<Scheduler>(model, o.engine, metrics);
   return engine;
 }

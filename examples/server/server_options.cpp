@@ -35,6 +35,28 @@ std::string one_of(const std::string& flag, const std::string& v, std::initializ
   throw UsageError(flag + " must be one of " + list + ", got '" + v + "'");
 }
 
+// "N" (every effort) or "low=N,medium=N,high=N" (any of them).
+void parse_reasoning_budget(ServerOptions& o, const std::string& v) {
+  const char* names[] = {"low", "medium", "high"};
+  size_t start = 0;
+  while (start <= v.size()) {
+    const size_t end = std::min(v.find(',', start), v.size());
+    const std::string item = v.substr(start, end - start);
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos) {
+      const auto n = parse_number<int64_t>("--reasoning-budget", item, 0, INT32_MAX);
+      for (auto& b : o.reasoning_budget) b = n;
+    } else {
+      const std::string effort = item.substr(0, eq);
+      int i = 0;
+      while (i < 3 && effort != names[i]) ++i;
+      if (i == 3) throw UsageError("--reasoning-budget: unknown effort '" + effort + "' (low, medium, high)");
+      o.reasoning_budget[i] = parse_number<int64_t>("--reasoning-budget", item.substr(eq + 1), 0, INT32_MAX);
+    }
+    start = end + 1;
+  }
+}
+
 std::string read_key_file(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw UsageError("--api-key-file: cannot read " + path);
@@ -74,6 +96,7 @@ const std::map<std::string, Setter>& value_flags() {
        }},
       {"--prefix-cache",
        [](O& o, S v) { o.engine.prefix_cache_entries = parse_number<size_t>("--prefix-cache", v, 0, 4096); }},
+      {"--reasoning-budget", [](O& o, S v) { parse_reasoning_budget(o, v); }},
       {"--host", [](O& o, S v) { o.host = v; }},
       {"--port", [](O& o, S v) { o.port = parse_number<int>("--port", v, 0, 65535); }},
       {"--api-key", [](O& o, S v) { o.api_key = v; }},
@@ -106,6 +129,7 @@ void print_server_usage(std::FILE* out) {
       "         --threads N (0 = every core)  --precision fast|exact\n"
       "engine:  --max-running N (16)  --max-queue N (64)  --step-tokens N (256)  --context N (8192)\n"
       "         --kv-tokens N (4 x context)  --kv-dtype f32|bf16  --prefix-cache N (8)\n"
+      "         --reasoning-budget N | low=N,medium=N,high=N  --no-constrain\n"
       "http:    --host ADDR (127.0.0.1)  --port N (8000; 0 = any free port)\n"
       "         --api-key KEY | --api-key-file FILE  --insecure-no-auth\n"
       "         --max-body-bytes N  --read-timeout S  --write-timeout S  --keep-alive-timeout S\n"
@@ -134,9 +158,11 @@ std::optional<ServerOptions> parse_server_options(int argc, char** argv) {
       std::printf("gptoss-server (libgptoss %s)\n", gptoss_get_version());
       return std::nullopt;
     }
-    if (arg == "--insecure-no-auth" || arg == "--enable-bench") {
+    if (arg == "--insecure-no-auth" || arg == "--enable-bench" || arg == "--no-constrain") {
       if (has_value) throw UsageError(arg + " takes no value");
-      (arg == "--enable-bench" ? o.enable_bench : o.insecure_no_auth) = true;
+      if (arg == "--enable-bench") o.enable_bench = true;
+      else if (arg == "--no-constrain") o.constrain = false;
+      else o.insecure_no_auth = true;
       continue;
     }
     auto it = value_flags().find(arg);

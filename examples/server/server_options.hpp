@@ -29,6 +29,9 @@ struct ServerOptions {
   // Engine.
   SchedulerConfig engine;
   bool kv_tokens_given = false; // else 4 contexts' worth (at least max_running pages)
+  bool constrain = true;        // --no-constrain: no grammar (structure, tools, formats unenforced)
+  // Default max_reasoning_tokens per reasoning effort (low, medium, high); < 0: no limit.
+  int64_t reasoning_budget[3] = {-1, -1, -1};
 
   // HTTP.
   std::string host = "127.0.0.1";

@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <thread>
 
+#include "api/harmony_conversation.hpp"
+#include "engine/grammar_cache.hpp"
 #include "engine/scheduler.hpp"
 #include "support/c_api.hpp"
 
@@ -198,4 +200,55 @@ TEST_CASE("an inconsistent configuration is refused", "[server][scheduler][bad-i
   CHECK_THROWS_AS(Scheduler(model.get(), config(64, 4096, 1024, 0), metrics), std::invalid_argument);  // 64 step tokens
   SchedulerConfig c = config(4, 512, 1024, 0);  // context > KV
   CHECK_THROWS_AS(Scheduler(model.get(), c, metrics), std::invalid_argument);
+}
+
+TEST_CASE("constrained sequences: forced tool calls with valid arguments, the same through preemption",
+          "[server][scheduler]") {
+  ChatSetup setup;
+  setup.tools.push_back({"get_weather", "", nlohmann::json::parse(R"({"type": "object",
+      "properties": {"city": {"type": "string", "enum": ["Paris", "Oslo"]}, "days": {"type": "integer", "minimum": 1, "maximum": 3}},
+      "required": ["city", "days"], "additionalProperties": false})"), false});
+  setup.tool_choice.mode = ToolChoice::Mode::required;
+  auto run = [&](Engine& e, uint64_t seed) {
+    GrammarCache grammars(e.tokenizer.get(), 4);
+    GenerationSpec s;
+    const std::vector<ConversationItem> items = {{ConversationItem::Kind::message, "user", false, "Weather?", "", ""}};
+    s.prompt = render_conversation(e.tokenizer.get(), harmony_conversation(setup, items, "2025-06-28", "input").dump());
+    s.max_tokens = 300;
+    s.sampling.seed = seed;
+    s.grammar = grammars.harmony(constraint_spec(setup).dump());
+    s.max_reasoning_tokens = 60;
+    return e.scheduler->submit(std::move(s));
+  };
+  // Four at once in a pool that holds two prompts and less than two whole outputs: preemption,
+  // constraint state and all.
+  Engine squeezed(config(4, 320, 320, 0));
+  std::vector<std::shared_ptr<Job>> jobs;
+  for (uint64_t seed = 0; seed < 4; ++seed) jobs.push_back(run(squeezed, seed));
+  Engine roomy(config(4, 4096, 320, 0));
+  for (uint64_t seed = 0; seed < 4; ++seed) {
+    INFO("seed " << seed);
+    std::vector<OutputEvent> events;
+    std::optional<Finish> finish;
+    while (!finish) finish = jobs[seed]->take(events, std::chrono::milliseconds(100));
+    REQUIRE(finish->reason == FinishReason::stop);
+    std::string call, args;
+    for (const auto& ev : events) {
+      if (ev.kind == OutputEvent::Kind::begin && !ev.header.recipient.empty()) call = ev.header.recipient;
+      if (ev.kind == OutputEvent::Kind::delta && !call.empty()) args += ev.text;
+    }
+    CHECK(call == "functions.get_weather");
+    const auto parsed = nlohmann::json::parse(args);
+    CHECK((parsed["city"] == "Paris" || parsed["city"] == "Oslo"));
+    CHECK((parsed["days"] >= 1 && parsed["days"] <= 3));
+    CHECK(parsed.size() == 2);
+    const Outcome alone = wait(*run(roomy, seed));
+    CHECK(alone.finish.usage.output_tokens == finish->usage.output_tokens);
+    std::string squeezed_text;
+    for (const auto& ev : events)
+      if (ev.kind == OutputEvent::Kind::delta) squeezed_text += ev.text;
+    CHECK(alone.text == squeezed_text);
+  }
+  CHECK(squeezed.metrics.prometheus(squeezed.scheduler->gauges()).find("gptoss_preemptions_total 0\n") ==
+        std::string::npos);
 }

@@ -19,19 +19,23 @@ json system_message(const ChatSetup& setup, const std::string& date) {
   return {{"role", "system"}, {"content", json::array({content})}};
 }
 
+// The function tools as a Harmony namespace: the developer message declares them, the
+// constraint grammar allows calls to them.
+json functions_namespace(const std::vector<FunctionTool>& functions) {
+  json tools = json::array();
+  for (const auto& t : functions) {
+    json tool = {{"name", t.name}, {"description", t.description}};
+    if (!t.parameters.is_null()) tool["parameters"] = t.parameters;
+    tools.push_back(std::move(tool));
+  }
+  return {{"functions", {{"name", "functions"}, {"tools", std::move(tools)}}}};
+}
+
 // Instructions, tools and the response format; null when there is none of them.
 json developer_message(const ChatSetup& setup, const std::string& instructions) {
   json content = {{"type", "developer_content"}};
   if (!instructions.empty()) content["instructions"] = instructions;
-  if (!setup.tools.empty()) {
-    json tools = json::array();
-    for (const auto& t : setup.tools) {
-      json tool = {{"name", t.name}, {"description", t.description}};
-      if (!t.parameters.is_null()) tool["parameters"] = t.parameters;
-      tools.push_back(std::move(tool));
-    }
-    content["tools"] = {{"functions", {{"name", "functions"}, {"tools", std::move(tools)}}}};
-  }
+  if (!setup.tools.empty()) content["tools"] = functions_namespace(setup.tools);
   const ResponseFormat& f = setup.format;
   if (f.type == ResponseFormat::Type::json_schema) {
     json format = {{"name", f.name}, {"schema", f.schema}};
@@ -100,6 +104,25 @@ json harmony_conversation(const ChatSetup& setup, const std::vector<Conversation
     }
   }
   return {{"messages", std::move(messages)}};
+}
+
+json constraint_spec(const ChatSetup& setup) {
+  json spec = {{"channels", {"analysis", "commentary", "final"}}};
+  if (!setup.tools.empty()) spec["tools"] = functions_namespace(setup.tools);
+  switch (setup.tool_choice.mode) {
+    case ToolChoice::Mode::automatic: spec["tool_choice"] = "auto"; break;
+    case ToolChoice::Mode::none: spec["tool_choice"] = "none"; break;
+    case ToolChoice::Mode::required: spec["tool_choice"] = "required"; break;
+    case ToolChoice::Mode::function: spec["tool_choice"] = {{"type", "function"}, {"name", setup.tool_choice.name}}; break;
+  }
+  switch (setup.format.type) {
+    case ResponseFormat::Type::text: spec["response_format"] = {{"type", "text"}}; break;
+    case ResponseFormat::Type::json_object: spec["response_format"] = {{"type", "json_object"}}; break;
+    case ResponseFormat::Type::json_schema:
+      spec["response_format"] = {{"type", "json_schema"}, {"schema", setup.format.schema}};
+      break;
+  }
+  return spec;
 }
 
 std::string utc_date_today() {

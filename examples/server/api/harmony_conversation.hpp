@@ -16,6 +16,11 @@ namespace gptoss_server {
 json harmony_conversation(const ChatSetup& setup, const std::vector<ConversationItem>& items,
                           const std::string& date, const char* items_param);
 
+// The spec of gptoss_grammar_create_harmony that holds the model's output to the same chat:
+// Harmony structure, calls only to the declared functions with arguments valid under their
+// schemas, tool_choice, and the response format on the final channel.
+json constraint_spec(const ChatSetup& setup);
+
 // Today's date in UTC, "YYYY-MM-DD".
 std::string utc_date_today();
 

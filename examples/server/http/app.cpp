@@ -5,6 +5,7 @@
 #include <ctime>
 
 #include "api/api_error.hpp"
+#include "api/harmony_conversation.hpp"
 #include "api/ids.hpp"
 #include "engine/capi.hpp"
 
@@ -240,8 +241,7 @@ std::vector<uint32_t> App::render_prompt(const nlohmann::json& conversation, con
     // The renderer refuses what the request put in the conversation (a schema it cannot
     // render, ...): the client's to fix.
     if (e.status() != gptoss_status_invalid_argument) throw;
-    throw invalid_request(std::string("The conversation could not be rendered: ") + e.what(), items_param,
-                          "invalid_value");
+    throw invalid_request("The conversation could not be rendered: " + e.detail(), items_param, "invalid_value");
   }
   const size_t context = options_.engine.context_length;
   if (prompt.size() >= context)
@@ -250,6 +250,30 @@ std::vector<uint32_t> App::render_prompt(const nlohmann::json& conversation, con
                               " tokens of prompt (and at least one is needed for the output).",
                           items_param, "context_length_exceeded");
   return prompt;
+}
+
+Grammar App::constraint_grammar(const ChatSetup& setup, const char* tools_param, const char* format_param) {
+  if (!options_.constrain) return nullptr;
+  try {
+    return engine_->grammars->harmony(constraint_spec(setup).dump());
+  } catch (const EngineError& e) {
+    if (e.status() != gptoss_status_invalid_argument && e.status() != gptoss_status_unsupported_argument) throw;
+    // The compiler names the spec's path: spec_json.tools.functions.tools[0].parameters or
+    // spec_json.response_format.schema; said in the request's own terms.
+    std::string detail = e.detail();
+    const bool format = detail.find("spec_json.response_format") != std::string::npos;
+    for (auto [from, to] : {std::pair<std::string, std::string>{"spec_json.tools.functions.tools", tools_param},
+                            {"spec_json.response_format", format_param}})
+      if (auto at = detail.find(from); at != std::string::npos) detail.replace(at, from.size(), to);
+    throw invalid_request(std::string(format ? "Invalid response format schema: " : "Invalid tool schema: ") + detail,
+                          format ? format_param : tools_param,
+                          format ? "invalid_response_format" : "invalid_function_parameters");
+  }
+}
+
+int64_t App::reasoning_budget(const ChatSetup& setup, std::optional<int64_t> requested) const {
+  if (requested) return *requested;
+  return options_.reasoning_budget[int(setup.effort.value_or(ReasoningEffort::medium))];
 }
 
 size_t App::output_budget(size_t prompt_tokens, std::optional<int64_t> max_tokens) const {

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "api/request.hpp"
+#include "engine/grammar_cache.hpp"
 #include "engine/scheduler.hpp"
 #include "metrics.hpp"
 #include "server_options.hpp"
@@ -27,6 +28,7 @@ struct Engine {
   ModelHandle model;
   TokenizerHandle tokenizer;
   std::unique_ptr<Scheduler> scheduler;
+  std::unique_ptr<GrammarCache> grammars;
   std::string backend;
   size_t vocab_size = 0;
 };
@@ -72,6 +74,11 @@ class App {
   // Rendered prompt of a Harmony conversation; 400 when it is too long for the context.
   std::vector<uint32_t> render_prompt(const nlohmann::json& conversation, const char* items_param);
   size_t output_budget(size_t prompt_tokens, std::optional<int64_t> max_tokens) const;
+  // The grammar that holds a Harmony chat's output to its setup (null with --no-constrain);
+  // a schema the compiler refuses is a 400 naming `tools_param` or `format_param`.
+  Grammar constraint_grammar(const ChatSetup& setup, const char* tools_param, const char* format_param);
+  // max_reasoning_tokens: the request's, else the server's default for its effort.
+  int64_t reasoning_budget(const ChatSetup& setup, std::optional<int64_t> requested) const;
 
   void health(const httplib::Request& req, httplib::Response& res);
   void metrics_text(const httplib::Request& req, httplib::Response& res);

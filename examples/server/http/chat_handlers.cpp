@@ -181,6 +181,8 @@ void App::chat_completions(const httplib::Request& req, httplib::Response& res) 
   spec.sampling = r.options.sampling;
   spec.max_tokens = output_budget(spec.prompt.size(), r.options.max_tokens);
   spec.stop = r.options.stop;
+  spec.grammar = constraint_grammar(r.setup, "tools", "response_format");
+  spec.max_reasoning_tokens = reasoning_budget(r.setup, r.options.max_reasoning_tokens);
 
   auto run = std::make_shared<ChoicesRun<ChatChoice>>(
       ClientConnection(req.remote_addr, req.remote_port, req.local_port),

@@ -113,6 +113,8 @@ void App::create_response(const httplib::Request& req, httplib::Response& res) {
   spec.sampling = r.options.sampling;
   spec.max_tokens = output_budget(spec.prompt.size(), r.options.max_tokens);
   spec.stop = r.options.stop;
+  spec.grammar = constraint_grammar(r.setup, "tools", "text.format");
+  spec.max_reasoning_tokens = reasoning_budget(r.setup, r.options.max_reasoning_tokens);
   auto job = engine().scheduler->submit(std::move(spec));
 
   const std::string id = new_id("resp_");

@@ -105,3 +105,16 @@ test('unknown URLs are 404 in the same shape, and the server still serves', asyn
   const ok = await client.responses.create({ model: MODEL, input: 'still there?', max_output_tokens: 2 });
   assert.ok(ok.id);
 });
+
+test('schemas the constraint compiler cannot enforce are 400s naming tools or the format', async () => {
+  const tool = { type: 'function', name: 'f', parameters: { type: 'object', properties: { a: { type: 'string', pattern: '^x' } } } };
+  await assert.rejects(client.responses.create({ model: MODEL, input: 'hi', tools: [tool] }),
+    (e) => e instanceof OpenAI.BadRequestError && e.param === 'tools' && /pattern/.test(e.message));
+  const format = { type: 'json_schema', name: 'o', schema: { type: 'object', properties: { a: { type: 'integer', minimum: 5, maximum: 1 } } } };
+  await assert.rejects(client.responses.create({ model: MODEL, input: 'hi', text: { format } }),
+    (e) => e instanceof OpenAI.BadRequestError && e.param === 'text.format');
+  await assert.rejects(client.chat.completions.create({
+    model: MODEL, messages: [{ role: 'user', content: 'hi' }],
+    response_format: { type: 'json_schema', json_schema: { name: 'o', schema: { type: 'string', format: 'date', pattern: 'x' } } },
+  }), (e) => e instanceof OpenAI.BadRequestError && e.param === 'response_format');
+});
