@@ -520,6 +520,25 @@ GPTOSS_API enum gptoss_status gptoss_harmony_parser_get_messages(gptoss_harmony_
                                                                  const char** json_out);
 
 /* ------------------------------------------------------------------------------------------ */
+/* Context checkpoints: cheap truncation back to a chosen position (prefix reuse across turns).
+ *
+ * Sliding-window layers keep only the KV of the last sliding_window (128) positions, so after
+ * a context has grown well past position p, gptoss_context_truncate(context, p) finds the
+ * window before p gone and recomputes the whole prefix. A server that keeps a finished
+ * conversation's context for its next turn truncates back to where the new prompt diverges
+ * (usually just after the previous prompt, since the answer is rendered differently in
+ * history): a checkpoint at the end of that prompt keeps the window there. */
+
+/* Keeps the sliding-window KV of the window before `position` while the context grows past
+ * it. A later gptoss_context_truncate(context, n) with n >= position then resumes at the latest
+ * of n - 1 (if the window before it is still held) and `position`; without a checkpoint it
+ * resumes at 0 once that window is gone (gptoss_context_get_num_processed_tokens says where it
+ * resumed). Costs at most sliding_window / GPTOSS_KV_PAGE_SIZE + 1 pages of the sliding-window
+ * group, which every KV pool reserves per sequence. One checkpoint per context: a new call
+ * moves it, 0 clears it; gptoss_context_reset and a truncation below it drop it.
+ * Returns success; invalid_argument (NULL context, position > number of tokens). */
+GPTOSS_API enum gptoss_status gptoss_context_set_checkpoint(gptoss_context_t context,
+                                                            size_t position);
 /* Constrained decoding: grammars, per-sequence constraints, allowed-token masks, stop strings.
  *
  * A grammar is compiled once (from a JSON Schema, or from a Harmony spec: channels, tools,

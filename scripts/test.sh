@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Sets up whatever is missing, builds everything, and runs the whole test suite:
-# unit tests, C API tests, conformance against ../shared/conformance, CLI and Python tests,
-# with every library test (bad input included) also run under AddressSanitizer + UBSan; then
-# the installed library, its two out-of-tree consumers and the pip package (test-install.sh).
+# unit tests, C API tests, conformance against ../shared/conformance, CLI, Python and server
+# tests, with every library test (bad input included) also run under AddressSanitizer + UBSan;
+# then the installed library, its two out-of-tree consumers and the pip package
+# (test-install.sh), and the OpenAI SDK against gptoss-server on both stores (test-server.sh).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -27,3 +28,6 @@ echo "== full suite"
 ctest --test-dir build --output-on-failure -j"$jobs"
 
 bash scripts/test-install.sh build
+
+echo "== server: the OpenAI SDK against gptoss-server (SQLite and PostgreSQL stores), load test"
+bash scripts/test-server.sh

@@ -178,6 +178,11 @@ GPTOSS_API enum gptoss_status gptoss_context_truncate(gptoss_context_t context, 
   return api::guard([&] { ctx_of(context).truncate(n_tokens); });
 }
 
+GPTOSS_API enum gptoss_status gptoss_context_set_checkpoint(gptoss_context_t context,
+                                                            size_t position) {
+  return api::guard([&] { ctx_of(context).set_checkpoint(position); });
+}
+
 GPTOSS_API enum gptoss_status gptoss_context_sample(gptoss_context_t context,
                                                     gptoss_sampler_t sampler,
                                                     uint32_t* token_out) {

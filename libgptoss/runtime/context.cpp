@@ -56,7 +56,7 @@ void Context::prepare_pages(size_t p0, size_t p1) {
   auto& sl = pages_[int(PageGroup::sliding)];
   const size_t first_visible = p0 + 1 > window ? p0 + 1 - window : 0;
   for (size_t i = 0; i < sl.size() && (i + 1) * P <= first_visible; ++i)
-    if (sl[i] >= 0) {
+    if (sl[i] >= 0 && !pinned(i)) {
       pool_->free_page(PageGroup::sliding, sl[i]);
       sl[i] = -1;
     }
@@ -195,6 +195,29 @@ void Context::reset() {
   tokens_.clear();
   n_processed_ = 0;
   logits_state_ = LogitsState::none;
+  checkpoint_ = 0;
+}
+
+bool Context::pinned(size_t sliding_page) const {
+  if (checkpoint_ == 0) return false;
+  const size_t P = KvPool::kPageSize, window = model_->config().sliding_window;
+  const size_t first = checkpoint_ > window ? checkpoint_ - window : 0;
+  return sliding_page >= first / P && sliding_page <= (checkpoint_ - 1) / P;
+}
+
+bool Context::window_held(size_t pos) const {
+  const size_t P = KvPool::kPageSize, window = model_->config().sliding_window;
+  const auto& sl = pages_[int(PageGroup::sliding)];
+  for (size_t p = pos + 1 > window ? pos + 1 - window : 0; p < pos; p += P - p % P)
+    if (p / P >= sl.size() || sl[p / P] < 0) return false;
+  return true;
+}
+
+void Context::set_checkpoint(size_t position) {
+  if (position > tokens_.size())
+    fail(gptoss_status_invalid_argument, "checkpoint at {} is past the context's {} tokens",
+         position, tokens_.size());
+  checkpoint_ = position;
 }
 
 void Context::truncate(size_t n) {
@@ -208,23 +231,22 @@ void Context::truncate(size_t n) {
     reset();
     return;
   }
+  if (checkpoint_ > n) checkpoint_ = 0;
   // The last kept token is processed again so that its logits exist; its KV is rewritten
   // with the same values.
   n_processed_ = std::min(n_processed_, n - 1);
   const size_t P = KvPool::kPageSize;
   release_pages_from(PageGroup::full, (n + P - 1) / P);
   release_pages_from(PageGroup::sliding, (n + P - 1) / P);
-  // Sliding-window keys older than one chunk are gone; if the next query needs them,
-  // recompute from the start (identical results, more work).
-  const size_t window = model_->config().sliding_window;
-  const size_t need_from = n_processed_ + 1 > window ? n_processed_ + 1 - window : 0;
-  const auto& sl = pages_[int(PageGroup::sliding)];
-  for (size_t pos = need_from; pos < n_processed_; pos += P - pos % P)
-    if (pos / P >= sl.size() || sl[pos / P] < 0) {
-      n_processed_ = 0;
-      release_pages_from(PageGroup::sliding, 0);  // rewritten from the start anyway
-      break;
-    }
+  // Sliding-window keys older than the live window (plus one chunk) are gone unless a
+  // checkpoint kept them: resume where they are all present (identical results, more work).
+  if (window_held(n_processed_)) return;
+  if (checkpoint_ > 0 && checkpoint_ <= n_processed_ && window_held(checkpoint_)) {
+    n_processed_ = checkpoint_;
+    return;
+  }
+  n_processed_ = 0;
+  release_pages_from(PageGroup::sliding, 0);  // rewritten from the start anyway
 }
 
 }  // namespace gptoss

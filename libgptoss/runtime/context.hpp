@@ -51,7 +51,12 @@ class Context {
   bool samples_on_device(const Sampler& sampler) const;
 
   void reset();
+  // Keeps n tokens; resumes at n - 1, at the checkpoint, or at 0: the latest position whose
+  // sliding-window KV is still held.
   void truncate(size_t n);
+  // Keeps the sliding-window KV of the window before `position` while the context grows, so
+  // that a truncation to n >= position resumes there at worst. 0 clears it.
+  void set_checkpoint(size_t position);
 
  private:
   friend class ForwardStep;
@@ -61,6 +66,9 @@ class Context {
   // releasing sliding pages no later query can see. Throws insufficient_resources.
   void prepare_pages(size_t p0, size_t p1);
   void release_pages_from(PageGroup g, size_t first_page);
+  // Whether every sliding page a query at `pos` reads (the window before it) is held.
+  bool window_held(size_t pos) const;
+  bool pinned(size_t sliding_page) const;
   int32_t page_at(PageGroup g, size_t pos) const { return pages_[int(g)][pos / KvPool::kPageSize]; }
   static void run_steps(std::span<Context* const> contexts, const SampleRequest* request);
   void sample_stored_logits(const SampleRequest& request);
@@ -75,6 +83,7 @@ class Context {
   gptoss_backend_buffer_t logits_buf_ = nullptr;  // vocab floats on the output device
   LogitsState logits_state_ = LogitsState::none;
   std::vector<float> logits_;  // host copy when on_host
+  size_t checkpoint_ = 0;  // 0 = none
 };
 
 }  // namespace gptoss

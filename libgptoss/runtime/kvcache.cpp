@@ -24,9 +24,13 @@ PageGroup KvPool::group_of(uint32_t layer) const {
   return model_->config().layer_is_sliding[layer] ? PageGroup::sliding : PageGroup::full;
 }
 
+size_t KvPool::checkpoint_pages() const {
+  return (model_->config().sliding_window + kPageSize - 1) / kPageSize + 1;
+}
+
 size_t KvPool::sliding_pages_per_sequence() const {
   const size_t window = model_->config().sliding_window;
-  return (window - 1 + max_chunk_ + kPageSize - 1) / kPageSize + 1;
+  return (window - 1 + max_chunk_ + kPageSize - 1) / kPageSize + 1 + checkpoint_pages();
 }
 
 KvPool::KvPool(std::shared_ptr<const Model> model, size_t capacity_tokens, size_t max_sequences,

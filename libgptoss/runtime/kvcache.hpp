@@ -60,8 +60,11 @@ class KvPool {
   size_t free_pages(PageGroup g) const;  // of the capacity, grown or not
   size_t total_pages(PageGroup g) const { return pages_[int(g)]; }
   size_t committed_pages(PageGroup g) const;  // what the caches hold now
-  // Pages one sequence can need at most in the sliding group.
+  // Pages one sequence can need at most in the sliding group: its live window plus one prefill
+  // chunk, and the window kept before a checkpoint (Context::set_checkpoint).
   size_t sliding_pages_per_sequence() const;
+  // Pages that hold the window before a checkpoint at most.
+  size_t checkpoint_pages() const;
 
   // Streams, events and step arenas of the contexts drawing on this pool.
   StepRunner& runner() const { return *runner_; }

@@ -1,0 +1,164 @@
+#!/usr/bin/env python3
+"""Throughput and latency of a running gptoss-server under N concurrent streaming users.
+
+For each concurrency level, N users each send R streaming requests one after another (the
+same prompt, max_tokens each) and the script reports aggregate output tokens per second over
+the level's wall time, time to first token (p50/p99) and inter-token latency (p50/p99, the gaps
+between streamed chunks of one request). /v1/completions streams every token as it is sampled
+(raw text); --endpoint chat measures /v1/chat/completions instead (with a real model: on random
+weights, unconstrained Harmony output streams nothing until it ends).
+
+  python3 examples/bench/server_bench.py --url http://127.0.0.1:8000 --model NAME \
+      [--users 1,2,4,8,16] [--requests 2] [--max-tokens 64] [--prompt-tokens 128] [--json]
+
+Only the Python standard library; any number of users (one thread each).
+"""
+import argparse
+import http.client
+import json
+import statistics
+import sys
+import threading
+import time
+import urllib.parse
+
+PROMPT_WORDS = ("the history of computing is a story of machines that grew smaller and faster while "
+                "the problems they were asked to solve grew larger ").split()
+
+
+def percentile(values, p):
+    if not values:
+        return float("nan")
+    s = sorted(values)
+    k = (len(s) - 1) * p / 100.0
+    lo, hi = int(k), min(int(k) + 1, len(s) - 1)
+    return s[lo] + (s[hi] - s[lo]) * (k - lo)
+
+
+def stream_once(url, headers, body, endpoint):
+    """One streaming request: (first-token delay, gaps between chunks, output tokens)."""
+    u = urllib.parse.urlparse(url)
+    conn = http.client.HTTPConnection(u.hostname, u.port or 80, timeout=600)
+    path = "/v1/completions" if endpoint == "completions" else "/v1/chat/completions"
+    start = time.perf_counter()
+    conn.request("POST", path, body=json.dumps(body), headers=headers)
+    res = conn.getresponse()
+    if res.status != 200:
+        raise RuntimeError(f"HTTP {res.status}: {res.read()[:300]!r}")
+    first, last, gaps, tokens = None, None, [], 0
+    for raw in res:
+        line = raw.decode("utf-8", "replace").strip()
+        if not line.startswith("data: ") or line == "data: [DONE]":
+            continue
+        chunk = json.loads(line[6:])
+        if "error" in chunk:
+            raise RuntimeError(f"stream error: {chunk['error']}")
+        if chunk.get("usage"):
+            tokens = chunk["usage"]["completion_tokens"]
+        choices = chunk.get("choices") or []
+        if not choices:
+            continue
+        delta = choices[0].get("text") if endpoint == "completions" else choices[0].get("delta", {})
+        has_text = bool(delta) if endpoint == "completions" else bool(
+            delta.get("content") or delta.get("reasoning_content") or delta.get("tool_calls"))
+        if not has_text:
+            continue
+        now = time.perf_counter()
+        if first is None:
+            first = now - start
+        else:
+            gaps.append(now - last)
+        last = now
+    conn.close()
+    return first, gaps, tokens
+
+
+def run_level(args, users):
+    headers = {"Content-Type": "application/json"}
+    if args.api_key:
+        headers["Authorization"] = f"Bearer {args.api_key}"
+    prompt = " ".join(PROMPT_WORDS[i % len(PROMPT_WORDS)] for i in range(args.prompt_tokens))
+    ttft, itl, tokens, errors = [], [], [0], []
+    lock = threading.Lock()
+
+    def user(index):
+        for r in range(args.requests):
+            body = {"model": args.model, "max_tokens": args.max_tokens, "stream": True,
+                    "stream_options": {"include_usage": True}, "seed": index * 1000 + r,
+                    "temperature": args.temperature}
+            if args.endpoint == "completions":
+                body["prompt"] = f"{index} {r} {prompt}"
+            else:
+                body["messages"] = [{"role": "user", "content": f"{index} {r} {prompt}"}]
+            try:
+                first, gaps, n = stream_once(args.url, headers, body, args.endpoint)
+            except Exception as e:  # reported, and the run fails
+                with lock:
+                    errors.append(str(e))
+                continue
+            with lock:
+                if first is not None:
+                    ttft.append(first)
+                itl.extend(gaps)
+                tokens[0] += n
+
+    threads = [threading.Thread(target=user, args=(i,)) for i in range(users)]
+    start = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    wall = time.perf_counter() - start
+    return {"users": users, "requests": users * args.requests, "output_tokens": tokens[0],
+            "wall_seconds": wall, "aggregate_tokens_per_second": tokens[0] / wall if wall > 0 else 0.0,
+            "ttft_p50_ms": 1000 * percentile(ttft, 50), "ttft_p99_ms": 1000 * percentile(ttft, 99),
+            "itl_p50_ms": 1000 * percentile(itl, 50), "itl_p99_ms": 1000 * percentile(itl, 99),
+            "errors": errors}
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--url", default="http://127.0.0.1:8000")
+    p.add_argument("--model", required=True)
+    p.add_argument("--api-key", default="")
+    p.add_argument("--users", default="1,2,4,8,16", help="comma-separated concurrency levels")
+    p.add_argument("--requests", type=int, default=2, help="requests per user, one after another")
+    p.add_argument("--max-tokens", type=int, default=64)
+    p.add_argument("--prompt-tokens", type=int, default=128, help="prompt length in words (about tokens)")
+    p.add_argument("--temperature", type=float, default=1.0)
+    p.add_argument("--endpoint", choices=["completions", "chat"], default="completions")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a markdown table")
+    args = p.parse_args()
+
+    levels = [int(x) for x in args.users.split(",") if x]
+    # One request first, not counted: the model's pages and the server's threads warm up.
+    warm = run_level(argparse.Namespace(**{**vars(args), "requests": 1}), 1)
+    if warm["errors"]:
+        print(f"error: {warm['errors'][0]}", file=sys.stderr)
+        return 1
+    results = []
+    for users in levels:
+        results.append(run_level(args, users))
+        if not args.json:
+            r = results[-1]
+            print(f"  {users} users: {r['aggregate_tokens_per_second']:.1f} tok/s", file=sys.stderr)
+    base = results[0]["aggregate_tokens_per_second"] if results else 0
+    for r in results:
+        r["speedup_vs_first"] = r["aggregate_tokens_per_second"] / base if base else 0.0
+    if args.json:
+        print(json.dumps(results, indent=2))
+    else:
+        print("| users | aggregate tok/s | x first | TTFT p50 ms | TTFT p99 ms | ITL p50 ms | ITL p99 ms | errors |")
+        print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+        for r in results:
+            print(f"| {r['users']} | {r['aggregate_tokens_per_second']:.1f} | {r['speedup_vs_first']:.2f} | "
+                  f"{r['ttft_p50_ms']:.0f} | {r['ttft_p99_ms']:.0f} | {r['itl_p50_ms']:.0f} | "
+                  f"{r['itl_p99_ms']:.0f} | {len(r['errors'])} |")
+    errors = [e for r in results for e in r["errors"]]
+    for e in errors[:5]:
+        print(f"error: {e}", file=sys.stderr)
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,37 @@
+#include "api/logprobs.hpp"
+
+#include "engine/capi.hpp"
+#include "engine/text_stream.hpp"
+
+namespace gptoss_server {
+
+std::string token_text(gptoss_tokenizer_t tokenizer, uint32_t token) {
+  Utf8Stream utf8;
+  std::string text = utf8.feed(token_bytes(tokenizer, token));
+  return text + utf8.flush();
+}
+
+namespace {
+nlohmann::json entry(gptoss_tokenizer_t tokenizer, uint32_t token, float logprob) {
+  const std::string_view bytes = token_bytes(tokenizer, token);
+  nlohmann::json byte_values = nlohmann::json::array();
+  for (unsigned char b : bytes) byte_values.push_back(int(b));
+  return {{"token", token_text(tokenizer, token)}, {"logprob", logprob}, {"bytes", byte_values}};
+}
+}  // namespace
+
+nlohmann::json token_logprob_json(gptoss_tokenizer_t tokenizer, const TokenLogprob& lp) {
+  nlohmann::json j = entry(tokenizer, lp.token, lp.logprob);
+  nlohmann::json top = nlohmann::json::array();
+  for (const auto& [token, logprob] : lp.top) top.push_back(entry(tokenizer, token, logprob));
+  j["top_logprobs"] = std::move(top);
+  return j;
+}
+
+nlohmann::json token_logprobs_json(gptoss_tokenizer_t tokenizer, const std::vector<TokenLogprob>& lps) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& lp : lps) out.push_back(token_logprob_json(tokenizer, lp));
+  return out;
+}
+
+}  // namespace gptoss_server

@@ -1,0 +1,123 @@
+#include "engine/sequence.hpp"
+
+#include <algorithm>
+#include <random>
+
+namespace gptoss_server {
+namespace {
+
+SamplerHandle make_sampler(const Sampling& s) {
+  gptoss_sampler_options o;
+  check(gptoss_sampler_options_init(&o), "gptoss_sampler_options_init");
+  o.temperature = float(s.temperature);
+  o.top_p = float(s.top_p);
+  o.presence_penalty = float(s.presence_penalty);
+  o.frequency_penalty = float(s.frequency_penalty);
+  if (s.seed) {
+    o.seed = *s.seed;
+  } else {
+    std::random_device device;
+    o.seed = (uint64_t{device()} << 32) | device();
+  }
+  o.top_logprobs = uint32_t(std::max(0, s.logprobs));
+  gptoss_sampler_t sampler = nullptr;
+  check(gptoss_sampler_create(&o, &sampler), "gptoss_sampler_create");
+  return SamplerHandle(sampler);
+}
+
+double seconds(std::chrono::steady_clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+}  // namespace
+
+Sequence::Sequence(std::shared_ptr<Job> job, gptoss_tokenizer_t tokenizer, size_t context_length, Metrics& metrics)
+    : job_(std::move(job)), tokenizer_(tokenizer), context_length_(context_length), metrics_(metrics),
+      tokens_(job_->spec().prompt), prompt_size_(tokens_.size()), sampler_(make_sampler(job_->spec().sampling)) {
+  const GenerationSpec& spec = job_->spec();
+  // <|return|> ends an answer, <|call|> a tool call; raw text also ends at <|endoftext|>.
+  stop_tokens_ = {special_token(tokenizer, gptoss_special_token_return),
+                  special_token(tokenizer, gptoss_special_token_call)};
+  if (!spec.harmony) stop_tokens_.push_back(special_token(tokenizer, gptoss_special_token_endoftext));
+  tracker_ = spec.harmony ? make_harmony_tracker(tokenizer, spec.stop) : make_text_tracker(tokenizer, spec.stop);
+  if (spec.grammar) {
+    // The sampler draws only tokens the grammar allows (and accepts each into the constraint);
+    // it holds the constraint, whose state survives preemption with the sampler.
+    gptoss_constraint_options co;
+    check(gptoss_constraint_options_init(&co), "gptoss_constraint_options_init");
+    co.max_reasoning_tokens = spec.max_reasoning_tokens;
+    gptoss_constraint_t constraint = nullptr;
+    check(gptoss_constraint_create(spec.grammar.get(), &co, &constraint), "gptoss_constraint_create");
+    const gptoss_status status = gptoss_sampler_set_constraint(sampler_.get(), constraint);
+    gptoss_constraint_release(constraint);
+    check(status, "gptoss_sampler_set_constraint");
+  }
+  alternatives_.resize(size_t(std::max(0, spec.sampling.logprobs)));
+  usage_.prompt_tokens = prompt_size_;
+}
+
+void Sequence::append(size_t n) {
+  check(gptoss_context_append_tokens(context.get(), n, tokens_.data() + appended), "gptoss_context_append_tokens");
+  appended += n;
+}
+
+bool Sequence::advance() {
+  const GenerationSpec& spec = job_->spec();
+  uint32_t token = 0;
+  check(gptoss_context_sample(context.get(), sampler_.get(), &token), "gptoss_context_sample");
+  TokenLogprob logprob;
+  if (spec.sampling.logprobs >= 0) {
+    gptoss_token_logprob chosen{};
+    size_t n = 0;
+    check(gptoss_sampler_get_last_logprobs(sampler_.get(), &chosen, alternatives_.data(), alternatives_.size(), &n),
+          "gptoss_sampler_get_last_logprobs");
+    logprob.token = chosen.token;
+    logprob.logprob = chosen.logprob;
+    for (size_t i = 0; i < std::min(n, alternatives_.size()); ++i)
+      logprob.top.emplace_back(alternatives_[i].token, alternatives_[i].logprob);
+  }
+  const auto now = std::chrono::steady_clock::now();
+  if (generated_ == 0) metrics_.observe_time_to_first_token(seconds(now - job_->submitted_at()));
+  else metrics_.observe_inter_token_latency(seconds(now - last_token_at_));
+  last_token_at_ = now;
+  ++generated_;
+  usage_.output_tokens = generated_;
+
+  const bool stop_token = !spec.ignore_stop_tokens &&
+                          std::find(stop_tokens_.begin(), stop_tokens_.end(), token) != stop_tokens_.end();
+  // The Harmony parser needs the stop token to close the message; raw text never shows it.
+  if (spec.harmony || !stop_token) tracker_->on_token(token, spec.sampling.logprobs >= 0 ? &logprob : nullptr, events_);
+  if (stop_token || tracker_->stopped()) {
+    finish(FinishReason::stop);
+    return true;
+  }
+  if (generated_ >= spec.max_tokens || tokens_.size() + 1 > context_length_) {
+    finish(FinishReason::length);
+    return true;
+  }
+  tokens_.push_back(token);
+  append(1);
+  job_->push(std::move(events_));
+  events_.clear();
+  return false;
+}
+
+void Sequence::finish(FinishReason reason, const std::string& error) {
+  if (finished_) return;
+  finished_ = true;
+  std::string message = error;
+  if (reason == FinishReason::stop || reason == FinishReason::length) {
+    try {
+      tracker_->finish(events_, reason == FinishReason::length);
+    } catch (const EngineError& e) {
+      reason = FinishReason::error;
+      message = e.what();
+    }
+  }
+  reason_ = reason;
+  usage_.reasoning_tokens = tracker_->reasoning_tokens();
+  job_->push(std::move(events_));
+  events_.clear();
+  metrics_.add_tokens(0, 0, generated_);
+  job_->finish({reason, message, usage_});
+}
+
+}  // namespace gptoss_server

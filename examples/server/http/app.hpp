@@ -1,0 +1,114 @@
+#pragma once
+// The HTTP side of gptoss-server: routes, authentication, OpenAI-shaped errors, and the
+// handlers of every endpoint. Request threads parse, render and tokenize, then hand a job to
+// the scheduler and follow its events (docs/server.md).
+#include <httplib.h>
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "api/request.hpp"
+#include "engine/grammar_cache.hpp"
+#include "engine/scheduler.hpp"
+#include "metrics.hpp"
+#include "server_options.hpp"
+#include "store/response_store.hpp"
+
+namespace gptoss_server {
+
+struct ResponseRun;
+
+// The loaded model and the scheduler that runs it.
+struct Engine {
+  ModelHandle model;
+  TokenizerHandle tokenizer;
+  std::unique_ptr<Scheduler> scheduler;
+  std::unique_ptr<GrammarCache> grammars;
+  std::string backend;
+  size_t vocab_size = 0;
+};
+
+// Responses being generated, for GET (a snapshot) and DELETE (cancellation) by id.
+class InflightResponses {
+ public:
+  void add(const std::string& id, std::shared_ptr<Job> job, nlohmann::json snapshot);
+  void remove(const std::string& id);
+  std::optional<nlohmann::json> snapshot(const std::string& id) const;
+  bool cancel(const std::string& id);
+
+ private:
+  mutable std::mutex mutex_;
+  std::map<std::string, std::pair<std::shared_ptr<Job>, nlohmann::json>> entries_;
+};
+
+class App {
+ public:
+  App(const ServerOptions& options, std::unique_ptr<ResponseStore> store);
+  ~App();
+
+  void register_routes(httplib::Server& server);
+  // The model is loaded: requests are served from now on.
+  void set_engine(std::unique_ptr<Engine> engine);
+  // New generations get 503 from now on; running ones finish.
+  void begin_drain();
+  // Draining and nothing left running.
+  bool drained() const;
+  // Cancels every generation (a forced shutdown).
+  void cancel_all();
+  Metrics& metrics() { return metrics_; }
+
+ private:
+  using Handler = std::function<void(const httplib::Request&, httplib::Response&)>;
+  // Wraps an endpoint: 503 while loading, exceptions to OpenAI-shaped errors.
+  Handler endpoint(bool needs_engine, Handler handler);
+  Engine& engine() { return *engine_; }
+  // Counts a request as active (drain waits for it) until the returned token is dropped;
+  // streaming responses keep it until their last event.
+  std::shared_ptr<void> hold_active();
+  void check_model(const std::string& model) const;
+  // Rendered prompt of a Harmony conversation; 400 when it is too long for the context.
+  std::vector<uint32_t> render_prompt(const nlohmann::json& conversation, const char* items_param);
+  size_t output_budget(size_t prompt_tokens, std::optional<int64_t> max_tokens) const;
+  // The grammar that holds a Harmony chat's output to its setup (null with --no-constrain);
+  // a schema the compiler refuses is a 400 naming `tools_param` or `format_param`.
+  Grammar constraint_grammar(const ChatSetup& setup, const char* tools_param, const char* format_param);
+  // max_reasoning_tokens: the request's, else the server's default for its effort.
+  int64_t reasoning_budget(const ChatSetup& setup, std::optional<int64_t> requested) const;
+
+  void health(const httplib::Request& req, httplib::Response& res);
+  void metrics_text(const httplib::Request& req, httplib::Response& res);
+  void list_models(const httplib::Request& req, httplib::Response& res);
+  void get_model(const httplib::Request& req, httplib::Response& res);
+  void create_response(const httplib::Request& req, httplib::Response& res);
+  // The generation ended: closes the response, stores it when asked (a failure to store fails
+  // it), and gives the last events.
+  std::vector<nlohmann::json> complete_response(ResponseRun& run, const Finish& finish);
+  void get_response(const httplib::Request& req, httplib::Response& res);
+  void delete_response(const httplib::Request& req, httplib::Response& res);
+  void list_input_items(const httplib::Request& req, httplib::Response& res);
+  void chat_completions(const httplib::Request& req, httplib::Response& res);
+  void completions(const httplib::Request& req, httplib::Response& res);
+  void bench(const httplib::Request& req, httplib::Response& res);
+  nlohmann::json model_object() const;
+
+  const ServerOptions& options_;
+  std::unique_ptr<ResponseStore> store_;
+  Metrics metrics_;
+  std::unique_ptr<Engine> engine_;
+  std::atomic<bool> ready_{false};
+  std::atomic<bool> draining_{false};
+  std::atomic<int> active_{0};  // requests in handlers or streaming
+  InflightResponses inflight_;
+  const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+  const int64_t created_ = 0;
+};
+
+// Sends `body` as JSON with `status`.
+void send_json(httplib::Response& res, int status, const nlohmann::json& body);
+
+}  // namespace gptoss_server

@@ -1,0 +1,11 @@
+#pragma once
+// The server's log: spdlog to stderr or --log-file, as text lines or one JSON object per line
+// (--log-format json), with libgptoss's own messages routed into it.
+#include "server_options.hpp"
+
+namespace gptoss_server {
+
+// Throws UsageError when the log file cannot be opened.
+void setup_logging(const ServerOptions& options);
+
+}  // namespace gptoss_server

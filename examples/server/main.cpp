@@ -1,0 +1,175 @@
+// gptoss-server: binds first (so /health answers 503 while the model loads), loads the model,
+// serves until SIGTERM or SIGINT, then drains: running requests finish, new ones get 503, and
+// it exits 0. A second signal (or --drain-timeout) cancels what is left.
+#include <httplib.h>
+#include <pthread.h>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <csignal>
+#include <cstdio>
+#include <mutex>
+#include <thread>
+
+#include "http/app.hpp"
+#include "logging.hpp"
+#include "server_options.hpp"
+
+using namespace gptoss_server;
+
+namespace {
+
+// SIGINT and SIGTERM, received by one thread (blocked everywhere else).
+class Signals {
+ public:
+  Signals() {
+    sigemptyset(&set_);
+    sigaddset(&set_, SIGINT);
+    sigaddset(&set_, SIGTERM);
+    sigaddset(&set_, SIGUSR1);  // stops the watcher
+    pthread_sigmask(SIG_BLOCK, &set_, nullptr);
+    watcher_ = std::thread([this] {
+      for (;;) {
+        int sig = 0;
+        if (sigwait(&set_, &sig) != 0 || sig == SIGUSR1) return;
+        {
+          std::lock_guard lock(mutex_);
+          ++count_;
+        }
+        changed_.notify_all();
+      }
+    });
+  }
+  ~Signals() {
+    pthread_kill(watcher_.native_handle(), SIGUSR1);
+    watcher_.join();
+  }
+  // Waits until `n` signals arrived or `until` holds (checked every `poll`).
+  template <typename Pred>
+  int wait(int n, std::chrono::milliseconds poll, Pred until) {
+    std::unique_lock lock(mutex_);
+    while (count_ < n && !until()) changed_.wait_for(lock, poll);
+    return count_;
+  }
+  int count() {
+    std::lock_guard lock(mutex_);
+    return count_;
+  }
+
+ private:
+  sigset_t set_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  int count_ = 0;
+  std::thread watcher_;
+};
+
+std::unique_ptr<Engine> load_engine(const ServerOptions& o, Metrics& metrics) {
+  gptoss_model_options mo;
+  check(gptoss_model_options_init(&mo), "gptoss_model_options_init");
+  mo.backend = o.backend.c_str();
+  mo.num_threads = o.threads;
+  mo.precision = o.exact ? gptoss_precision_exact : gptoss_precision_fast;
+  if (!o.tokenizer_path.empty()) mo.tokenizer_path = o.tokenizer_path.c_str();
+  gptoss_model_t model = nullptr;
+  check(gptoss_model_create_with_options(o.model_path.c_str(), &mo, &model), "loading the model");
+  auto engine = std::make_unique<Engine>();
+  engine->model.reset(model);
+  gptoss_model_info info{};
+  info.struct_size = sizeof info;
+  check(gptoss_model_get_info(model, &info), "gptoss_model_get_info");
+  if (o.engine.context_length > info.max_context_length)
+    throw UsageError("--context " + std::to_string(o.engine.context_length) + " exceeds the model's maximum of " +
+                     std::to_string(info.max_context_length) + " tokens");
+  engine->backend = info.backend;
+  engine->vocab_size = info.vocab_size;
+  gptoss_tokenizer_t tokenizer = nullptr;
+  check(gptoss_model_get_tokenizer(model, &tokenizer), "gptoss_model_get_tokenizer");
+  engine->tokenizer.reset(tokenizer);
+  engine->grammars = std::make_unique<GrammarCache>(tokenizer, 64);
+  engine->scheduler = std::make_unique<Scheduler>(model, o.engine, metrics);
+  return engine;
+}
+
+int serve(const ServerOptions& o) {
+  setup_logging(o);
+  std::signal(SIGPIPE, SIG_IGN);
+  Signals signals;
+
+  const std::string store_spec = o.store.empty() ? default_store_path(o) : o.store;
+  std::unique_ptr<ResponseStore> store;
+  try {
+    store = open_response_store(store_spec);
+  } catch (const StoreError& e) {
+    spdlog::error("{}", e.what());
+    std::fprintf(stderr, "gptoss-server: %s\n", e.what());
+    return 1;
+  }
+  spdlog::info("response store: {} (schema version {})", store->describe(), store->schema_version());
+
+  App app(o, std::move(store));
+  httplib::Server server;
+  server.new_task_queue = [n = o.http_threads] { return new httplib::ThreadPool(n); };
+  server.set_payload_max_length(o.max_body_bytes);
+  server.set_read_timeout(o.read_timeout_s, 0);
+  server.set_write_timeout(o.write_timeout_s, 0);
+  server.set_keep_alive_timeout(o.keep_alive_timeout_s);
+  app.register_routes(server);
+  const int port = o.port == 0 ? server.bind_to_any_port(o.host) : (server.bind_to_port(o.host, o.port) ? o.port : -1);
+  if (port < 0) {
+    std::fprintf(stderr, "gptoss-server: cannot listen on %s:%d (address in use, or not an address of this machine)\n",
+                 o.host.c_str(), o.port);
+    return 1;
+  }
+  std::thread http([&] { server.listen_after_bind(); });
+  const std::string url = "http://" + (o.host.find(':') != std::string::npos ? "[" + o.host + "]" : o.host) + ":" +
+                          std::to_string(port);
+  std::fprintf(stderr, "gptoss-server: listening on %s (model '%s' loading)\n", url.c_str(), o.model_name.c_str());
+  spdlog::info("listening on {}; loading {}", url, o.model_path);
+
+  int status = 0;
+  try {
+    const auto start = std::chrono::steady_clock::now();
+    app.set_engine(load_engine(o, app.metrics()));
+    spdlog::info("model '{}' ready in {:.1f} s ({} running, {} queued, context {}, KV {} tokens)", o.model_name,
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), o.engine.max_running,
+                 o.engine.max_queue, o.engine.context_length, o.engine.kv_tokens);
+    std::fprintf(stderr, "gptoss-server: ready on %s\n", url.c_str());
+  } catch (const std::exception& e) {
+    spdlog::error("cannot start: {}", e.what());
+    std::fprintf(stderr, "gptoss-server: %s\n", e.what());
+    status = 1;
+  }
+
+  if (status == 0) {
+    signals.wait(1, std::chrono::milliseconds(1000), [] { return false; });
+    spdlog::info("shutting down: draining (a second signal cancels what is running)");
+    app.begin_drain();
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(o.drain_timeout_s);
+    signals.wait(2, std::chrono::milliseconds(50),
+                 [&] { return app.drained() || std::chrono::steady_clock::now() >= deadline; });
+    if (!app.drained()) {
+      spdlog::warn("cancelling the requests still running");
+      app.cancel_all();
+      signals.wait(1 << 30, std::chrono::milliseconds(50), [&] { return app.drained(); });
+    }
+  }
+  server.stop();
+  http.join();
+  spdlog::info("stopped");
+  return status;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    const auto options = parse_server_options(argc, argv);
+    if (!options) return 0;
+    return serve(*options);
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "gptoss-server: %s\n", e.what());
+    return 2;
+  }
+}

@@ -1,0 +1,91 @@
+#include "metrics.hpp"
+
+#include <fmt/format.h>
+
+namespace gptoss_server {
+
+Histogram::Histogram(std::vector<double> bounds) : bounds_(std::move(bounds)), counts_(bounds_.size() + 1, 0) {}
+
+void Histogram::observe(double value) {
+  size_t i = 0;
+  while (i < bounds_.size() && value > bounds_[i]) ++i;
+  ++counts_[i];
+  sum_ += value;
+  ++count_;
+}
+
+void Histogram::write(std::string& out, const std::string& name) const {
+  uint64_t cumulative = 0;
+  for (size_t i = 0; i < bounds_.size(); ++i) {
+    cumulative += counts_[i];
+    out += fmt::format("{}_bucket{{le=\"{}\"}} {}\n", name, bounds_[i], cumulative);
+  }
+  out += fmt::format("{}_bucket{{le=\"+Inf\"}} {}\n{}_sum {}\n{}_count {}\n", name, count_, name, sum_, name, count_);
+}
+
+Metrics::Metrics()
+    : ttft_({0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}),
+      itl_({0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 1, 2.5}) {}
+
+void Metrics::count_request(const std::string& endpoint, int status) {
+  std::lock_guard lock(mutex_);
+  ++requests_[{endpoint, status}];
+}
+
+void Metrics::add_tokens(size_t prompt, size_t cached, size_t output) {
+  std::lock_guard lock(mutex_);
+  prompt_tokens_ += prompt;
+  cached_tokens_ += cached;
+  output_tokens_ += output;
+}
+
+void Metrics::observe_time_to_first_token(double seconds) {
+  std::lock_guard lock(mutex_);
+  ttft_.observe(seconds);
+}
+
+void Metrics::observe_inter_token_latency(double seconds) {
+  std::lock_guard lock(mutex_);
+  itl_.observe(seconds);
+}
+
+void Metrics::count_preemption() {
+  std::lock_guard lock(mutex_);
+  ++preemptions_;
+}
+
+std::string Metrics::prometheus(const EngineGauges& g) const {
+  std::lock_guard lock(mutex_);
+  std::string out;
+  auto metric = [&](const char* name, const char* type, const char* help) {
+    out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
+  };
+  metric("gptoss_requests_total", "counter", "HTTP requests by endpoint and status code.");
+  for (const auto& [key, n] : requests_)
+    out += fmt::format("gptoss_requests_total{{endpoint=\"{}\",status=\"{}\"}} {}\n", key.first, key.second, n);
+  metric("gptoss_prompt_tokens_total", "counter", "Prompt tokens of admitted generations.");
+  out += fmt::format("gptoss_prompt_tokens_total {}\n", prompt_tokens_);
+  metric("gptoss_cached_prompt_tokens_total", "counter", "Prompt tokens whose KV came from the prefix cache.");
+  out += fmt::format("gptoss_cached_prompt_tokens_total {}\n", cached_tokens_);
+  metric("gptoss_generated_tokens_total", "counter", "Sampled output tokens.");
+  out += fmt::format("gptoss_generated_tokens_total {}\n", output_tokens_);
+  metric("gptoss_preemptions_total", "counter", "Running sequences preempted for KV pages (recomputed later).");
+  out += fmt::format("gptoss_preemptions_total {}\n", preemptions_);
+  metric("gptoss_queue_length", "gauge", "Generations waiting for a running slot.");
+  out += fmt::format("gptoss_queue_length {}\n", g.queued);
+  metric("gptoss_running_sequences", "gauge", "Generations running.");
+  out += fmt::format("gptoss_running_sequences {}\n", g.running);
+  metric("gptoss_kv_pages_used", "gauge", "Full-attention KV pages in use (running and cached sequences).");
+  out += fmt::format("gptoss_kv_pages_used {}\n", g.kv_pages_used);
+  metric("gptoss_kv_pages_total", "gauge", "Full-attention KV pages in the pool.");
+  out += fmt::format("gptoss_kv_pages_total {}\n", g.kv_pages_total);
+  metric("gptoss_prefix_cache_entries", "gauge", "Finished sequences kept for prefix reuse.");
+  out += fmt::format("gptoss_prefix_cache_entries {}\n", g.prefix_cache_entries);
+  metric("gptoss_time_to_first_token_seconds", "histogram", "From submission to the first sampled token.");
+  ttft_.write(out, "gptoss_time_to_first_token_seconds");
+  metric("gptoss_inter_token_latency_seconds", "histogram", "Between consecutive tokens of a sequence.");
+  itl_.write(out, "gptoss_inter_token_latency_seconds");
+  return out;
+}
+
+}  // namespace gptoss_server

@@ -1,0 +1,152 @@
+// The response store in an SQLite file: one connection, serialized by a mutex (SQLite is fast
+// enough that request threads never wait long), WAL so readers never block the writer.
+#include <sqlite3.h>
+
+#include <filesystem>
+#include <mutex>
+
+#include "store/response_store.hpp"
+
+namespace gptoss_server {
+namespace {
+
+class Statement {
+ public:
+  Statement(sqlite3* db, const char* sql) : db_(db) {
+    if (sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr) != SQLITE_OK)
+      throw StoreError(std::string("SQLite: ") + sqlite3_errmsg(db));
+  }
+  ~Statement() { sqlite3_finalize(stmt_); }
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+
+  Statement& bind(int i, const std::string& s) {
+    sqlite3_bind_text(stmt_, i, s.data(), int(s.size()), SQLITE_TRANSIENT);
+    return *this;
+  }
+  Statement& bind(int i, int64_t v) {
+    sqlite3_bind_int64(stmt_, i, v);
+    return *this;
+  }
+  // True while there is a row.
+  bool step() {
+    const int rc = sqlite3_step(stmt_);
+    if (rc == SQLITE_ROW) return true;
+    if (rc == SQLITE_DONE) return false;
+    throw StoreError(std::string("SQLite: ") + sqlite3_errmsg(db_));
+  }
+  std::string text(int col) const {
+    const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(stmt_, col));
+    return p ? std::string(p, size_t(sqlite3_column_bytes(stmt_, col))) : std::string();
+  }
+  int64_t integer(int col) const { return sqlite3_column_int64(stmt_, col); }
+
+ private:
+  sqlite3* db_;
+  sqlite3_stmt* stmt_ = nullptr;
+};
+
+class SqliteStore : public ResponseStore {
+ public:
+  explicit SqliteStore(const std::string& path) : path_(path) {
+    std::error_code ec;
+    const auto dir = std::filesystem::path(path).parent_path();
+    if (!dir.empty()) std::filesystem::create_directories(dir, ec);
+    if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
+                        nullptr) != SQLITE_OK) {
+      const std::string message = db_ ? sqlite3_errmsg(db_) : "out of memory";
+      sqlite3_close(db_);
+      throw StoreError("cannot open the SQLite store " + path + ": " + message);
+    }
+    try {
+      sqlite3_busy_timeout(db_, 5000);
+      exec("PRAGMA journal_mode=WAL");
+      exec("PRAGMA synchronous=NORMAL");
+      migrate();
+    } catch (...) {
+      sqlite3_close(db_);
+      throw;
+    }
+  }
+  ~SqliteStore() override { sqlite3_close(db_); }
+
+  void put(const StoredResponse& r) override {
+    std::lock_guard lock(mutex_);
+    Statement s(db_, "INSERT INTO responses (id, created_at, response, input_items) VALUES (?1, ?2, ?3, ?4)");
+    s.bind(1, r.id).bind(2, r.created_at).bind(3, r.response.dump()).bind(4, r.input_items.dump()).step();
+  }
+
+  std::optional<StoredResponse> get(const std::string& id) override {
+    std::lock_guard lock(mutex_);
+    Statement s(db_, "SELECT created_at, response, input_items FROM responses WHERE id = ?1");
+    s.bind(1, id);
+    if (!s.step()) return std::nullopt;
+    try {
+      return StoredResponse{id, s.integer(0), nlohmann::json::parse(s.text(1)), nlohmann::json::parse(s.text(2))};
+    } catch (const nlohmann::json::exception& e) {
+      throw StoreError("the stored response " + id + " is corrupt: " + e.what());
+    }
+  }
+
+  bool remove(const std::string& id) override {
+    std::lock_guard lock(mutex_);
+    Statement s(db_, "DELETE FROM responses WHERE id = ?1");
+    s.bind(1, id).step();
+    return sqlite3_changes(db_) > 0;
+  }
+
+  std::string describe() const override { return "sqlite:" + path_; }
+
+  int schema_version() override {
+    std::lock_guard lock(mutex_);
+    Statement s(db_, "SELECT version FROM gptoss_schema_version");
+    return s.step() ? int(s.integer(0)) : 0;
+  }
+
+ private:
+  void exec(const std::string& sql) {
+    char* error = nullptr;
+    if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &error) != SQLITE_OK) {
+      const std::string message = error ? error : "unknown error";
+      sqlite3_free(error);
+      throw StoreError("SQLite store " + path_ + ": " + message);
+    }
+  }
+
+  // Brings the schema to the newest version in one write transaction (another process
+  // opening the same file waits for it).
+  void migrate() {
+    exec("BEGIN IMMEDIATE");
+    try {
+      exec("CREATE TABLE IF NOT EXISTS gptoss_schema_version (version INTEGER NOT NULL)");
+      int version = 0;
+      {
+        Statement s(db_, "SELECT version FROM gptoss_schema_version");
+        if (s.step()) version = int(s.integer(0));
+        else exec("INSERT INTO gptoss_schema_version (version) VALUES (0)");
+      }
+      const auto& steps = store_migrations();
+      if (version > int(steps.size()))
+        throw StoreError("the store " + path_ + " has schema version " + std::to_string(version) +
+                         ", newer than this server's " + std::to_string(steps.size()) + ": upgrade the server");
+      for (int v = version; v < int(steps.size()); ++v) exec(steps[size_t(v)]);
+      exec("UPDATE gptoss_schema_version SET version = " + std::to_string(steps.size()));
+      exec("COMMIT");
+    } catch (...) {
+      sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+      throw;
+    }
+  }
+
+  std::string path_;
+  sqlite3* db_ = nullptr;
+  std::mutex mutex_;
+};
+
+}  // namespace
+
+std::unique_ptr<ResponseStore> open_sqlite_store(const std::string& path) {
+  return std::make_unique<SqliteStore>(path);
+}
+
+}  // namespace gptoss_server

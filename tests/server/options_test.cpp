@@ -1,0 +1,68 @@
+// gptoss-server's command line: defaults, derived values, and refused flags with their names.
+#include <catch2/catch.hpp>
+
+#include "server_options.hpp"
+
+using namespace gptoss_server;
+
+namespace {
+
+std::optional<ServerOptions> parse(std::vector<std::string> args) {
+  args.insert(args.begin(), "gptoss-server");
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  return parse_server_options(int(argv.size()), argv.data());
+}
+
+std::string error_of(std::vector<std::string> args) {
+  try {
+    parse(std::move(args));
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("server options: defaults and derived values", "[server][options]") {
+  const auto o = parse({"--model", "/models/gpt-oss-20b/"});
+  REQUIRE(o);
+  CHECK(o->model_name == "gpt-oss-20b");
+  CHECK(o->host == "127.0.0.1");
+  CHECK(o->port == 8000);
+  CHECK(o->engine.max_running == 16);
+  CHECK(o->engine.context_length == 8192);
+  CHECK(o->engine.kv_tokens == 4 * 8192);
+  CHECK(o->http_threads == 16 + 64 + 8);
+  CHECK(o->constrain);
+  CHECK(o->reasoning_budget[0] == -1);
+  const auto m = parse({"-m", "x.gguf", "--model-name=mine", "--context=1024", "--kv-tokens", "4096", "--port", "0",
+                        "--reasoning-budget", "low=16,high=512", "--no-constrain", "--kv-dtype", "bf16"});
+  REQUIRE(m);
+  CHECK(m->model_name == "mine");
+  CHECK(m->engine.kv_tokens == 4096);
+  CHECK(m->port == 0);
+  CHECK(m->reasoning_budget[0] == 16);
+  CHECK(m->reasoning_budget[1] == -1);
+  CHECK(m->reasoning_budget[2] == 512);
+  CHECK_FALSE(m->constrain);
+  CHECK(m->engine.kv_dtype == gptoss_kv_dtype_bf16);
+  CHECK(parse({"--model", "x", "--reasoning-budget", "100"})->reasoning_budget[1] == 100);
+}
+
+TEST_CASE("server options: mistakes name the flag", "[server][options][bad-input]") {
+  CHECK_THAT(error_of({}), Catch::Contains("--model"));
+  CHECK_THAT(error_of({"--model", "x", "--port", "70000"}), Catch::Contains("--port"));
+  CHECK_THAT(error_of({"--model", "x", "--port", "80x"}), Catch::Contains("--port"));
+  CHECK_THAT(error_of({"--model", "x", "--max-running"}), Catch::Contains("needs a value"));
+  CHECK_THAT(error_of({"--model", "x", "--frobnicate"}), Catch::Contains("--frobnicate"));
+  CHECK_THAT(error_of({"--model", "x", "--kv-dtype", "f16"}), Catch::Contains("--kv-dtype"));
+  CHECK_THAT(error_of({"--model", "x", "--context", "9000", "--kv-tokens", "8192"}), Catch::Contains("--kv-tokens"));
+  CHECK_THAT(error_of({"--model", "x", "--max-running", "300"}), Catch::Contains("--step-tokens"));
+  CHECK_THAT(error_of({"--model", "x", "--reasoning-budget", "huge=5"}), Catch::Contains("huge"));
+  CHECK_THAT(error_of({"--model", "x", "--host", "0.0.0.0"}), Catch::Contains("without authentication"));
+  CHECK(error_of({"--model", "x", "--host", "0.0.0.0", "--api-key", "k"}).empty());
+  CHECK_THAT(error_of({"--model", "x", "--api-key-file", "/nonexistent/key"}), Catch::Contains("--api-key-file"));
+  CHECK_THAT(error_of({"--model", "x", "--enable-bench=1"}), Catch::Contains("takes no value"));
+}

@@ -1,0 +1,117 @@
+// Sampled tokens to output events with the real tokenizer and the library's Harmony parser:
+// messages announced before their text, tool calls by recipient, stop strings, recovery of
+// malformed output, reasoning tokens, log-probabilities of content tokens only.
+#include <catch2/catch.hpp>
+
+#include "engine/capi.hpp"
+#include "engine/output_tracker.hpp"
+#include "support/paths.hpp"
+
+using namespace gptoss_server;
+
+namespace {
+
+TokenizerHandle tokenizer() {
+  gptoss_tokenizer_t t = nullptr;
+  check(gptoss_tokenizer_create_from_file(gptoss::test::tokenizer_json().c_str(), &t), "tokenizer");
+  return TokenizerHandle(t);
+}
+
+struct Run {
+  std::vector<OutputEvent> events;
+  size_t reasoning_tokens = 0;
+  bool stopped = false;
+
+  // One line per event: "+channel/recipient", text, "-" (or "-cut").
+  std::string trace() const {
+    std::string s;
+    for (const auto& e : events) {
+      if (e.kind == OutputEvent::Kind::begin) s += "[+" + e.header.channel + "/" + e.header.recipient + "]";
+      else if (e.kind == OutputEvent::Kind::delta) s += e.text;
+      else s += e.complete ? "[-]" : "[-cut]";
+    }
+    return s;
+  }
+  size_t logprobs() const {
+    size_t n = 0;
+    for (const auto& e : events) n += e.logprobs.size();
+    return n;
+  }
+};
+
+Run track(gptoss_tokenizer_t tok, const std::string& output, bool harmony, std::vector<std::string> stop = {},
+          bool cut = false) {
+  auto tracker = harmony ? make_harmony_tracker(tok, stop) : make_text_tracker(tok, stop);
+  Run run;
+  for (uint32_t t : encode(tok, output, true)) {
+    TokenLogprob lp{t, -1.0f, {}};
+    tracker->on_token(t, &lp, run.events);
+    if (tracker->stopped()) break;
+  }
+  tracker->finish(run.events, cut);
+  run.reasoning_tokens = tracker->reasoning_tokens();
+  run.stopped = tracker->stopped();
+  return run;
+}
+
+}  // namespace
+
+TEST_CASE("harmony output: analysis, then the final answer", "[server][tracker]") {
+  auto tok = tokenizer();
+  const Run r = track(tok.get(),
+                      "<|channel|>analysis<|message|>Think it over.<|end|>"
+                      "<|start|>assistant<|channel|>final<|message|>Paris.<|return|>",
+                      true);
+  CHECK(r.trace() == "[+analysis/]Think it over.[-][+final/]Paris.[-]");
+  // Header, content and terminator tokens of the analysis message.
+  const size_t analysis = encode(tok.get(), "<|channel|>analysis<|message|>Think it over.<|end|>", true).size();
+  CHECK(r.reasoning_tokens == analysis);
+  // Only content tokens carry log-probabilities.
+  const size_t content = encode(tok.get(), "Think it over.", true).size() + encode(tok.get(), "Paris.", true).size();
+  CHECK(r.logprobs() == content);
+}
+
+TEST_CASE("harmony output: a tool call is a message to functions.NAME", "[server][tracker]") {
+  auto tok = tokenizer();
+  const Run r = track(tok.get(),
+                      "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\":\"Oslo\"}<|call|>",
+                      true);
+  REQUIRE(r.events.size() >= 3);
+  CHECK(r.events.front().header.recipient == "functions.get_weather");
+  CHECK(r.events.front().header.channel == "commentary");
+  CHECK(r.trace() == "[+commentary/functions.get_weather]{\"city\":\"Oslo\"}[-]");
+  CHECK(is_answer(r.events.front().header) == false);
+}
+
+TEST_CASE("harmony output: stop strings end the answer, not the reasoning", "[server][tracker]") {
+  auto tok = tokenizer();
+  const Run r = track(tok.get(),
+                      "<|channel|>analysis<|message|>say STOP here<|end|>"
+                      "<|start|>assistant<|channel|>final<|message|>one two STOP three<|return|>",
+                      true, {"STOP"});
+  CHECK(r.trace() == "[+analysis/]say STOP here[-][+final/]one two [-]");
+  CHECK(r.stopped);
+}
+
+TEST_CASE("harmony output: malformed output is recovered as text, never an error", "[server][tracker]") {
+  auto tok = tokenizer();
+  // No <|channel|> at all: the whole output is a header that never ends.
+  Run r = track(tok.get(), "just some words", true);
+  CHECK(r.trace() == "[+/]just some words[-]");
+  CHECK(r.logprobs() == encode(tok.get(), "just some words", true).size());
+  // A stop token inside a header, then a well-formed message.
+  r = track(tok.get(), "<|channel|>final The answer<|end|><|start|>assistant<|channel|>final<|message|>ok<|return|>", true);
+  CHECK(r.trace() == "[+final/]The answer[-][+final/]ok[-]");
+  // Cut by the length limit inside a message.
+  r = track(tok.get(), "<|channel|>final<|message|>unfinished", true, {}, true);
+  CHECK(r.trace() == "[+final/]unfinished[-cut]");
+}
+
+TEST_CASE("raw text: every token's bytes, UTF-8 whole, stop strings", "[server][tracker]") {
+  auto tok = tokenizer();
+  Run r = track(tok.get(), "Once upon a time <|start|> 漢字", false);
+  CHECK(r.trace() == "[+/]Once upon a time <|start|> 漢字[-]");
+  CHECK(r.logprobs() == encode(tok.get(), "Once upon a time <|start|> 漢字", true).size());
+  r = track(tok.get(), "a b c d", false, {"c"});
+  CHECK(r.trace() == "[+/]a b [-]");
+}

@@ -1,0 +1,254 @@
+// The scheduler on the shared conformance model (random weights, scalar kernels in exact
+// precision, whose results do not depend on the batch): batched sequences produce what each
+// would alone, through preemption and prefix reuse; cancellation frees pages; the queue is
+// bounded.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <cstdlib>
+#include <thread>
+
+#include "api/harmony_conversation.hpp"
+#include "engine/grammar_cache.hpp"
+#include "engine/scheduler.hpp"
+#include "support/c_api.hpp"
+
+using namespace gptoss_server;
+using gptoss::test::Format;
+
+namespace {
+
+struct Engine {
+  gptoss::test::ModelPtr model;
+  TokenizerHandle tokenizer;
+  Metrics metrics;
+  std::unique_ptr<Scheduler> scheduler;
+
+  explicit Engine(const SchedulerConfig& config) {
+    setenv("GPTOSS_CPU_ISA", "scalar", 1);  // read when the model opens its device
+    model = gptoss::test::load_conformance_model(Format::hf, 0, gptoss_precision_exact);
+    gptoss_tokenizer_t t = nullptr;
+    check(gptoss_model_get_tokenizer(model.get(), &t), "tokenizer");
+    tokenizer.reset(t);
+    scheduler = std::make_unique<Scheduler>(model.get(), config, metrics);
+  }
+  ~Engine() { scheduler.reset(); }
+};
+
+SchedulerConfig config(size_t max_running, size_t kv_tokens, size_t context, size_t prefix_cache) {
+  SchedulerConfig c;
+  c.max_running = max_running;
+  c.kv_tokens = kv_tokens;
+  c.context_length = context;
+  c.prefix_cache_entries = prefix_cache;
+  c.step_tokens = 64;
+  return c;
+}
+
+// Raw text that always runs to max_tokens.
+GenerationSpec spec(std::vector<uint32_t> prompt, size_t max_tokens, uint64_t seed) {
+  GenerationSpec s;
+  s.prompt = std::move(prompt);
+  s.max_tokens = max_tokens;
+  s.harmony = false;
+  s.ignore_stop_tokens = true;
+  s.sampling.seed = seed;
+  return s;
+}
+
+std::vector<uint32_t> prompt(size_t n, uint32_t offset) {
+  auto ids = gptoss::test::prompt_ids("p3_long");
+  return {ids.begin() + offset, ids.begin() + offset + std::ptrdiff_t(n)};
+}
+
+struct Outcome {
+  std::string text;
+  Finish finish;
+  size_t deltas = 0;
+};
+
+Outcome wait(Job& job) {
+  Outcome out;
+  for (;;) {
+    std::vector<OutputEvent> events;
+    auto finish = job.take(events, std::chrono::milliseconds(100));
+    for (const auto& e : events)
+      if (e.kind == OutputEvent::Kind::delta) {
+        out.text += e.text;
+        ++out.deltas;
+      }
+    if (finish) {
+      out.finish = *finish;
+      return out;
+    }
+  }
+}
+
+// Waits until `pred` holds for the scheduler's gauges (at most 5 s).
+template <typename Pred>
+bool eventually(Scheduler& s, Pred pred) {
+  for (int i = 0; i < 500; ++i) {
+    if (pred(s.gauges())) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("batched sequences produce what each produces alone", "[server][scheduler]") {
+  Engine e(config(8, 4096, 512, 0));
+  std::vector<std::shared_ptr<Job>> jobs;
+  for (uint32_t i = 0; i < 6; ++i) jobs.push_back(e.scheduler->submit(spec(prompt(20 + 7 * i, i * 11), 24, 100 + i)));
+  std::vector<Outcome> together;
+  for (auto& job : jobs) together.push_back(wait(*job));
+  for (uint32_t i = 0; i < 6; ++i) {
+    INFO("job " << i);
+    CHECK(together[i].finish.reason == FinishReason::length);
+    CHECK(together[i].finish.usage.output_tokens == 24);
+    CHECK(together[i].finish.usage.prompt_tokens == 20 + 7 * i);
+    const Outcome alone = wait(*e.scheduler->submit(spec(prompt(20 + 7 * i, i * 11), 24, 100 + i)));
+    CHECK(alone.text == together[i].text);
+  }
+  CHECK(eventually(*e.scheduler, [&](const EngineGauges&) { return e.scheduler->idle(); }));
+}
+
+TEST_CASE("a pool too small for every sequence preempts and still finishes each identically",
+          "[server][scheduler]") {
+  // 256 tokens of KV for four sequences of 40 + 150 tokens: at most one fits at a time.
+  Engine e(config(4, 256, 256, 0));
+  std::vector<std::shared_ptr<Job>> jobs;
+  for (uint32_t i = 0; i < 4; ++i) jobs.push_back(e.scheduler->submit(spec(prompt(40, 30 * i), 150, 7 + i)));
+  std::vector<Outcome> squeezed;
+  for (auto& job : jobs) squeezed.push_back(wait(*job));
+  const std::string metrics = e.metrics.prometheus(e.scheduler->gauges());
+  INFO(metrics);
+  CHECK(metrics.find("gptoss_preemptions_total 0\n") == std::string::npos);
+
+  Engine roomy(config(4, 4096, 256, 0));
+  for (uint32_t i = 0; i < 4; ++i) {
+    INFO("job " << i);
+    REQUIRE(squeezed[i].finish.reason == FinishReason::length);
+    CHECK(squeezed[i].finish.usage.output_tokens == 150);
+    CHECK(wait(*roomy.scheduler->submit(spec(prompt(40, 30 * i), 150, 7 + i))).text == squeezed[i].text);
+  }
+}
+
+TEST_CASE("cancelling a job frees its pages within a step", "[server][scheduler]") {
+  Engine e(config(4, 4096, 1024, 0));
+  auto job = e.scheduler->submit(spec(prompt(60, 0), 900, 1));
+  REQUIRE(eventually(*e.scheduler, [](const EngineGauges& g) { return g.running == 1 && g.kv_pages_used > 0; }));
+  std::vector<OutputEvent> events;
+  job->take(events, std::chrono::milliseconds(200));
+  job->cancel();
+  const auto t0 = std::chrono::steady_clock::now();
+  const Outcome o = wait(*job);
+  CHECK(o.finish.reason == FinishReason::cancelled);
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(2));
+  CHECK(eventually(*e.scheduler, [](const EngineGauges& g) { return g.running == 0 && g.kv_pages_used == 0; }));
+}
+
+TEST_CASE("prefix reuse: the next prompt resumes from the previous one, past the sliding window",
+          "[server][scheduler]") {
+  Engine e(config(4, 4096, 1024, 4));
+  const auto first = prompt(60, 0);
+  const Outcome a = wait(*e.scheduler->submit(spec(first, 200, 3)));  // 200 > the window of 128
+  REQUIRE(a.finish.reason == FinishReason::length);
+  CHECK(a.finish.usage.cached_tokens == 0);
+  // The same prompt again: everything but the last token (which gives the logits) is reused,
+  // and the output is the same.
+  const Outcome same = wait(*e.scheduler->submit(spec(first, 200, 3)));
+  CHECK(same.finish.usage.cached_tokens == first.size() - 1);
+  CHECK(same.text == a.text);
+  // A next turn: the first prompt, then other tokens. It diverges right after the prompt,
+  // 200 tokens before the cached sequence's end: the checkpoint keeps that window.
+  auto next = first;
+  const auto more = prompt(30, 200);
+  next.insert(next.end(), more.begin(), more.end());
+  const Outcome b = wait(*e.scheduler->submit(spec(next, 10, 4)));
+  CHECK(b.finish.usage.cached_tokens >= first.size() - 1);
+  // Its output equals a run without any cache.
+  Engine cold(config(4, 4096, 1024, 0));
+  CHECK(wait(*cold.scheduler->submit(spec(next, 10, 4))).text == b.text);
+}
+
+TEST_CASE("the queue is bounded, drain refuses new jobs, max_tokens 0 ends at once", "[server][scheduler]") {
+  SchedulerConfig c = config(1, 4096, 1024, 0);
+  c.max_queue = 1;
+  Engine e(c);
+  const Outcome none = wait(*e.scheduler->submit(spec(prompt(10, 0), 0, 1)));
+  CHECK(none.finish.reason == FinishReason::length);
+  CHECK(none.finish.usage.output_tokens == 0);
+
+  auto running = e.scheduler->submit(spec(prompt(10, 0), 900, 1));
+  REQUIRE(eventually(*e.scheduler, [](const EngineGauges& g) { return g.running == 1 && g.queued == 0; }));
+  auto queued = e.scheduler->submit(spec(prompt(10, 0), 900, 2));
+  CHECK_THROWS_AS(e.scheduler->submit(spec(prompt(10, 0), 5, 3)), QueueFull);
+  e.scheduler->drain();
+  CHECK_THROWS_AS(e.scheduler->submit(spec(prompt(10, 0), 5, 4)), NotAccepting);
+  CHECK_FALSE(e.scheduler->idle());
+  e.scheduler->cancel_all();
+  CHECK(wait(*running).finish.reason == FinishReason::cancelled);
+  CHECK(wait(*queued).finish.reason == FinishReason::cancelled);
+  CHECK(eventually(*e.scheduler, [&](const EngineGauges&) { return e.scheduler->idle(); }));
+}
+
+TEST_CASE("an inconsistent configuration is refused", "[server][scheduler][bad-input]") {
+  setenv("GPTOSS_CPU_ISA", "scalar", 1);
+  auto model = gptoss::test::load_conformance_model(Format::hf, 0, gptoss_precision_exact);
+  Metrics metrics;
+  CHECK_THROWS_AS(Scheduler(model.get(), config(64, 4096, 1024, 0), metrics), std::invalid_argument);  // 64 step tokens
+  SchedulerConfig c = config(4, 512, 1024, 0);  // context > KV
+  CHECK_THROWS_AS(Scheduler(model.get(), c, metrics), std::invalid_argument);
+}
+
+TEST_CASE("constrained sequences: forced tool calls with valid arguments, the same through preemption",
+          "[server][scheduler]") {
+  ChatSetup setup;
+  setup.tools.push_back({"get_weather", "", nlohmann::json::parse(R"({"type": "object",
+      "properties": {"city": {"type": "string", "enum": ["Paris", "Oslo"]}, "days": {"type": "integer", "minimum": 1, "maximum": 3}},
+      "required": ["city", "days"], "additionalProperties": false})"), false});
+  setup.tool_choice.mode = ToolChoice::Mode::required;
+  auto run = [&](Engine& e, uint64_t seed) {
+    GrammarCache grammars(e.tokenizer.get(), 4);
+    GenerationSpec s;
+    const std::vector<ConversationItem> items = {{ConversationItem::Kind::message, "user", false, "Weather?", "", ""}};
+    s.prompt = render_conversation(e.tokenizer.get(), harmony_conversation(setup, items, "2025-06-28", "input").dump());
+    s.max_tokens = 300;
+    s.sampling.seed = seed;
+    s.grammar = grammars.harmony(constraint_spec(setup).dump());
+    s.max_reasoning_tokens = 60;
+    return e.scheduler->submit(std::move(s));
+  };
+  // Four at once in a pool that holds two prompts and less than two whole outputs: preemption,
+  // constraint state and all.
+  Engine squeezed(config(4, 320, 320, 0));
+  std::vector<std::shared_ptr<Job>> jobs;
+  for (uint64_t seed = 0; seed < 4; ++seed) jobs.push_back(run(squeezed, seed));
+  Engine roomy(config(4, 4096, 320, 0));
+  for (uint64_t seed = 0; seed < 4; ++seed) {
+    INFO("seed " << seed);
+    std::vector<OutputEvent> events;
+    std::optional<Finish> finish;
+    while (!finish) finish = jobs[seed]->take(events, std::chrono::milliseconds(100));
+    REQUIRE(finish->reason == FinishReason::stop);
+    std::string call, args;
+    for (const auto& ev : events) {
+      if (ev.kind == OutputEvent::Kind::begin && !ev.header.recipient.empty()) call = ev.header.recipient;
+      if (ev.kind == OutputEvent::Kind::delta && !call.empty()) args += ev.text;
+    }
+    CHECK(call == "functions.get_weather");
+    const auto parsed = nlohmann::json::parse(args);
+    CHECK((parsed["city"] == "Paris" || parsed["city"] == "Oslo"));
+    CHECK((parsed["days"] >= 1 && parsed["days"] <= 3));
+    CHECK(parsed.size() == 2);
+    const Outcome alone = wait(*run(roomy, seed));
+    CHECK(alone.finish.usage.output_tokens == finish->usage.output_tokens);
+    std::string squeezed_text;
+    for (const auto& ev : events)
+      if (ev.kind == OutputEvent::Kind::delta) squeezed_text += ev.text;
+    CHECK(alone.text == squeezed_text);
+  }
+  CHECK(squeezed.metrics.prometheus(squeezed.scheduler->gauges()).find("gptoss_preemptions_total 0\n") ==
+        std::string::npos);
+}

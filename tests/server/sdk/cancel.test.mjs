@@ -1,0 +1,60 @@
+// A client that goes away, or DELETE, cancels the generation and frees its KV pages within a
+// step. The files of this suite run one at a time (--test-concurrency=1), so nothing else runs.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { authHeaders, BASE_URL, client, metrics, MODEL } from './common.mjs';
+
+const LONG = { model: MODEL, input: 'Write a very long story.', max_output_tokens: 100000, seed: 5 };
+
+async function settles(what, predicate, ms = 3000) {
+  const end = Date.now() + ms;
+  for (;;) {
+    const m = await metrics();
+    if (predicate(m.value)) return m.value;
+    if (Date.now() > end) assert.fail(`${what} within ${ms} ms:\n${m.text}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+test('aborting a stream cancels its generation and frees its pages', async () => {
+  const before = (await metrics()).value('gptoss_kv_pages_used');
+  const stream = await client.responses.create({ ...LONG, stream: true });
+  for await (const event of stream) {
+    if (event.type === 'response.in_progress') break;  // leaving the loop aborts the request
+  }
+  await settles('no running sequence', (v) => v('gptoss_running_sequences') === 0);
+  await settles('pages back', (v) => v('gptoss_kv_pages_used') <= before);
+});
+
+test('a non-streaming client that disconnects cancels its generation', async () => {
+  const controller = new AbortController();
+  const pending = fetch(`${BASE_URL}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json', ...authHeaders() },
+    body: JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: 'Go on forever.' }], max_tokens: 100000 }),
+    signal: controller.signal,
+  });
+  await settles('the generation running', (v) => v('gptoss_running_sequences') === 1);
+  controller.abort();
+  await assert.rejects(pending);
+  await settles('no running sequence', (v) => v('gptoss_running_sequences') === 0);
+});
+
+test('DELETE of a response being generated cancels it; its stream ends with response.failed', async () => {
+  const stream = await client.responses.create({ ...LONG, stream: true });
+  let id;
+  let last;
+  for await (const event of stream) {
+    if (event.type === 'response.created') {
+      id = event.response.id;
+      const got = await client.responses.retrieve(id);
+      assert.equal(got.status, 'in_progress');
+      await client.responses.delete(id);
+    }
+    last = event;
+  }
+  assert.equal(last.type, 'response.failed');
+  assert.equal(last.response.status, 'failed');
+  await settles('no running sequence', (v) => v('gptoss_running_sequences') === 0);
+  await assert.rejects(client.responses.retrieve(id), (e) => e.status === 404);
+});
