@@ -74,8 +74,7 @@ std::vector<bool> parse_layer_types(const nlohmann::json& j, uint32_t num_layers
   auto it = j.find("layer_types");
   if (it == j.end() || it->is_null()) {
     // The HF GptOssConfig default: sliding attention on even layers.
-    for (uint32_t i = 0; i < num_layers; ++i) sliding.push_back(i % 2 == 0);
-    return sliding;
+    return ModelConfig::alternating_layer_types(num_layers, true);
   }
   if (!it->is_array())
     fail(gptoss_status_invalid_argument, "config.json: \"layer_types\" must be an array");
@@ -95,6 +94,15 @@ std::vector<bool> parse_layer_types(const nlohmann::json& j, uint32_t num_layers
 }
 
 }  // namespace
+
+std::vector<bool> ModelConfig::alternating_layer_types(uint32_t num_layers, bool sliding) {
+  // A layer count of 4 billion from a file would otherwise cost 512 MB and seconds here (and
+  // 2^32 - 1 looped forever in the GGUF loader) before validate() refused it.
+  require_range("num_layers", num_layers, 1, kMaxLayers);
+  std::vector<bool> types(num_layers, false);
+  for (uint32_t l = 0; sliding && l < num_layers; l += 2) types[l] = true;
+  return types;
+}
 
 void ModelConfig::validate() const {
   require_range("num_layers", num_layers, 1, kMaxLayers);

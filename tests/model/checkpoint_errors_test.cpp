@@ -215,6 +215,13 @@ TEST_CASE("GGUF checkpoint: missing tensor, wrong type, wrong shape, other archi
     g.put<uint32_t>(at + 4 + 3 * 8, 8);
     check(g, gptoss_status_unsupported_argument, "blk.1.ffn_up_exps.weight");
   }
+  // gpt-oss.block_count 2^32 - 1 looped for ever (and 0xff000000 allocated 512 MB and ran
+  // seconds) building the layer types (tests/fuzz/corpus/gguf/regress-huge-block-count).
+  for (uint32_t layers : {0xffffffffu, 0xff000000u}) {
+    GgufCopy g;
+    g.put<uint32_t>(g.info("gpt-oss.block_count") + 4, layers);  // after the u32 value type
+    check(g, gptoss_status_invalid_argument, "num_layers = " + std::to_string(layers));
+  }
   {
     GgufCopy g;
     const std::string arch = "gpt-oss";
