@@ -1,4 +1,4 @@
-# The fuzz build (docs/reliability.md), its own build directory.
+# The fuzz and ThreadSanitizer builds (docs/reliability.md); each is its own build directory.
 # (GPTOSS_SANITIZE, ASan + UBSan for the whole suite, is set up in the top-level file.)
 if(GPTOSS_FUZZ)
   if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
@@ -12,3 +12,10 @@ if(GPTOSS_FUZZ)
   add_link_options(-fsanitize=address,undefined)
 endif()
 
+if(GPTOSS_TSAN)
+  if(GPTOSS_SANITIZE OR GPTOSS_FUZZ)
+    message(FATAL_ERROR "GPTOSS_TSAN cannot be combined with GPTOSS_SANITIZE or GPTOSS_FUZZ")
+  endif()
+  add_compile_options(-fsanitize=thread -fno-omit-frame-pointer)
+  add_link_options(-fsanitize=thread)
+endif()
