@@ -24,3 +24,5 @@ ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 
 echo "== full suite"
 ctest --test-dir build --output-on-failure -j"$jobs"
+
+bash scripts/reliability.sh  # fuzz harnesses and ThreadSanitizer (docs/reliability.md)
