@@ -208,11 +208,7 @@ bool is_prefix(const json& a, const json& b) {
 
 }  // namespace
 
-// The tokenizer loads before the first input: its seconds must not count against one.
-extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  fuzz::real_tokenizer();
-  return 0;
-}
+GPTOSS_FUZZ_INITIALIZE_WITH_REAL_TOKENIZER()
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   gptoss_tokenizer_t tok = fuzz::real_tokenizer();

@@ -9,6 +9,10 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "libgptoss/common/error.hpp"
+#include "libgptoss/model/dtypes.hpp"
+#include "libgptoss/model/weights.hpp"
+
 namespace gptoss::fuzz {
 
 namespace fs = std::filesystem;
@@ -35,6 +39,31 @@ void trace(gptoss_status st, std::string_view call) {
   if (verbose)
     std::fprintf(stderr, "%.*s -> %s: %s\n", int(call.size()), call.data(),
                  gptoss_status_to_string(st), gptoss_get_last_error_message());
+}
+
+void check_model_create_fails(const std::string& path, bool use_mmap) {
+  gptoss_model_options o;
+  gptoss_model_options_init(&o);
+  o.backend = "cpu";
+  o.use_mmap = use_mmap;
+  gptoss_model_t sentinel = reinterpret_cast<gptoss_model_t>(uintptr_t{0x5eed});
+  gptoss_model_t model = sentinel;
+  const gptoss_status st = gptoss_model_create_with_options(path.c_str(), &o, &model);
+  GPTOSS_FUZZ_CHECK(st != gptoss_status_success, "a fuzz input loaded as a whole model");
+  check_status(st, {gptoss_status_io, gptoss_status_invalid_argument,
+                    gptoss_status_unsupported_argument},
+               "gptoss_model_create_with_options");
+  GPTOSS_FUZZ_CHECK(model == sentinel, "a failed create wrote *model_out");
+}
+
+void check_tensors_as_uploaded(const WeightSource& source) {
+  source.for_each_tensor(source.config().num_layers, [](const gptoss_tensor_desc& d) {
+    try {
+      dequantize(d);
+    } catch (const Error& e) {
+      violated(std::string("accepted tensor is inconsistent: ") + e.what());
+    }
+  });
 }
 
 ScratchFile::ScratchFile() {

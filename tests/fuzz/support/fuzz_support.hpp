@@ -17,6 +17,18 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
 
+// Defines LLVMFuzzerInitialize to load the real tokenizer before the first input, so that its
+// seconds do not count against that input's timeout.
+#define GPTOSS_FUZZ_INITIALIZE_WITH_REAL_TOKENIZER()               \
+  extern "C" int LLVMFuzzerInitialize(int*, char***) {            \
+    ::gptoss::fuzz::real_tokenizer();                             \
+    return 0;                                                     \
+  }
+
+namespace gptoss {
+class WeightSource;
+}
+
 namespace gptoss::fuzz {
 
 // Prints "fuzz property violated: <what>" and aborts, which libFuzzer reports as a crash with
@@ -32,6 +44,16 @@ namespace gptoss::fuzz {
 // internal (a bug, by the header's own words); a failure carries a non-empty message.
 void check_status(gptoss_status st, std::initializer_list<gptoss_status> allowed,
                   std::string_view call);
+
+// gptoss_model_create_with_options (CPU backend, `use_mmap`) on a checkpoint no model can be
+// made of (no tokenizer fits a fuzz input): it must fail with io / invalid_argument /
+// unsupported_argument and a message, never internal, leaving *model_out untouched.
+void check_model_create_fails(const std::string& path, bool use_mmap);
+
+// Hands out every tensor of `source` as a backend would receive it: each must be exactly as
+// large as its dtype and shape say, its bytes readable (dequantize checks the sizes and reads
+// every byte).
+void check_tensors_as_uploaded(const WeightSource& source);
 
 // With GPTOSS_FUZZ_VERBOSE set, prints `call -> status: message` of the last call (to see how
 // far a corpus input gets when replaying it).
