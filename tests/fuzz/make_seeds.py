@@ -10,8 +10,14 @@ tests/fuzz/dict/<name>.dict) from the project's own data:
   harmony_parser      token sequences of the shared Harmony conformance cases;
   harmony_render      conversations of the shared Harmony conformance cases.
 
-Seeds are named seed-*; inputs that once crashed are named regress-* and are never touched
-here. Usage (from the repository root, after a release build):
+Seeds are named seed-*. Two other kinds of corpus files are never touched here: regress-*,
+inputs that once failed, and cov-*, inputs distilled from local campaigns (each adds coverage
+edges the rest lacks), made with
+
+  build-fuzz/bin/fuzz-NAME -merge=1 -use_counters=0 -max_len=65536 \
+      tests/fuzz/corpus/NAME build-fuzz/out/NAME/corpus   # then prefix the new files "cov-"
+
+Usage (from the repository root, after a release build):
 
   python3 tests/fuzz/make_seeds.py --make-model build/bin/gptoss-make-model \\
       [--shared ../shared] [--tokenizer-json third_party/tokenizer/tokenizer.json]
