@@ -30,9 +30,10 @@ struct Work {
 Work run(gptoss_tokenizer_t tok, const std::string& text) {
   Work w;
   size_t n = 0;
-  w.note(gptoss_tokenizer_encode(tok, text.data(), text.size(), GPTOSS_ENCODE_ALLOW_SPECIAL, nullptr, 0, &n));
+  const uint32_t flags = GPTOSS_ENCODE_ALLOW_SPECIAL;
+  w.note(gptoss_tokenizer_encode(tok, text.data(), text.size(), flags, nullptr, 0, &n));
   w.ids.resize(n);
-  w.note(gptoss_tokenizer_encode(tok, text.data(), text.size(), GPTOSS_ENCODE_ALLOW_SPECIAL, w.ids.data(), n, &n));
+  w.note(gptoss_tokenizer_encode(tok, text.data(), text.size(), flags, w.ids.data(), n, &n));
   w.note(gptoss_tokenizer_decode_tokens(tok, w.ids.data(), w.ids.size(), nullptr, 0, &n));
   w.decoded.resize(n);
   w.note(gptoss_tokenizer_decode_tokens(tok, w.ids.data(), w.ids.size(), w.decoded.data(), n, &n));

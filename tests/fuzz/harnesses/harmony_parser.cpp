@@ -111,7 +111,8 @@ Run run_parser(gptoss_tokenizer_t tok, const char* first_role, bool strict,
   const char* out = nullptr;
   r.finish_status = gptoss_harmony_parser_finish(p, &out);
   if (!strict) fuzz::check_status(r.finish_status, {}, "tolerant finish");
-  else if (failed) GPTOSS_FUZZ_CHECK(r.finish_status == gptoss_status_invalid_state, "strict finish after a failure");
+  else if (failed)
+    GPTOSS_FUZZ_CHECK(r.finish_status == gptoss_status_invalid_state, "strict finish after a failure");
   else fuzz::check_status(r.finish_status, {gptoss_status_invalid_argument}, "strict finish");
   if (r.finish_status != gptoss_status_success)
     fuzz::check_status(gptoss_harmony_parser_get_messages(p, &out), {}, "get_messages");
@@ -148,7 +149,8 @@ std::vector<ExpectedMessage> check_tolerant(gptoss_tokenizer_t tok, const Specia
     const size_t after = r.num_messages[i];
     bool may_stream = false;
     const std::string at = "token " + std::to_string(i) + " (id " + std::to_string(t) + ")";
-    if (where == Where::between && t != sp.start && !sp.is_stop(t)) where = Where::header;  // missing <|start|>
+    // Text between messages: a missing <|start|>, the header begins here.
+    if (where == Where::between && t != sp.start && !sp.is_stop(t)) where = Where::header;
     if (where == Where::between) {
       if (t == sp.start) where = Where::header;
       GPTOSS_FUZZ_CHECK(after == before, at + ": a message appeared between messages");

@@ -77,7 +77,8 @@ Json expected_parse(const std::string& conversation) {
     const Json channel = get("channel"), content_type = get("content_type");
     if (!role.is_string()) return nullptr;
     const bool tool = role == "tool";
-    if (tool ? !simple_word(name) || is_role_name(name) || recipient.is_null() : !name.is_null()) return nullptr;
+    if (tool ? !simple_word(name) || is_role_name(name) || recipient.is_null() : !name.is_null())
+      return nullptr;
     if (!(recipient.is_null() || (simple_word(recipient) && recipient != "all"))) return nullptr;
     if (!(channel.is_null() || simple_word(channel))) return nullptr;
     // A content type needs a recipient before it, or it parses as the recipient.
@@ -115,7 +116,8 @@ void check_round_trip(gptoss_tokenizer_t tok, const std::string& conversation,
   fuzz::check_status(gptoss_harmony_parser_finish(p, &out), {}, "strict finish of a rendering");
   const Json parsed = Json::parse(out);
   gptoss_harmony_parser_release(p);
-  GPTOSS_FUZZ_CHECK(parsed == expected, "rendered then parsed: " + parsed.dump() + " expected " + expected.dump());
+  GPTOSS_FUZZ_CHECK(parsed == expected,
+                    "rendered then parsed: " + parsed.dump() + " expected " + expected.dump());
 }
 
 }  // namespace
@@ -126,14 +128,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   gptoss_tokenizer_t tok = fuzz::real_tokenizer();
   static const std::vector<uint32_t> tail = [&] {
     std::vector<uint32_t> t(1);
-    fuzz::check_status(gptoss_tokenizer_get_special_token_id(tok, gptoss_special_token_start, &t[0]), {}, "start id");
+    fuzz::check_status(gptoss_tokenizer_get_special_token_id(tok, gptoss_special_token_start, &t[0]),
+                       {}, "start id");
     uint32_t ids[8];
     size_t n = 0;
     fuzz::check_status(gptoss_tokenizer_encode(tok, "assistant", 9, 0, ids, 8, &n), {}, "encode");
     t.insert(t.end(), ids, ids + n);
     return t;
   }();
-  const std::string conversation(reinterpret_cast<const char*>(data), strnlen(reinterpret_cast<const char*>(data), size));
+  const char* text = reinterpret_cast<const char*>(data);
+  const std::string conversation(text, strnlen(text, size));
 
   for (bool auto_drop : {true, false}) {
     bool ok_conv = false, ok_completion = false;
