@@ -8,6 +8,9 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 pkgs=(build-essential cmake pkg-config libfmt-dev libspdlog-dev nlohmann-json3-dev catch2
       libpcre2-dev libcpp-httplib-dev abigail-tools python3-jsonschema libsqlite3-dev libpq-dev
       postgresql)
+# The fuzz build (docs/reliability.md): clang 14, its libFuzzer and sanitizer runtimes, and
+# llvm-symbolizer for readable crash reports.
+pkgs+=(clang-14 libclang-rt-14-dev llvm-14)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -31,3 +31,5 @@ bash scripts/test-install.sh build
 
 echo "== server: the OpenAI SDK against gptoss-server (SQLite and PostgreSQL stores), load test"
 bash scripts/test-server.sh
+
+bash scripts/reliability.sh  # fuzz harnesses and ThreadSanitizer (docs/reliability.md)

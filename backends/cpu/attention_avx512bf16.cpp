@@ -12,7 +12,6 @@
 namespace gptoss::cpu {
 namespace {
 
-inline __m512bh as_bh(__m512i x) { return reinterpret_cast<__m512bh>(x); }
 inline __m512bh as_bh(__m512 x) { return reinterpret_cast<__m512bh>(x); }
 
 // 32 floats [lo, hi) rounded to bf16, element order kept: lane i holds pair (x[2i], x[2i + 1]).

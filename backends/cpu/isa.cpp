@@ -2,6 +2,10 @@
 #include <cstdlib>
 #include <cstring>
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+
 #include "kernels.hpp"
 #include "kernels_avx2_int8.hpp"
 
@@ -30,8 +34,12 @@ Isa isa_detect() {
 
 bool cpu_has_avxvnni() {
 #if defined(__x86_64__)
+  // AVX-VNNI is CPUID.(EAX=7, ECX=1):EAX bit 4. Read directly: clang 14's
+  // __builtin_cpu_supports does not know "avxvnni". AVX2 usable implies the OS saves YMM state.
   __builtin_cpu_init();
-  return __builtin_cpu_supports("avxvnni") != 0;
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __builtin_cpu_supports("avx2") && __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) &&
+         (eax & (1u << 4)) != 0;
 #else
   return false;
 #endif

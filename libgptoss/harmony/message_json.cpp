@@ -3,6 +3,7 @@
 #include <initializer_list>
 
 #include "libgptoss/common/error.hpp"
+#include "libgptoss/common/json.hpp"
 
 namespace gptoss::harmony {
 namespace {
@@ -206,11 +207,7 @@ ToolNamespaces namespaces_from_json(const Json& j, const std::string& path) {
 }
 
 Json parse_json_text(std::string_view text, std::string_view what) {
-  try {
-    return Json::parse(text.begin(), text.end());
-  } catch (const nlohmann::json::parse_error& e) {
-    fail(gptoss_status_invalid_argument, "{}: malformed JSON (byte {}): {}", what, e.byte, e.what());
-  }
+  return parse_json<Json>(text, gptoss_status_invalid_argument, what);
 }
 
 Message message_from_json(const Json& j, const std::string& path) {

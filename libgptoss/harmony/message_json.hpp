@@ -11,7 +11,8 @@
 
 namespace gptoss::harmony {
 
-// Parses JSON text (with order-preserving objects); errors name the byte position.
+// Parses JSON text (with order-preserving objects); errors name the byte position, and nesting
+// deeper than kMaxJsonDepth (libgptoss/common/json.hpp) is refused.
 Json parse_json_text(std::string_view text, std::string_view what);
 
 Message message_from_json(const Json& j, const std::string& path);

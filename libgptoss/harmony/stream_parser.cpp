@@ -206,8 +206,8 @@ void StreamParser::process_content(uint32_t token) {
 
 void StreamParser::close_message() {
   std::string text = std::move(content_);
+  text += utf8_lossy(pending_bytes_);  // these bytes came before the unknown ids, if any
   if (pending_bad_ids_ > 0) text += kReplacementChar;
-  text += utf8_lossy(pending_bytes_);
   messages_.push_back(message_of(*header_, std::move(text)));
   content_.clear();
   pending_bytes_.clear();

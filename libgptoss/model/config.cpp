@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "libgptoss/common/error.hpp"
+#include "libgptoss/common/json.hpp"
 
 namespace gptoss {
 namespace {
@@ -48,7 +49,7 @@ uint32_t get_uint(const nlohmann::json& j, const char* key, uint32_t fallback, b
       return static_cast<uint32_t>(v);
   }
   fail(gptoss_status_invalid_argument, "config.json: \"{}\" must be a non-negative integer, got {}",
-       key, it->dump());
+       key, json_excerpt(*it));
 }
 
 double get_number(const nlohmann::json& j, const char* key, double fallback) {
@@ -56,7 +57,7 @@ double get_number(const nlohmann::json& j, const char* key, double fallback) {
   if (it == j.end() || it->is_null()) return fallback;
   if (!it->is_number())
     fail(gptoss_status_invalid_argument, "config.json: \"{}\" must be a number, got {}", key,
-         it->dump());
+         json_excerpt(*it));
   return it->get<double>();
 }
 
@@ -73,8 +74,7 @@ std::vector<bool> parse_layer_types(const nlohmann::json& j, uint32_t num_layers
   auto it = j.find("layer_types");
   if (it == j.end() || it->is_null()) {
     // The HF GptOssConfig default: sliding attention on even layers.
-    for (uint32_t i = 0; i < num_layers; ++i) sliding.push_back(i % 2 == 0);
-    return sliding;
+    return ModelConfig::alternating_layer_types(num_layers, true);
   }
   if (!it->is_array())
     fail(gptoss_status_invalid_argument, "config.json: \"layer_types\" must be an array");
@@ -87,13 +87,22 @@ std::vector<bool> parse_layer_types(const nlohmann::json& j, uint32_t num_layers
       fail(gptoss_status_invalid_argument,
            "config.json: layer_types entry {} is neither \"sliding_attention\" nor "
            "\"full_attention\"",
-           t.dump());
+           json_excerpt(t));
     }
   }
   return sliding;
 }
 
 }  // namespace
+
+std::vector<bool> ModelConfig::alternating_layer_types(uint32_t num_layers, bool sliding) {
+  // A layer count of 4 billion from a file would otherwise cost 512 MB and seconds here (and
+  // 2^32 - 1 looped forever in the GGUF loader) before validate() refused it.
+  require_range("num_layers", num_layers, 1, kMaxLayers);
+  std::vector<bool> types(num_layers, false);
+  for (uint32_t l = 0; sliding && l < num_layers; l += 2) types[l] = true;
+  return types;
+}
 
 void ModelConfig::validate() const {
   require_range("num_layers", num_layers, 1, kMaxLayers);
@@ -149,12 +158,13 @@ ModelConfig ModelConfig::from_hf_json(const nlohmann::json& j) {
     fail(gptoss_status_invalid_argument, "config.json: the top level is not a JSON object");
   if (auto mt = j.find("model_type"); mt != j.end() && *mt != "gpt_oss")
     fail(gptoss_status_unsupported_argument,
-         "config.json: model_type {} is not a gpt-oss model (\"gpt_oss\")", mt->dump());
+         "config.json: model_type {} is not a gpt-oss model (\"gpt_oss\")", json_excerpt(*mt));
   if (auto q = j.find("quantization_config"); q != j.end() && q->is_object()) {
     auto m = q->find("quant_method");
     if (m != q->end() && *m != "mxfp4")
       fail(gptoss_status_unsupported_argument,
-           "config.json: quant_method {} is not supported (only the original mxfp4)", m->dump());
+           "config.json: quant_method {} is not supported (only the original mxfp4)",
+           json_excerpt(*m));
   }
 
   ModelConfig c;
@@ -183,7 +193,7 @@ ModelConfig ModelConfig::from_hf_json(const nlohmann::json& j) {
     if (auto type = rs->find("rope_type"); type != rs->end() && *type != "yarn")
       fail(gptoss_status_unsupported_argument,
            "config.json: rope_scaling.rope_type {} is not supported (only \"yarn\")",
-           type->dump());
+           json_excerpt(*type));
     c.rope_scaling_factor = get_number(*rs, "factor", 1.0);
     c.rope_beta_fast = get_number(*rs, "beta_fast", 32.0);
     c.rope_beta_slow = get_number(*rs, "beta_slow", 1.0);

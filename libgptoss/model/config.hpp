@@ -32,6 +32,9 @@ struct ModelConfig {
 
   // Throws gptoss::Error(invalid_argument) naming the first absurd or inconsistent value.
   void validate() const;
+  // gpt-oss's layer pattern: sliding attention on the even layers if `sliding`, else on none.
+  // Throws invalid_argument for a layer count validate() refuses, before allocating for it.
+  static std::vector<bool> alternating_layer_types(uint32_t num_layers, bool sliding);
   static ModelConfig from_hf_json(const nlohmann::json& j);
 };
 

@@ -216,16 +216,15 @@ class GgufCheckpoint final : public WeightSource {
     } else {
       c.rope_scaling_factor = 1.0;
     }
-    // gpt-oss alternates sliding (even layers) and full attention; llama.cpp encodes only the
-    // window size.
     c.sliding_window = opt_uint("attention.sliding_window", 0);
-    c.layer_is_sliding.assign(c.num_layers, false);
-    for (uint32_t l = 0; l < c.num_layers && c.sliding_window > 0; l += 2) c.layer_is_sliding[l] = true;
     // The vocabulary is the embedding's row count (the tokenizer may list fewer strings).
     const auto* emb = file_->find_tensor("token_embd.weight");
     if (!emb || emb->ne.size() != 2) fail(gptoss_status_io, "{}: missing tensor token_embd.weight (2-D)", path);
     c.vocab_size = emb->ne[1] > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(emb->ne[1]);
     try {
+      // gpt-oss alternates sliding (even layers) and full attention; llama.cpp encodes only
+      // the window size.
+      c.layer_is_sliding = ModelConfig::alternating_layer_types(c.num_layers, c.sliding_window > 0);
       c.validate();
     } catch (const Error& e) {
       throw Error(e.status(), fmt::format("{}: {}", path, e.what()));

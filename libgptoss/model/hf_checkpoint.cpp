@@ -2,11 +2,11 @@
 // safetensors shard(s), tokenizer.json. Its tensors already are in canonical form, so they are
 // handed out zero-copy; all of them are checked against the config when the directory opens.
 #include <filesystem>
-#include <fstream>
 
 #include <nlohmann/json.hpp>
 
 #include "libgptoss/common/error.hpp"
+#include "libgptoss/common/json.hpp"
 #include "libgptoss/common/log.hpp"
 #include "libgptoss/model/canonical.hpp"
 #include "libgptoss/model/formats/safetensors.hpp"
@@ -71,9 +71,7 @@ class HfCheckpoint final : public WeightSource {
     std::error_code ec;
     if (!fs::is_regular_file(path, ec))
       fail(gptoss_status_io, "{}: no config.json (not a Hugging Face checkpoint directory)", dir);
-    std::ifstream in(path);
-    auto j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded()) fail(gptoss_status_io, "{}: not valid JSON", path.string());
+    const auto j = parse_json_file<nlohmann::json>(path.string(), gptoss_status_io);
     try {
       return ModelConfig::from_hf_json(j);
     } catch (const Error& e) {

@@ -1,5 +1,6 @@
 #include "libgptoss/tokenizer/json_vocab.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -158,7 +159,9 @@ class Collector final : public nlohmann::json_sax<nlohmann::json> {
 JsonVocab read_json_vocab(const std::string& path) {
   const std::string data = read_file(path);
   JsonVocab out;
-  out.vocab.reserve(201088);
+  // Room for every entry at once (an entry takes 6 bytes or more: "x":0,), at most the o200k
+  // vocabulary: no 8 MB reservation for a small or broken file.
+  out.vocab.reserve(std::min<size_t>(201088, data.size() / 6));
   Collector collector(out);
   bool ok = false;
   try {

@@ -85,6 +85,9 @@ TEST_CASE("harmony C API: capacity protocol", "[harmony][c-api]") {
 TEST_CASE("harmony C API: malformed conversations name the field", "[harmony][c-api]") {
   TokenizerHandle tok;
   require_rejected(tok.h, "{\"messages\": [", "malformed JSON");
+  // A number beyond a double was an internal error (tests/fuzz/corpus/harmony_render/
+  // regress-number-overflow).
+  require_rejected(tok.h, R"([{"role":"user","content":"hi"}, 1e400])", "number overflow");
   require_rejected(tok.h, R"({"messages": 3})", "messages");
   require_rejected(tok.h, R"({"msgs": []})", "msgs");
   require_rejected(tok.h, R"([{"role":"bot","content":"x"}])", "messages[0].role");
@@ -105,6 +108,39 @@ TEST_CASE("harmony C API: malformed conversations name the field", "[harmony][c-
                    "messages[0].content[0].tools.functions.tools[0].name");
   require_rejected(tok.h, R"([{"role":"developer","content":[{"type":"developer_content","tools":{"functions":{"tools":[{"name":"f","parameters":"x"}]}}}]}])",
                    "messages[0].content[0].tools.functions.tools[0].parameters");
+}
+
+// A schema nested deeply enough overflowed the stack in the TypeScript renderer and in
+// nlohmann's dump (tests/fuzz/corpus/harmony_render/regress-deep-*); now the parse refuses
+// nesting beyond kMaxJsonDepth (128) and anything within it renders.
+TEST_CASE("harmony C API: deeply nested JSON is refused, not a stack overflow", "[harmony][c-api]") {
+  TokenizerHandle tok;
+  auto nested_schema = [](size_t depth) {
+    std::string s;
+    for (size_t i = 0; i < depth; ++i) s += R"({"type":"array","items":)";
+    s += R"({"type":"string"})";
+    return s + std::string(depth, '}');
+  };
+  auto with_parameters = [](const std::string& schema) {
+    return R"([{"role":"developer","content":[{"type":"developer_content","tools":{"functions":)"
+           R"({"tools":[{"name":"f","parameters":)" + schema + "}]}}}]}]";
+  };
+  const std::string deep_array = std::string(100000, '[') + std::string(100000, ']');
+  const std::string deep_format =
+      R"([{"role":"developer","content":[{"type":"developer_content","response_formats":)"
+      R"([{"name":"x","schema":{"a":)" + deep_array + "}}]}]}]";
+  for (const std::string& json : {with_parameters(nested_schema(100000)), deep_format}) {
+    std::vector<uint32_t> out;
+    REQUIRE(render(tok.h, json.c_str(), &out) == gptoss_status_invalid_argument);
+    CHECK(std::string(gptoss_get_last_error_message()) ==
+          "conversation_json: JSON nested deeper than 128 levels");
+  }
+  std::vector<uint32_t> tokens;
+  REQUIRE(render(tok.h, with_parameters(nested_schema(100)).c_str(), &tokens) == gptoss_status_success);
+  std::string brackets;
+  for (int i = 0; i < 100; ++i) brackets += "[]";
+  const std::string text = gptoss::test::harmony_tokenizer()->decode(tokens);
+  CHECK(text.find("type f = (_: string" + brackets + ") => any;") != std::string::npos);
 }
 
 TEST_CASE("harmony C API: NULL arguments and bad options", "[harmony][c-api]") {

@@ -193,6 +193,28 @@ TEST_CASE("parser: unknown token ids", "[harmony]") {
   CHECK(text_of(ms[0]) == kFFFD);
 }
 
+// Caught by the harmony_parser fuzz harness's oracle (tests/fuzz/corpus/harmony_parser/
+// regress-reordered-text): bytes still waiting when an unknown id came were written after its
+// U+FFFD at the end of the message, so text changed places.
+TEST_CASE("parser: text waiting before unknown ids keeps its place at the end", "[harmony]") {
+  // Token 78747 is the bytes "\x8a" "pp": a repair (U+FFFD) for the stray continuation byte,
+  // then "pp" waits for the next token (one repair per token).
+  const uint32_t stray_then_pp = 78747;
+  REQUIRE(test::harmony_tokenizer()->token_bytes(stray_then_pp) == "\x8app");
+  for (bool strict : {kStrict, kTolerant}) {
+    auto tokens = harmony_tokens("<|start|>assistant<|message|>");
+    tokens.push_back(stray_then_pp);
+    tokens.push_back(0xFFFFFFF0u);
+    auto closed = tokens;
+    closed.push_back(harmony_tokens("<|end|>").at(0));
+    for (const auto& [stream, eos] : {std::pair{tokens, true}, std::pair{closed, false}}) {
+      auto ms = parse_all(stream, std::nullopt, strict, eos);
+      REQUIRE(ms.size() == 1);
+      CHECK(text_of(ms[0]) == kFFFD + "pp" + kFFFD);
+    }
+  }
+}
+
 TEST_CASE("parser: deltas and current content per token", "[harmony]") {
   StreamParser p(test::harmony_tokenizer(), Role::assistant, kStrict);
   for (uint32_t t : harmony_tokens("<|channel|>final<|message|>")) p.process(t);

@@ -129,6 +129,31 @@ TEST_CASE("HF checkpoint: bad paths and configs", "[model]") {
   CHECK(open_status(dir.path().string(), &msg) == gptoss_status_io);
 }
 
+// Megabytes of "[[[[...]]]]" in config.json or the shard index used to crash the load (stack
+// overflow printing the value into the message); now they are errors naming the file.
+TEST_CASE("HF checkpoint: deeply nested config.json or index is an error, not a crash", "[model]") {
+  const size_t depth = 5'000'000;
+  const std::string deep = std::string(depth, '[') + std::string(depth, ']');
+  std::string msg;
+  TempDir dir;
+  gptoss::test::write_text(dir / "config.json", R"({"vocab_size":)" + deep + "}");
+  CHECK(open_status(dir.path().string(), &msg) == gptoss_status_io);
+  CHECK(contains(msg, "config.json: JSON nested deeper than 128 levels"));
+
+  TempDir with_index;
+  copy_hf(with_index, [](nlohmann::json&) {});
+  gptoss::test::write_text(with_index / "model.safetensors.index.json",
+                           R"({"weight_map":{"a":)" + deep + "}}");
+  CHECK(open_status(with_index.path().string(), &msg) == gptoss_status_io);
+  CHECK(contains(msg, "model.safetensors.index.json: JSON nested deeper than 128 levels"));
+
+  // A value quoted in a message is cut, not copied whole.
+  gptoss::test::write_text(dir / "config.json", R"({"vocab_size":")" + std::string(1 << 20, 'x') + "\"}");
+  CHECK(open_status(dir.path().string(), &msg) == gptoss_status_invalid_argument);
+  CHECK(contains(msg, "\"vocab_size\" must be a non-negative integer, got \"xxxx"));
+  CHECK(msg.size() < 400);
+}
+
 TEST_CASE("HF checkpoint: a missing tokenizer.json is an io error naming the path", "[model]") {
   std::string msg;
   gptoss::OpenOptions o;  // loads the tokenizer: none beside the shared model-hf
@@ -189,6 +214,13 @@ TEST_CASE("GGUF checkpoint: missing tensor, wrong type, wrong shape, other archi
     const size_t at = g.info("blk.1.ffn_up_exps.weight");  // MXFP4 -> Q8_0 (twice the bytes)
     g.put<uint32_t>(at + 4 + 3 * 8, 8);
     check(g, gptoss_status_unsupported_argument, "blk.1.ffn_up_exps.weight");
+  }
+  // gpt-oss.block_count 2^32 - 1 looped for ever (and 0xff000000 allocated 512 MB and ran
+  // seconds) building the layer types (tests/fuzz/corpus/gguf/regress-huge-block-count).
+  for (uint32_t layers : {0xffffffffu, 0xff000000u}) {
+    GgufCopy g;
+    g.put<uint32_t>(g.info("gpt-oss.block_count") + 4, layers);  // after the u32 value type
+    check(g, gptoss_status_invalid_argument, "num_layers = " + std::to_string(layers));
   }
   {
     GgufCopy g;

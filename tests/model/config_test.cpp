@@ -63,6 +63,8 @@ TEST_CASE("from_hf_json refuses absurd values with invalid_argument", "[model]")
       {"truncate not a bool", [](J& j) { j["rope_scaling"]["truncate"] = "no"; }},
       {"rope_scaling not an object", [](J& j) { j["rope_scaling"] = 3; }},
       {"2^40 layers", [](J& j) { j["num_hidden_layers"] = uint64_t{1} << 40; }},
+      // 4 billion fits a uint32: it used to cost 512 MB of layer types before being refused.
+      {"4e9 layers", [](J& j) { j["num_hidden_layers"] = uint64_t{4000000000}; j.erase("layer_types"); }},
   };
   for (const auto& [what, mutate] : cases) {
     INFO(what);

@@ -152,3 +152,37 @@ TEST_CASE("safetensors: sharded checkpoints follow the index", "[model]") {
   TempDir empty;
   CHECK(status_of([&] { st::Checkpoint x(empty.path().string(), true); }) == gptoss_status_io);
 }
+
+// A header of 10 MB of "[[[[...]]]]" used to crash while the error message printed the value
+// (nlohmann's dump recurses once per level); now the parse refuses nesting beyond 128 levels,
+// and values quoted in messages are cut.
+TEST_CASE("safetensors: deeply nested or huge header values are io errors", "[model]") {
+  const size_t depth = 5'000'000;
+  const std::string deep = std::string(depth, '[') + std::string(depth, ']');
+  TempDir dir;
+  gptoss::test::write_bytes(
+      dir / "model.safetensors",
+      safetensors_bytes(R"({"a":{"dtype":"F32","shape":[)" + deep + R"(],"data_offsets":[0,8]}})",
+                        valid_data()));
+  std::string msg;
+  CHECK(status_of([&] { st::File f(dir / "model.safetensors", true); }, &msg) == gptoss_status_io);
+  CHECK(msg.find("the header: JSON nested deeper than 128 levels") != std::string::npos);
+
+  auto with_shape = [&](const std::string& shape) {
+    gptoss::test::write_bytes(
+        dir / "model.safetensors",
+        safetensors_bytes(R"({"a":{"dtype":"F32","shape":)" + shape + R"(,"data_offsets":[0,8]}})",
+                          valid_data()));
+    return status_of([&] { st::File f(dir / "model.safetensors", true); }, &msg);
+  };
+  CHECK(with_shape("[\"" + std::string(1 << 20, 'x') + "\"]") == gptoss_status_io);
+  CHECK(msg.find("must be a non-negative integer, got \"xxxx") != std::string::npos);
+  CHECK(msg.size() < 400);
+  // A number beyond a double (nlohmann's out_of_range, not a parse error) used to escape as
+  // an internal error; a megabyte of digits is not copied into the message either.
+  for (const std::string& big : {std::string("1e400"), std::string(1 << 20, '9') + ".5"}) {
+    CHECK(with_shape("[" + big + "]") == gptoss_status_io);
+    CHECK(msg.find("number overflow") != std::string::npos);
+    CHECK(msg.size() < 400);
+  }
+}

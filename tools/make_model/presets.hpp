@@ -1,6 +1,7 @@
 #pragma once
-// Model shapes the generator knows: the real gpt-oss-20b/120b shapes and two small ones with
-// the same ratios (head_dim 64, GQA 8:1, 32 experts, top-4, the full 201088-token vocabulary).
+// Model shapes the generator knows: the real gpt-oss-20b/120b shapes, two small ones with the
+// same ratios (head_dim 64, GQA 8:1, 32 experts, top-4, the full 201088-token vocabulary), and
+// "micro", the smallest valid checkpoint (fuzz seeds; no tokenizer fits its vocabulary).
 #include <cstdint>
 #include <string>
 

@@ -2,12 +2,12 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <set>
 
 #include <nlohmann/json.hpp>
 
 #include "libgptoss/common/error.hpp"
+#include "libgptoss/common/json.hpp"
 
 namespace gptoss::safetensors {
 namespace {
@@ -26,7 +26,8 @@ uint64_t read_le64(const uint8_t* p) {
 // Non-negative integer from JSON, or fail naming what it is.
 uint64_t json_uint(const nlohmann::json& v, const std::string& path, const std::string& what) {
   if (!v.is_number_unsigned())
-    fail(gptoss_status_io, "{}: {} must be a non-negative integer, got {}", path, what, v.dump());
+    fail(gptoss_status_io, "{}: {} must be a non-negative integer, got {}", path, what,
+         json_excerpt(v));
   return v.get<uint64_t>();
 }
 
@@ -91,9 +92,9 @@ File::File(const std::string& path, bool use_mmap)
     fail(gptoss_status_io, "{}: header length {} exceeds the file ({} bytes) or the 100 MB limit",
          path, header_len, size);
   const char* hp = reinterpret_cast<const char*>(file_->data() + 8);
-  auto header = nlohmann::json::parse(hp, hp + header_len, nullptr, /*allow_exceptions=*/false);
-  if (header.is_discarded() || !header.is_object())
-    fail(gptoss_status_io, "{}: the header is not a JSON object", path);
+  const auto header = parse_json<nlohmann::json>(std::string_view(hp, header_len), gptoss_status_io,
+                                                 path + ": the header");
+  if (!header.is_object()) fail(gptoss_status_io, "{}: the header is not a JSON object", path);
 
   const uint8_t* data = file_->data() + 8 + header_len;
   const uint64_t data_size = size - 8 - header_len;
@@ -110,9 +111,8 @@ Checkpoint::Checkpoint(const std::string& directory, bool use_mmap) {
   std::error_code ec;
   std::map<std::string, std::string> weight_map;  // tensor -> shard, from the index
   if (fs::exists(index_path, ec)) {
-    std::ifstream in(index_path);
-    auto index = nlohmann::json::parse(in, nullptr, false);
-    if (index.is_discarded() || !index.is_object() || !index.contains("weight_map") ||
+    auto index = parse_json_file<nlohmann::json>(index_path.string(), gptoss_status_io);
+    if (!index.is_object() || !index.contains("weight_map") ||
         !index["weight_map"].is_object())
       fail(gptoss_status_io, "{}: not a JSON object with a \"weight_map\" object",
            index_path.string());

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# The fuzzing and ThreadSanitizer part of CI (docs/reliability.md), run by scripts/test.sh:
+#  1. every fuzz harness (scripts/fuzz.sh lists them) runs from its committed corpus for an
+#     equal share of GPTOSS_FUZZ_BUDGET_SECONDS (default 360: the CI cost stays the same as
+#     harnesses are added; at least 30 s each); a crash, leak or timeout fails, printing the
+#     input as hex;
+#  2. the threaded paths run under ThreadSanitizer (build-tsan/, g++): every entry of
+#     tsan_tests below; a reported data race fails.
+# Environment: GPTOSS_FUZZ_BUILD / GPTOSS_TSAN_BUILD (build folders), GPTOSS_FUZZ_BUDGET_SECONDS.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+jobs="$(nproc 2>/dev/null || echo 2)"
+
+# Threaded code under ThreadSanitizer: one entry per test program, "TARGET [ARGUMENTS...]",
+# built in the TSan build and run from its bin/. A new threaded component is one more line.
+tsan_tests=(
+  "gptoss-tests [concurrency]"
+)
+
+failed=0
+mapfile -t harnesses < <(bash scripts/fuzz.sh)
+budget="${GPTOSS_FUZZ_BUDGET_SECONDS:-360}"
+seconds=$((budget / ${#harnesses[@]}))
+((seconds >= 30)) || seconds=30
+for h in "${harnesses[@]}"; do
+  echo "== fuzz $h (${seconds} s from tests/fuzz/corpus/$h)"
+  GPTOSS_FUZZ_JOBS="$jobs" bash scripts/fuzz.sh "$h" "$seconds" || failed=1
+done
+
+echo "== build (ThreadSanitizer)"
+tsan_build="${GPTOSS_TSAN_BUILD:-build-tsan}"
+cmake -S . -B "$tsan_build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPTOSS_TSAN=ON >/dev/null
+targets=()
+for t in "${tsan_tests[@]}"; do targets+=("${t%% *}"); done
+cmake --build "$tsan_build" -j"$jobs" --target "${targets[@]}" >/dev/null
+
+echo "== threaded paths under ThreadSanitizer"
+export TSAN_OPTIONS="${TSAN_OPTIONS:-second_deadlock_stack=1 suppressions=$root/tests/tsan.supp}"
+for t in "${tsan_tests[@]}"; do
+  read -r -a cmd <<<"$t"
+  echo "-- ${cmd[*]}"
+  "$tsan_build/bin/${cmd[0]}" "${cmd[@]:1}" || failed=1
+done
+exit "$failed"
