@@ -38,22 +38,41 @@ test('SIGTERM drains: the running stream finishes, new requests get 503, exit st
   assert.equal(await s.exited, 0);
 });
 
+// Polls /metrics until the server runs `running` generations and queues `queued`.
+async function waitForLoad(url, running, queued) {
+  const deadline = Date.now() + 30000;
+  for (;;) {
+    const text = await (await fetch(`${url}/metrics`)).text();
+    const value = (name) => Number(text.match(new RegExp(`^${name} (\\d+)$`, 'm'))?.[1]);
+    if (value('gptoss_running_sequences') === running && value('gptoss_queue_length') === queued) return;
+    if (Date.now() > deadline) throw new Error(`no ${running} running / ${queued} queued in 30 s:\n${text}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
 test('past --max-queue: 429 with Retry-After', async () => {
   const s = await startServer(['--port', '0', '--max-running', '1', '--max-queue', '1', '--step-tokens', '64']);
   const body = { ...LONG_CHAT, max_tokens: 100000 };
   const controllers = [new AbortController(), new AbortController()];
-  const held = controllers.map((c) => fetch(`${s.url}/v1/chat/completions`, {
-    method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body), signal: c.signal,
-  }).catch(() => null));
-  await new Promise((r) => setTimeout(r, 500));  // one running, one queued
-  const third = await post(s.url, '/v1/chat/completions', body);
-  assert.equal(third.status, 429, third.text);
-  assert.equal(third.headers.get('retry-after'), '1');
-  assert.equal(JSON.parse(third.text).error.code, 'rate_limit_exceeded');
-  controllers.forEach((c) => c.abort());
-  await Promise.all(held);
-  s.proc.kill('SIGTERM');
-  assert.equal(await s.exited, 0);
+  try {
+    const held = controllers.map((c) => fetch(`${s.url}/v1/chat/completions`, {
+      method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body), signal: c.signal,
+    }).catch(() => null));
+    // One running and one queued, seen by the server itself (a fixed sleep raced both ways on
+    // a loaded machine); each runs ~950 tokens, so the queue is still full for the third.
+    await waitForLoad(s.url, 1, 1);
+    const third = await post(s.url, '/v1/chat/completions', body);
+    assert.equal(third.status, 429, third.text);
+    assert.equal(third.headers.get('retry-after'), '1');
+    assert.equal(JSON.parse(third.text).error.code, 'rate_limit_exceeded');
+    controllers.forEach((c) => c.abort());
+    await Promise.all(held);
+    s.proc.kill('SIGTERM');
+    assert.equal(await s.exited, 0);
+  } finally {
+    controllers.forEach((c) => c.abort());
+    s.proc.kill('SIGKILL');  // a failed assertion must not leave a server behind (no-op after exit)
+  }
 });
 
 test('--api-key: Bearer required on the API, not on health checks', async () => {
