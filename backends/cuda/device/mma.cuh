@@ -1,0 +1,69 @@
+#pragma once
+// The tensor-core unit of the GPU kernels, isolated so that another matrix unit (MFMA on
+// CDNA, issue 20) can sit beside it with the same interface: a warp multiplies a 16x16 bf16
+// tile A (row-major, K contiguous) by a 16x8 bf16 tile B (stored as 8 rows of 16 K values,
+// i.e. the weight matrix's own row-major layout) into a 16x8 fp32 accumulator.
+//
+// mma.sync.m16n8k16 (sm_80 and later). Fragments, with g = lane / 4 and c = lane % 4 (PTX ISA,
+// "Matrix Fragments for mma.m16n8k16 with floating point type"); bf16 pairs are consecutive
+// K values, the lower K in the low half:
+//   A: a[0] = A[g][2c, 2c+1]   a[1] = A[g+8][2c, 2c+1]   a[2] = A[g][2c+8, +9]   a[3] = A[g+8][2c+8, +9]
+//   B: b[0] = B[k = 2c, 2c+1][n = g]                       b[1] = B[k = 2c+8, +9][n = g]
+//   C: c[0] = C[g][2c]  c[1] = C[g][2c+1]  c[2] = C[g+8][2c]  c[3] = C[g+8][2c+1]
+// The coordinate functions below state the same table in code; they are host-testable and
+// tests/backends/cuda/mma_layout_test.cpp checks that a multiply through them is a matmul.
+#include "compat.cuh"
+
+namespace gptoss::cuda::mma {
+
+struct Coord {
+  int row;
+  int col;
+};
+
+// Element (row, first of two K columns) of A register r (0..3) on `lane`.
+GPTOSS_HD Coord a_coord(int lane, int r) {
+  return {lane / 4 + 8 * (r & 1), 2 * (lane % 4) + 8 * (r >> 1)};
+}
+// (first of two K rows, column n) of B register r (0..1) on `lane`.
+GPTOSS_HD Coord b_coord(int lane, int r) { return {2 * (lane % 4) + 8 * r, lane / 4}; }
+// (row, column) of accumulator i (0..3) on `lane`.
+GPTOSS_HD Coord c_coord(int lane, int i) { return {lane / 4 + 8 * (i >> 1), 2 * (lane % 4) + (i & 1)}; }
+
+#if defined(__CUDACC__)
+// c += A B for one m16n8k16 tile.
+GPTOSS_DEV void mma_bf16_16x8x16(float c[4], const uint32_t a[4], const uint32_t b[2]) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+      "{%8, %9}, {%0, %1, %2, %3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#else
+  (void)c, (void)a, (void)b;
+  __trap();  // not built for these architectures (CMAKE_CUDA_ARCHITECTURES >= 80)
+#endif
+}
+
+// The A fragment of the 16x16 tile at `tile` in shared memory (row-major bf16, `stride`
+// elements between rows; 4-byte aligned pairs).
+GPTOSS_DEV void load_a(uint32_t a[4], const uint16_t* tile, int stride, int lane) {
+#pragma unroll
+  for (int r = 0; r < 4; ++r) {
+    const Coord p = a_coord(lane, r);
+    a[r] = *reinterpret_cast<const uint32_t*>(tile + p.row * stride + p.col);
+  }
+}
+
+// The B fragment of the 8 (N) x 16 (K) tile at `tile` in shared memory (row n holds its K
+// values contiguously, `stride` elements between rows).
+GPTOSS_DEV void load_b(uint32_t b[2], const uint16_t* tile, int stride, int lane) {
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const Coord p = b_coord(lane, r);
+    b[r] = *reinterpret_cast<const uint32_t*>(tile + p.col * stride + p.row);
+  }
+}
+#endif
+
+}  // namespace gptoss::cuda::mma
