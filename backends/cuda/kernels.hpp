@@ -1,0 +1,173 @@
+#pragma once
+// The launchers of the CUDA backend's kernels: plain pointers and shapes, no knowledge of the
+// plugin ABI (ops.cpp maps slots onto them). Each returns the launch's error (cudaSuccess or
+// the configuration error); faults inside a kernel surface at the next synchronising call.
+// Activations are f32 row-major [tokens, features] as the ABI says.
+#include <cstddef>
+#include <cstdint>
+
+#include <cuda_runtime_api.h>
+
+#include "device/moe_routing.cuh"
+
+namespace gptoss::cuda {
+
+// Element type of device tensors: dense weights, embeddings, KV caches.
+enum class Dt : int32_t { f32 = 0, bf16 = 1 };
+
+// A row-major matrix on the device; cols % 8 == 0 and 16-byte aligned rows (checked at
+// upload), so that kernels move 8 elements at a time.
+struct DenseView {
+  const void* data;
+  Dt dt;
+  int64_t rows;
+  int64_t cols;
+};
+
+// MXFP4 experts as the checkpoint stores them: codes [experts * rows, cols / 2] (16 bytes per
+// block of 32, element 2j in the low nibble of byte j), scales [experts * rows, cols / 32].
+struct Mxfp4View {
+  const uint8_t* codes;
+  const uint8_t* scales;
+  int64_t experts;
+  int64_t rows;  // per expert
+  int64_t cols;
+};
+
+// Bad data found by a kernel (it then writes zeros instead of reading out of bounds): the
+// first one is kept, in host-mapped memory, and reported at the next synchronising call.
+struct DeviceError {
+  int32_t code;  // DeviceErrorCode
+  int32_t pad;
+  int64_t value;
+  int64_t limit;
+};
+enum DeviceErrorCode : int32_t {
+  kErrNone = 0,
+  kErrTokenId = 1,      // token id >= vocabulary rows (or < 0)
+  kErrKvSlot = 2,       // KV slot outside the cache
+  kErrExpertId = 3,     // expert id outside [0, experts)
+  kErrPageTable = 4,    // an attention token's keys outside its page table or cache
+};
+
+// ---- elementwise.cu ----------------------------------------------------------------------
+
+// out[t, :] = table[tokens[t], :] widened to f32.
+cudaError_t launch_embedding(cudaStream_t s, DenseView table, const int32_t* tokens, int64_t n,
+                             float* out, DeviceError* err);
+// out = x / sqrt(mean(x^2) + eps) * scale per row of `dim`. With `residual` non-null, first
+// x += residual (in place), then the norm of the sum.
+cudaError_t launch_rmsnorm(cudaStream_t s, float* x, const float* residual, const float* scale,
+                           int64_t n, int64_t dim, float eps, float* out);
+// x[i] += y[i].
+cudaError_t launch_add(cudaStream_t s, float* x, const float* y, int64_t n);
+
+// YaRN frequencies computed on the host in double (OpenAI's reference formula).
+constexpr int kMaxRopeHalf = 128;
+struct RopeTable {
+  double inv_freq[kMaxRopeHalf];
+  double concentration;
+  int32_t half;  // head_dim / 2
+};
+// NeoX rotation in place of x [n, n_heads * 2 * half] at positions[t].
+cudaError_t launch_rope(cudaStream_t s, float* x, const int32_t* positions, int64_t n,
+                        int64_t n_heads, const RopeTable& table);
+// k, v rows [n, kv_dim] into the caches at slots[t] (n_slots rows of kv_dim each).
+cudaError_t launch_kv_write(cudaStream_t s, void* k_cache, void* v_cache, Dt dt, const float* k,
+                            const float* v, const int32_t* slots, int64_t n, int64_t kv_dim,
+                            int64_t n_slots, DeviceError* err);
+
+// ---- attention.cu ------------------------------------------------------------------------
+
+constexpr int kAttnHeadDim = 64;        // the kernels' head size (every gpt-oss model)
+constexpr int kAttnDecodeMaxTokens = 8;  // calls of up to this many tokens split their keys
+
+// Layout of struct gptoss_attn_token (static_assert in ops.cpp).
+struct AttnToken {
+  int32_t pos;
+  int32_t kv_start;
+  int32_t page_table_offset;
+  int32_t reserved;
+};
+
+struct AttnArgs {
+  const float* q;               // [n_tokens, n_heads * 64]
+  const void* k_cache;          // [n_slots, (n_heads / group) * 64], f32 or bf16
+  const void* v_cache;
+  int64_t n_slots;
+  const AttnToken* toks;        // [n_tokens]
+  const int32_t* page_table;    // [page_table_len]
+  int64_t page_table_len;
+  const float* sinks;           // [n_heads]
+  int32_t n_tokens;
+  int32_t n_heads;
+  int32_t group;                // query heads per KV head
+  int32_t tokens_per_block;     // set by launch_attention
+  int32_t page_size;
+  float scale;
+  float* out;                   // like q
+  float* partial;               // attention_scratch_bytes of scratch
+  DeviceError* err;
+};
+// Scratch the call needs (the split partials of decode-shaped calls).
+size_t attention_scratch_bytes(int64_t n_tokens, int64_t n_heads);
+cudaError_t launch_attention(cudaStream_t s, const AttnArgs& a, Dt kv_dt);
+
+// ---- router.cu ---------------------------------------------------------------------------
+
+constexpr int kMaxExperts = 256;
+constexpr int kMaxTopK = 16;
+// ids/weights [n, top_k]: the top_k experts of W x + bias (ties: lower index first) and the
+// softmax over their logits. w.rows <= kMaxExperts, top_k <= kMaxTopK.
+cudaError_t launch_router(cudaStream_t s, const float* x, DenseView w, const float* bias,
+                          int64_t n, int top_k, int32_t* ids, float* weights);
+
+// ---- gemv.cu -----------------------------------------------------------------------------
+
+// out[t, n] = sum_k x[t, k] w[n, k] (+ bias[n]); fp32 arithmetic, any n_tok (8 per pass).
+cudaError_t launch_gemv(cudaStream_t s, const float* x, DenseView w, const float* bias,
+                        int64_t n_tok, float* out);
+
+// ---- moe_group.cu, moe_gemv.cu -----------------------------------------------------------
+
+// Writes the routing of n_assign expert ids (device/moe_routing.cuh) into offsets,
+// tile_offsets ([experts + 1] each) and order ([n_assign]).
+cudaError_t launch_moe_group(cudaStream_t s, const int32_t* ids, int64_t n_assign, int32_t experts,
+                             int32_t tile_m, int32_t* offsets, int32_t* tile_offsets,
+                             int32_t* order, DeviceError* err);
+
+// Assignments per tile of the GEMV-style MoE kernels: the routing's tile_m is 1 (one token
+// per step: one assignment per expert) or kMoeGemvTile. A token's result is the same either way.
+constexpr int kMoeGemvTile = 4;
+// x [n, k] -> q [n, k] int8 and d [n, k / 32] (k % 32 == 0).
+cudaError_t launch_quantize_q8(cudaStream_t s, const float* x, int64_t n, int64_t k, int8_t* q,
+                               float* d);
+// Fast MoE projection over int8 activations (rows act_row = assignment / act_div).
+// stage1: SwiGLU of mlp1, written quantized to act_q [n_assign, I] / act_d [n_assign, I / 32];
+// else: y [n_assign, rows] = mlp2 act + bias.
+cudaError_t launch_moe_q8(cudaStream_t s, bool stage1, const int8_t* xq, const float* xd,
+                          int act_div, Mxfp4View w, const float* bias, const MoeRouting& routing,
+                          int64_t max_tiles, float limit, int8_t* act_q, float* act_d, float* y);
+// Exact MoE projection over f32 activations; stage1 writes act [n_assign, I] f32, else
+// y [n_assign, rows].
+cudaError_t launch_moe_f32(cudaStream_t s, bool stage1, const float* x, int act_div, Mxfp4View w,
+                           const float* bias, const MoeRouting& routing, int64_t max_tiles,
+                           float limit, float* out);
+// out[t, :] = sum_j weights[t, j] y[t * top_k + j, :] in order of j.
+cudaError_t launch_moe_combine(cudaStream_t s, const float* y, const int32_t* ids,
+                               const float* weights, int64_t n, int top_k, int64_t dim,
+                               int32_t experts, float* out);
+
+// ---- gemm_mma.cu (fast precision, many tokens) -----------------------------------------
+
+// Rows of A per tile; also the routing's tile_m for launch_gemm_moe.
+constexpr int kGemmTileM = 64;
+// out [m, w.rows] = x [m, w.cols] W^T (+ bias), bf16 tensor cores, fp32 accumulation.
+cudaError_t launch_gemm_dense(cudaStream_t s, const float* x, DenseView w, const float* bias,
+                              int64_t m, float* out);
+// As launch_moe_f32 (same outputs), on tensor cores; routing.tile_m == kGemmTileM.
+cudaError_t launch_gemm_moe(cudaStream_t s, bool stage1, const float* a, int act_div, Mxfp4View w,
+                            const float* bias, const MoeRouting& routing, int64_t max_tiles,
+                            float limit, float* out);
+
+}  // namespace gptoss::cuda

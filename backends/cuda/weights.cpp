@@ -1,0 +1,169 @@
+// Weight upload: each canonical tensor to the device once, in the layout the kernels take.
+//   MXFP4 experts:   as the checkpoint stores them (codes, then scales, in one allocation);
+//   dense matrices:  bf16 or f32 as given; f16 and Q8_0 widened to f32 (exact; the kernels
+//                    read bf16 or f32); rows of a multiple of 8 elements;
+//   vectors:         norms, biases (also the [experts, rows] bias tables), sinks: f32.
+#include <cstring>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "../cpu/formats.hpp"  // the scalar conversions of the canonical dtypes
+#include "cuda_backend.hpp"
+
+namespace gptoss::cuda {
+namespace {
+
+bool is_vector_role(gptoss_tensor_role r) {
+  switch (r) {
+    case gptoss_tensor_final_norm:
+    case gptoss_tensor_attn_norm:
+    case gptoss_tensor_mlp_norm:
+    case gptoss_tensor_attn_q_bias:
+    case gptoss_tensor_attn_k_bias:
+    case gptoss_tensor_attn_v_bias:
+    case gptoss_tensor_attn_out_bias:
+    case gptoss_tensor_attn_sinks:
+    case gptoss_tensor_router_bias:
+    case gptoss_tensor_mlp1_bias:
+    case gptoss_tensor_mlp2_bias:
+      return true;
+    default:
+      return false;
+  }
+}
+
+size_t row_bytes_of(gptoss_dtype dtype, size_t cols) {
+  switch (dtype) {
+    case gptoss_dtype_f32: return cols * 4;
+    case gptoss_dtype_bf16:
+    case gptoss_dtype_f16: return cols * 2;
+    case gptoss_dtype_q8_0: return cols / 32 * 34;
+    case gptoss_dtype_mxfp4: return cols / 32 * 16;
+  }
+  return 0;
+}
+
+// Row `row` of a bf16 / f16 / f32 / Q8_0 tensor widened to f32.
+void widen_row(const gptoss_tensor_desc& d, size_t row, size_t cols, float* out) {
+  const uint8_t* p = static_cast<const uint8_t*>(d.data) + row * row_bytes_of(d.dtype, cols);
+  for (size_t i = 0; i < cols; ++i) {
+    uint16_t h;
+    switch (d.dtype) {
+      case gptoss_dtype_f32: std::memcpy(&out[i], p + 4 * i, 4); break;
+      case gptoss_dtype_bf16: std::memcpy(&h, p + 2 * i, 2), out[i] = cpu::bf16_to_f32(h); break;
+      case gptoss_dtype_f16: std::memcpy(&h, p + 2 * i, 2), out[i] = cpu::f16_to_f32(h); break;
+      default: break;
+    }
+  }
+  if (d.dtype == gptoss_dtype_q8_0)
+    for (size_t b = 0; b < cols / 32; ++b) cpu::q8_0_decode_block(p + 34 * b, out + 32 * b);
+}
+
+gptoss_status upload(Weight& w, const void* parts[2], const size_t sizes[2]) {
+  const size_t offset1 = (sizes[0] + 255) / 256 * 256;
+  w.bytes = offset1 + sizes[1];
+  if (cudaError_t e = cudaMalloc(&w.block, w.bytes); e != cudaSuccess) {
+    w.block = nullptr;
+    return fail(e, w.name + ": cudaMalloc of " + std::to_string(w.bytes) + " bytes");
+  }
+  for (int i = 0; i < 2; ++i) {
+    if (sizes[i] == 0) continue;
+    char* dst = static_cast<char*>(w.block) + (i == 0 ? 0 : offset1);
+    if (cudaError_t e = cudaMemcpy(dst, parts[i], sizes[i], cudaMemcpyHostToDevice); e != cudaSuccess) {
+      cudaFree(w.block);
+      w.block = nullptr;
+      return fail(e, w.name + ": upload");
+    }
+  }
+  return gptoss_status_success;
+}
+
+}  // namespace
+
+gptoss_status weight_upload(void* dev_, const gptoss_tensor_desc* desc, void** weight_out) {
+  auto* dev = static_cast<Device*>(dev_);
+  if (dev == nullptr || desc == nullptr || weight_out == nullptr || desc->data == nullptr)
+    return fail(gptoss_status_invalid_argument, "weight_upload: null argument");
+  const std::string name = desc->name != nullptr ? desc->name : "(unnamed tensor)";
+  if (desc->ndim < 1 || desc->ndim > 4) return fail(gptoss_status_invalid_argument, name + ": ndim " + std::to_string(desc->ndim));
+  size_t rows = 1;
+  for (uint32_t i = 0; i < desc->ndim; ++i) {
+    if (desc->shape[i] <= 0) return fail(gptoss_status_invalid_argument, name + ": empty dimension");
+    if (i + 1 < desc->ndim) rows *= size_t(desc->shape[i]);
+  }
+  const size_t cols = size_t(desc->shape[desc->ndim - 1]);
+  const bool blocked = desc->dtype == gptoss_dtype_q8_0 || desc->dtype == gptoss_dtype_mxfp4;
+  if (blocked && cols % 32 != 0) return fail(gptoss_status_unsupported_argument, name + ": row length not a multiple of 32");
+  const size_t row_bytes = row_bytes_of(desc->dtype, cols);
+  if (row_bytes == 0) return fail(gptoss_status_unsupported_argument, name + ": unknown dtype");
+  if (desc->data_size != rows * row_bytes)
+    return fail(gptoss_status_invalid_argument, name + ": data size does not match its shape");
+  const size_t scale_bytes = desc->dtype == gptoss_dtype_mxfp4 ? rows * (cols / 32) : 0;
+  if (scale_bytes != (desc->dtype == gptoss_dtype_mxfp4 ? desc->scales_size : 0) ||
+      (scale_bytes > 0 && desc->scales == nullptr))
+    return fail(gptoss_status_invalid_argument, name + ": scales size does not match its shape");
+  if (gptoss_status st = dev->activate(); st != gptoss_status_success) return st;
+
+  Weight* w = new (std::nothrow) Weight;
+  if (w == nullptr) return fail(gptoss_status_insufficient_memory, name);
+  w->name = name;
+  w->ndim = desc->ndim;
+  for (uint32_t i = 0; i < desc->ndim; ++i) w->shape[i] = desc->shape[i];
+  gptoss_status st = gptoss_status_success;
+  try {
+    if (desc->dtype == gptoss_dtype_mxfp4) {
+      if (desc->ndim < 2) {
+        delete w;
+        return fail(gptoss_status_unsupported_argument, name + ": an MXFP4 vector");
+      }
+      w->kind = Weight::Kind::mxfp4;
+      const void* parts[2] = {desc->data, desc->scales};
+      const size_t sizes[2] = {desc->data_size, scale_bytes};
+      st = upload(*w, parts, sizes);
+      const int64_t experts = desc->ndim == 3 ? desc->shape[0] : 1;
+      w->mxfp4 = Mxfp4View{static_cast<const uint8_t*>(w->block),
+                           static_cast<const uint8_t*>(w->block) + (desc->data_size + 255) / 256 * 256,
+                           experts, int64_t(rows) / experts, int64_t(cols)};
+    } else {
+      const bool vector = desc->ndim == 1 || is_vector_role(desc->role);
+      if (!vector && cols % 8 != 0) {
+        delete w;
+        return fail(gptoss_status_unsupported_argument,
+                    name + ": rows of " + std::to_string(cols) + " elements (the CUDA kernels take multiples of 8)");
+      }
+      w->kind = vector ? Weight::Kind::vector : Weight::Kind::dense;
+      const bool keep = desc->dtype == gptoss_dtype_f32 || (!vector && desc->dtype == gptoss_dtype_bf16);
+      std::vector<float> wide;
+      const void* parts[2] = {desc->data, nullptr};
+      size_t sizes[2] = {desc->data_size, 0};
+      if (!keep) {
+        wide.resize(rows * cols);
+        for (size_t r = 0; r < rows; ++r) widen_row(*desc, r, cols, wide.data() + r * cols);
+        parts[0] = wide.data();
+        sizes[0] = wide.size() * sizeof(float);
+      }
+      st = upload(*w, parts, sizes);
+      w->dense = DenseView{w->block, keep && desc->dtype == gptoss_dtype_bf16 ? Dt::bf16 : Dt::f32,
+                           int64_t(rows), int64_t(cols)};
+    }
+  } catch (const std::bad_alloc&) {
+    st = fail(gptoss_status_insufficient_memory, name + ": host memory for the conversion");
+  }
+  if (st != gptoss_status_success) {
+    delete w;
+    return st;
+  }
+  *weight_out = w;
+  return gptoss_status_success;
+}
+
+void weight_free(void* dev, void* weight) {
+  auto* w = static_cast<Weight*>(weight);
+  if (w == nullptr) return;
+  if (dev != nullptr) static_cast<Device*>(dev)->activate();
+  cudaFree(w->block);
+  delete w;
+}
+
+}  // namespace gptoss::cuda
