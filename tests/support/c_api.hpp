@@ -33,10 +33,11 @@ enum class Format { hf, gguf };
 // The library's default precision is fast (int8 activations where the CPU has VNNI); tests
 // with fp32-rounding tolerances ask for exact.
 inline ModelPtr load_conformance_model(Format f = Format::hf, uint32_t num_layers = 0,
-                                       gptoss_precision precision = gptoss_precision_fast) {
+                                       gptoss_precision precision = gptoss_precision_fast,
+                                       const char* backend = "cpu") {
   gptoss_model_options o;
   gptoss_model_options_init(&o);
-  o.backend = "cpu";
+  o.backend = backend;
   o.num_layers = num_layers;
   o.precision = precision;
   const std::string tok = tokenizer_json();

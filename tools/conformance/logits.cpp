@@ -10,7 +10,8 @@
 // prompt; ours cover the positions that have reference rows, which include the hard ones
 // (sliding-window edges, router near-ties). --kv bf16 keeps the KV cache in bf16 (default
 // f32): with --precision fast that is the configuration whose attention takes bf16 dot
-// products on CPUs with AVX512-BF16.
+// products on CPUs with AVX512-BF16. --backend runs another backend (default cpu) against
+// the same reference and tolerances.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -106,7 +107,7 @@ std::vector<std::vector<float>> run_prompt(gptoss_model_t model, const Prompt& p
 }  // namespace
 
 int run_logits(const Args& args) {
-  std::string formats = "both";
+  std::string formats = "both", backend = "cpu";
   bool verbose = false, fast = false;
   gptoss_kv_dtype kv = gptoss_kv_dtype_f32;
   // main() checked the options and their values (see kLogits there).
@@ -117,6 +118,7 @@ int run_logits(const Args& args) {
     else if (o == "--format") formats = args.extra[++i];
     else if (o == "--precision") fast = args.extra[++i] == "fast";
     else if (o == "--kv") kv = args.extra[++i] == "bf16" ? gptoss_kv_dtype_bf16 : gptoss_kv_dtype_f32;
+    else if (o == "--backend") backend = args.extra[++i];
     else throw std::runtime_error("unknown option " + o);
   }
   std::ifstream mf(args.dir + "/manifest.json");
@@ -157,7 +159,7 @@ int run_logits(const Args& args) {
   for (const auto& m : models) {
     gptoss_model_options opt;
     gptoss_model_options_init(&opt);
-    opt.backend = "cpu";
+    opt.backend = backend.c_str();
     opt.precision = fast ? gptoss_precision_fast : gptoss_precision_exact;
     if (m.hf) {
       if (args.tokenizer_json.empty())

@@ -12,7 +12,8 @@ int usage() {
                "usage: gptoss-conformance <logits|tokenizer|harmony> [--tokenizer-json PATH] "
                "[options] DIR\n"
                "  logits options: --format hf|gguf|both (default both), --precision exact|fast\n"
-               "                  (default exact), --kv f32|bf16 (default f32), --verbose\n");
+               "                  (default exact), --kv f32|bf16 (default f32), --backend NAME\n"
+               "                  (cpu, cuda, ...; default cpu), --verbose\n");
   return 2;
 }
 
@@ -26,6 +27,7 @@ constexpr Option kCommon[] = {{"--tokenizer-json", ""}};
 constexpr Option kLogits[] = {{"--format", "hf|gguf|both"},
                               {"--precision", "exact|fast"},
                               {"--kv", "f32|bf16"},
+                              {"--backend", ""},
                               {"--verbose", nullptr}};
 
 const Option* find_option(const std::string& kind, const std::string& name) {
