@@ -98,6 +98,56 @@ __global__ void rope_kernel(float* __restrict__ x, const int32_t* __restrict__ p
   }
 }
 
+template <typename T>
+__device__ void store_elem(T* p, float v) {
+  if constexpr (sizeof(T) == 2) *p = f32_to_bf16(v);
+  else *p = v;
+}
+
+// RoPE of q (in place) and k, and the KV write, fused: one block per token; the frequencies'
+// cos/sin once, then each (head, pair) of q and of k by one thread, k's rotated pair stored
+// straight into the cache with v. The same arithmetic as rope_kernel + kv_write_kernel.
+template <typename T>
+__global__ void rope_kv_write_kernel(float* __restrict__ q, const float* __restrict__ k,
+                                     const float* __restrict__ v, const int32_t* __restrict__ positions,
+                                     int64_t n_heads, int64_t n_kv_heads, RopeTable table,
+                                     T* __restrict__ k_cache, T* __restrict__ v_cache,
+                                     const int32_t* __restrict__ slots, int64_t n_slots, DeviceError* err) {
+  __shared__ float cs[kMaxRopeHalf], sn[kMaxRopeHalf];
+  const int half = table.half;
+  const int64_t t = blockIdx.x, hd = 2 * half, kv_dim = n_kv_heads * hd;
+  const double pos = double(positions[t]);
+  for (int i = threadIdx.x; i < half; i += blockDim.x) {
+    double s, c;
+    sincos(pos * table.inv_freq[i], &s, &c);
+    cs[i] = float(c * table.concentration);
+    sn[i] = float(s * table.concentration);
+  }
+  __syncthreads();
+  const int64_t slot = slots[t];
+  const bool slot_ok = slot >= 0 && slot < n_slots;
+  if (!slot_ok && threadIdx.x == 0) report(err, kErrKvSlot, slot, n_slots);
+  float* qr = q + t * n_heads * hd;
+  const float* kr = k + t * kv_dim;
+  for (int64_t p = threadIdx.x; p < (n_heads + n_kv_heads) * half; p += blockDim.x) {
+    const int64_t h = p / half;
+    const int i = int(p % half);
+    if (h < n_heads) {
+      float* x = qr + h * hd;
+      const float x1 = x[i], x2 = x[i + half];
+      x[i] = x1 * cs[i] - x2 * sn[i];
+      x[i + half] = x2 * cs[i] + x1 * sn[i];
+    } else if (slot_ok) {
+      const int64_t off = (h - n_heads) * hd;
+      const float x1 = kr[off + i], x2 = kr[off + i + half];
+      store_elem(k_cache + slot * kv_dim + off + i, x1 * cs[i] - x2 * sn[i]);
+      store_elem(k_cache + slot * kv_dim + off + i + half, x2 * cs[i] + x1 * sn[i]);
+    }
+  }
+  if (slot_ok)
+    for (int64_t i = threadIdx.x; i < kv_dim; i += blockDim.x) store_elem(v_cache + slot * kv_dim + i, v[t * kv_dim + i]);
+}
+
 // One thread per 8 elements of a token's row; the K and V rows of the token go to its slot.
 template <typename T>
 __global__ void kv_write_kernel(T* __restrict__ k_cache, T* __restrict__ v_cache,
@@ -165,6 +215,26 @@ cudaError_t launch_kv_write(cudaStream_t s, void* k_cache, void* v_cache, Dt dt,
     kv_write_kernel<<<blocks, 256, 0, s>>>(static_cast<float*>(k_cache),
                                           static_cast<float*>(v_cache), k, v, slots, n, kv_dim,
                                           n_slots, err);
+  return cudaGetLastError();
+}
+
+}  // namespace gptoss::cuda
+
+namespace gptoss::cuda {
+
+cudaError_t launch_rope_kv_write(cudaStream_t s, float* q, const float* k, const float* v,
+                                 const int32_t* positions, int64_t n, int64_t n_heads, int64_t n_kv_heads,
+                                 const RopeTable& table, void* k_cache, void* v_cache, Dt dt,
+                                 const int32_t* slots, int64_t n_slots, DeviceError* err) {
+  if (n == 0) return cudaSuccess;
+  if (dt == Dt::bf16)
+    rope_kv_write_kernel<<<unsigned(n), 128, 0, s>>>(q, k, v, positions, n_heads, n_kv_heads, table,
+                                                     static_cast<uint16_t*>(k_cache),
+                                                     static_cast<uint16_t*>(v_cache), slots, n_slots, err);
+  else
+    rope_kv_write_kernel<<<unsigned(n), 128, 0, s>>>(q, k, v, positions, n_heads, n_kv_heads, table,
+                                                     static_cast<float*>(k_cache), static_cast<float*>(v_cache),
+                                                     slots, n_slots, err);
   return cudaGetLastError();
 }
 

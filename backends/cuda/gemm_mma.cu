@@ -17,6 +17,7 @@
 #include "device/mma.cuh"
 #include "device/moe_routing.cuh"
 #include "device/rows.cuh"
+#include "device/segments.cuh"
 #include "kernels.hpp"
 
 namespace gptoss::cuda {
@@ -43,6 +44,7 @@ struct GemmArgs {
   int act_div;          // MoE: activation row of assignment a = a / act_div
   float limit;          // SwiGLU clamp
   float* out;           // dense [m, n]; swiglu act [n_assign, n / 2]; down y [n_assign, n]
+  SegTable segs;        // dense: the matrices (Q, K, V fused); w, n, bias, out come from them
 };
 
 __device__ float bias_at(const float* bias, int64_t i) { return bias != nullptr ? bias[i] : 0.0f; }
@@ -147,16 +149,24 @@ __device__ void store_step(const Staged<WK>& st, uint16_t* As, uint16_t* Bs) {
 // stored (converted to bf16) after them. Warp (wm, wn) owns rows wm*32.., columns wn*32..:
 // 2 x 4 MMA tiles of 16 x 8.
 template <WKind WK, Epi E>
-__global__ void __launch_bounds__(kThreads) gemm_kernel(GemmArgs g) {
+__global__ void __launch_bounds__(kThreads) gemm_kernel(GemmArgs args) {
+  GemmArgs g = args;
   __shared__ __align__(16) uint16_t As[2][BM * LDS];
   __shared__ __align__(16) uint16_t Bs[2][BN * LDS];
   __shared__ int32_t a_rows[BM];    // activation row of tile row i (-1: padding)
   __shared__ int32_t out_rows[BM];  // output row of tile row i (-1: none)
   const int tid = threadIdx.x, warp = tid / kWarpSize, lane = tid % kWarpSize;
   const int wm = warp / 4, wn = warp % 4;
-  const int64_t n0 = int64_t(blockIdx.x) * BN;
+  int64_t n0 = int64_t(blockIdx.x) * BN;
   int32_t expert = 0;
   if constexpr (E == Epi::dense) {
+    int64_t local;
+    const int sg = seg_of(g.segs, blockIdx.x, &local);
+    n0 = local * BN;
+    g.w = g.segs.w[sg];
+    g.n = g.segs.rows[sg];
+    g.bias = g.segs.bias[sg];
+    g.out = g.segs.out[sg];
     const int64_t m0 = int64_t(blockIdx.y) * BM;
     for (int i = tid; i < BM; i += kThreads) a_rows[i] = out_rows[i] = m0 + i < g.m ? int32_t(m0 + i) : -1;
   } else {
@@ -230,27 +240,26 @@ __global__ void __launch_bounds__(kThreads) gemm_kernel(GemmArgs g) {
 
 template <WKind WK, Epi E>
 cudaError_t launch(cudaStream_t s, const GemmArgs& g, int64_t m_tiles) {
-  const dim3 grid(unsigned((g.n + BN - 1) / BN), unsigned(m_tiles));
+  const int64_t n_tiles = E == Epi::dense ? g.segs.first[g.segs.n] : (g.n + BN - 1) / BN;
+  const dim3 grid{unsigned(n_tiles), unsigned(m_tiles)};
   gemm_kernel<WK, E><<<grid, kThreads, 0, s>>>(g);
   return cudaGetLastError();
 }
 
 }  // namespace
 
-cudaError_t launch_gemm_dense(cudaStream_t s, const float* x, DenseView w, const float* bias,
-                              int64_t m, float* out) {
-  if (m == 0 || w.rows == 0) return cudaSuccess;
+cudaError_t launch_gemm_dense(cudaStream_t s, const float* x, const LinearSegs& segs, int64_t m) {
+  if (m == 0) return cudaSuccess;
+  for (int j = 1; j < segs.n; ++j)
+    if (segs.w[j].dt != segs.w[0].dt || segs.w[j].cols != segs.w[0].cols) return cudaErrorInvalidValue;
   GemmArgs g{};
   g.a = x;
   g.m = m;
-  g.n = w.rows;
-  g.k = w.cols;
-  g.w = w.data;
-  g.bias = bias;
-  g.out = out;
+  g.k = segs.w[0].cols;
+  g.segs = seg_table(segs, BN);
   const int64_t m_tiles = (m + BM - 1) / BM;
-  return w.dt == Dt::bf16 ? launch<WKind::bf16, Epi::dense>(s, g, m_tiles)
-                          : launch<WKind::f32, Epi::dense>(s, g, m_tiles);
+  return segs.w[0].dt == Dt::bf16 ? launch<WKind::bf16, Epi::dense>(s, g, m_tiles)
+                                  : launch<WKind::f32, Epi::dense>(s, g, m_tiles);
 }
 
 cudaError_t launch_gemm_moe(cudaStream_t s, bool stage1, const float* a, int act_div, Mxfp4View w,

@@ -4,6 +4,7 @@
 // other tokens share the call (each has its own accumulators, summed in the same order).
 #include "device/compat.cuh"
 #include "device/rows.cuh"
+#include "device/segments.cuh"
 #include "kernels.hpp"
 
 namespace gptoss::cuda {
@@ -14,14 +15,19 @@ constexpr int kWarps = 4;
 
 // One warp per 4 consecutive output rows; lanes take 8 consecutive columns at a time
 // (16-byte bf16 / 32-byte f32 loads), striding the row by 8 * warp width; up to NT tokens
-// (blockIdx.y picks which NT) share every weight load. Block: 4 warps, 16 rows.
+// (blockIdx.y picks which NT) share every weight load. Block: 4 warps, 16 rows of one of
+// the call's matrices (Q, K, V fused: seg_table).
 template <typename WT, int NT>
 __global__ void __launch_bounds__(kWarps * kWarpSize)
-    gemv_kernel(const float* __restrict__ x, const WT* __restrict__ w,
-                const float* __restrict__ bias, int64_t n_rows, int64_t k_dim, int64_t n_tok,
-                float* __restrict__ out) {
+    gemv_kernel(const float* __restrict__ x, SegTable segs, int64_t k_dim, int64_t n_tok) {
   const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
-  const int64_t row0 = (int64_t(blockIdx.x) * kWarps + warp) * kRowsPerWarp;
+  int64_t local;
+  const int sg = seg_of(segs, blockIdx.x, &local);
+  const WT* __restrict__ w = static_cast<const WT*>(segs.w[sg]);
+  const float* __restrict__ bias = segs.bias[sg];
+  float* __restrict__ out = segs.out[sg];
+  const int64_t n_rows = segs.rows[sg];
+  const int64_t row0 = (local * kWarps + warp) * kRowsPerWarp;
   if (row0 >= n_rows) return;  // whole warp; no block-wide barrier follows
   const int64_t t0 = int64_t(blockIdx.y) * NT;
   const int nt = int(min(int64_t(NT), n_tok - t0));
@@ -64,32 +70,28 @@ __global__ void __launch_bounds__(kWarps * kWarpSize)
 }
 
 template <typename WT, int NT>
-cudaError_t launch(cudaStream_t s, const float* x, const WT* w, const float* bias, int64_t n_rows,
-                   int64_t k_dim, int64_t n_tok, float* out) {
-  const int64_t rows_per_block = int64_t(kWarps) * kRowsPerWarp;
-  const dim3 grid(unsigned((n_rows + rows_per_block - 1) / rows_per_block),
-                  unsigned((n_tok + NT - 1) / NT));
-  gemv_kernel<WT, NT><<<grid, kWarps * kWarpSize, 0, s>>>(x, w, bias, n_rows, k_dim, n_tok, out);
+cudaError_t launch(cudaStream_t s, const float* x, const LinearSegs& segs, int64_t n_tok) {
+  const SegTable t = seg_table(segs, int64_t(kWarps) * kRowsPerWarp);
+  const dim3 grid(unsigned(t.first[t.n]), unsigned((n_tok + NT - 1) / NT));
+  gemv_kernel<WT, NT><<<grid, kWarps * kWarpSize, 0, s>>>(x, t, segs.w[0].cols, n_tok);
   return cudaGetLastError();
 }
 
 template <typename WT>
-cudaError_t launch_for(cudaStream_t s, const float* x, const WT* w, const float* bias,
-                       int64_t n_rows, int64_t k_dim, int64_t n_tok, float* out) {
-  if (n_tok == 1) return launch<WT, 1>(s, x, w, bias, n_rows, k_dim, n_tok, out);
-  if (n_tok == 2) return launch<WT, 2>(s, x, w, bias, n_rows, k_dim, n_tok, out);
-  if (n_tok <= 4) return launch<WT, 4>(s, x, w, bias, n_rows, k_dim, n_tok, out);
-  return launch<WT, 8>(s, x, w, bias, n_rows, k_dim, n_tok, out);
+cudaError_t launch_for(cudaStream_t s, const float* x, const LinearSegs& segs, int64_t n_tok) {
+  if (n_tok == 1) return launch<WT, 1>(s, x, segs, n_tok);
+  if (n_tok == 2) return launch<WT, 2>(s, x, segs, n_tok);
+  if (n_tok <= 4) return launch<WT, 4>(s, x, segs, n_tok);
+  return launch<WT, 8>(s, x, segs, n_tok);
 }
 
 }  // namespace
 
-cudaError_t launch_gemv(cudaStream_t s, const float* x, DenseView w, const float* bias,
-                        int64_t n_tok, float* out) {
-  if (n_tok == 0 || w.rows == 0) return cudaSuccess;
-  if (w.dt == Dt::bf16)
-    return launch_for(s, x, static_cast<const uint16_t*>(w.data), bias, w.rows, w.cols, n_tok, out);
-  return launch_for(s, x, static_cast<const float*>(w.data), bias, w.rows, w.cols, n_tok, out);
+cudaError_t launch_gemv(cudaStream_t s, const float* x, const LinearSegs& segs, int64_t n_tok) {
+  if (n_tok == 0) return cudaSuccess;
+  for (int j = 1; j < segs.n; ++j)
+    if (segs.w[j].dt != segs.w[0].dt || segs.w[j].cols != segs.w[0].cols) return cudaErrorInvalidValue;
+  return segs.w[0].dt == Dt::bf16 ? launch_for<uint16_t>(s, x, segs, n_tok) : launch_for<float>(s, x, segs, n_tok);
 }
 
 }  // namespace gptoss::cuda

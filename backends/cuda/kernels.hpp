@@ -48,6 +48,7 @@ enum DeviceErrorCode : int32_t {
   kErrKvSlot = 2,       // KV slot outside the cache
   kErrExpertId = 3,     // expert id outside [0, experts)
   kErrPageTable = 4,    // an attention token's keys outside its page table or cache
+  kErrSampleRow = 5,    // a sample row's parameters out of range
 };
 
 // ---- elementwise.cu ----------------------------------------------------------------------
@@ -72,6 +73,12 @@ struct RopeTable {
 // NeoX rotation in place of x [n, n_heads * 2 * half] at positions[t].
 cudaError_t launch_rope(cudaStream_t s, float* x, const int32_t* positions, int64_t n,
                         int64_t n_heads, const RopeTable& table);
+// rope(q, n_heads) in place, rope(k, n_kv_heads), then k and v rows into the caches at
+// slots[t]: launch_rope + launch_kv_write in one kernel (k itself is left as it was).
+cudaError_t launch_rope_kv_write(cudaStream_t s, float* q, const float* k, const float* v,
+                                 const int32_t* positions, int64_t n, int64_t n_heads, int64_t n_kv_heads,
+                                 const RopeTable& table, void* k_cache, void* v_cache, Dt dt,
+                                 const int32_t* slots, int64_t n_slots, DeviceError* err);
 // k, v rows [n, kv_dim] into the caches at slots[t] (n_slots rows of kv_dim each).
 cudaError_t launch_kv_write(cudaStream_t s, void* k_cache, void* v_cache, Dt dt, const float* k,
                             const float* v, const int32_t* slots, int64_t n, int64_t kv_dim,
@@ -113,6 +120,37 @@ struct AttnArgs {
 size_t attention_scratch_bytes(int64_t n_tokens, int64_t n_heads);
 cudaError_t launch_attention(cudaStream_t s, const AttnArgs& a, Dt kv_dt);
 
+// ---- sampling.cu -------------------------------------------------------------------------
+
+constexpr int kSampleMaxTop = 20;
+// Layouts of struct gptoss_sample_row / gptoss_sample_result (plugin ABI 2).
+struct SampleRow {
+  float temperature;
+  uint32_t top_k;
+  float top_p;
+  float min_p;
+  double uniform;
+  uint32_t top_n;
+  uint32_t reserved;
+};
+struct SampleToken {
+  uint32_t token;
+  float logprob;
+};
+struct SampleResult {
+  uint32_t token;
+  float logprob;
+  uint32_t n_top;
+  uint32_t reserved;
+  SampleToken top[kSampleMaxTop];
+};
+// Scratch of a sample call: room to sort whole rows (used only when the sorted head of 1024
+// tokens cannot hold what truncation keeps).
+size_t sample_scratch_bytes(int64_t n_rows, int64_t vocab);
+// results[r] for rows[r] over logits [n_rows, vocab]; mask null or uint32 [n_rows, (vocab + 31) / 32].
+cudaError_t launch_sample(cudaStream_t s, const float* logits, const SampleRow* rows, const uint32_t* mask,
+                          int64_t n_rows, int64_t vocab, SampleResult* results, void* scratch, DeviceError* err);
+
 // ---- router.cu ---------------------------------------------------------------------------
 
 constexpr int kMaxExperts = 256;
@@ -122,11 +160,22 @@ constexpr int kMaxTopK = 16;
 cudaError_t launch_router(cudaStream_t s, const float* x, DenseView w, const float* bias,
                           int64_t n, int top_k, int32_t* ids, float* weights);
 
-// ---- gemv.cu -----------------------------------------------------------------------------
+// ---- gemv.cu, gemm_mma.cu (dense) ---------------------------------------------------------------------------
 
-// out[t, n] = sum_k x[t, k] w[n, k] (+ bias[n]); fp32 arithmetic, any n_tok (8 per pass).
-cudaError_t launch_gemv(cudaStream_t s, const float* x, DenseView w, const float* bias,
-                        int64_t n_tok, float* out);
+// Up to three matrices applied to one input (Q, K and V fused): out[j] [n_tok, w[j].rows] =
+// x W[j]^T (+ bias[j]). The matrices share cols and dtype.
+struct LinearSegs {
+  int32_t n;
+  DenseView w[3];
+  const float* bias[3];  // each may be null
+  float* out[3];
+};
+inline LinearSegs one_linear(DenseView w, const float* bias, float* out) {
+  return LinearSegs{1, {w, w, w}, {bias, nullptr, nullptr}, {out, nullptr, nullptr}};
+}
+
+// fp32 arithmetic, any n_tok (8 per pass).
+cudaError_t launch_gemv(cudaStream_t s, const float* x, const LinearSegs& segs, int64_t n_tok);
 
 // ---- moe_group.cu, moe_gemv.cu -----------------------------------------------------------
 
@@ -162,9 +211,8 @@ cudaError_t launch_moe_combine(cudaStream_t s, const float* y, const int32_t* id
 
 // Rows of A per tile; also the routing's tile_m for launch_gemm_moe.
 constexpr int kGemmTileM = 64;
-// out [m, w.rows] = x [m, w.cols] W^T (+ bias), bf16 tensor cores, fp32 accumulation.
-cudaError_t launch_gemm_dense(cudaStream_t s, const float* x, DenseView w, const float* bias,
-                              int64_t m, float* out);
+// As launch_gemv, on bf16 tensor cores with fp32 accumulation.
+cudaError_t launch_gemm_dense(cudaStream_t s, const float* x, const LinearSegs& segs, int64_t m);
 // As launch_moe_f32 (same outputs), on tensor cores; routing.tile_m == kGemmTileM.
 cudaError_t launch_gemm_moe(cudaStream_t s, bool stage1, const float* a, int act_div, Mxfp4View w,
                             const float* bias, const MoeRouting& routing, int64_t max_tiles,

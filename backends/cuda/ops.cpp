@@ -8,6 +8,7 @@
 // (moe_gemv.cu fast); larger calls go to the tensor-core GEMM (gemm_mma.cu). Attention is
 // fp32 in both precisions.
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -30,8 +31,21 @@ const float* F(const void* p) { return static_cast<const float*>(p); }
 float* F(void* p) { return static_cast<float*>(p); }
 const int32_t* I(const void* p) { return static_cast<const int32_t*>(p); }
 
-gptoss_status launched(cudaError_t e, const char* op) {
-  return e == cudaSuccess ? gptoss_status_success : fail(e, std::string(op) + ": kernel launch");
+// GPTOSS_CUDA_SYNC=1: every op waits for its kernels, so that a fault inside one is reported
+// by the op that caused it rather than at the next synchronising call (debugging; slow).
+bool sync_each_op() {
+  static const bool on = [] {
+    const char* v = std::getenv("GPTOSS_CUDA_SYNC");
+    return v != nullptr && *v != '\0' && std::strcmp(v, "0") != 0;
+  }();
+  return on;
+}
+
+gptoss_status launched(Stream& s, cudaError_t e, const char* op) {
+  if (e != cudaSuccess) return fail(e, std::string(op) + ": kernel launch");
+  if (!sync_each_op()) return gptoss_status_success;
+  if (cudaError_t f = cudaStreamSynchronize(s.stream); f != cudaSuccess) return fail(f, std::string(op) + " (GPTOSS_CUDA_SYNC)");
+  return s.dev->take_device_error();
 }
 
 gptoss_status bad(const char* op, const std::string& why) {
@@ -110,7 +124,7 @@ gptoss_status op_embedding(void* stream, const void* weight, const void* tokens,
   DenseView table;
   if (gptoss_status st = dense_arg(weight, -1, -1, "embedding", &table); st != gptoss_status_success) return st;
   if (n > 0 && (tokens == nullptr || out == nullptr)) return bad("embedding", "null buffer");
-  return launched(launch_embedding(s->stream, table, I(tokens), int64_t(n), F(out), s->dev->error_device),
+  return launched(*s, launch_embedding(s->stream, table, I(tokens), int64_t(n), F(out), s->dev->error_device),
                   "embedding");
 }
 
@@ -122,7 +136,7 @@ gptoss_status op_rmsnorm(void* stream, const void* x, const void* scale, size_t 
   if (gptoss_status st = vector_arg(scale, int64_t(dim), "rmsnorm", "scale", false, &g); st != gptoss_status_success)
     return st;
   if (n > 0 && (x == nullptr || out == nullptr)) return bad("rmsnorm", "null buffer");
-  return launched(launch_rmsnorm(s->stream, const_cast<float*>(F(x)), nullptr, g, int64_t(n), int64_t(dim), eps,
+  return launched(*s, launch_rmsnorm(s->stream, const_cast<float*>(F(x)), nullptr, g, int64_t(n), int64_t(dim), eps,
                                  F(out)),
                   "rmsnorm");
 }
@@ -138,9 +152,10 @@ gptoss_status op_linear(void* stream, const void* x, const void* weight, const v
   if (gptoss_status st = vector_arg(bias, int64_t(n_out), "linear", "bias", true, &b); st != gptoss_status_success)
     return st;
   if (n_tokens > 0 && (x == nullptr || out == nullptr)) return bad("linear", "null buffer");
+  const LinearSegs segs = one_linear(w, b, F(out));
   if (s->dev->exact || n_tokens <= kGemvMaxTokens)
-    return launched(launch_gemv(s->stream, F(x), w, b, int64_t(n_tokens), F(out)), "linear");
-  return launched(launch_gemm_dense(s->stream, F(x), w, b, int64_t(n_tokens), F(out)), "linear");
+    return launched(*s, launch_gemv(s->stream, F(x), segs, int64_t(n_tokens)), "linear");
+  return launched(*s, launch_gemm_dense(s->stream, F(x), segs, int64_t(n_tokens)), "linear");
 }
 
 gptoss_status op_rope(void* stream, void* x, const void* positions, size_t n_tokens, size_t n_heads,
@@ -156,7 +171,7 @@ gptoss_status op_rope(void* stream, void* x, const void* positions, size_t n_tok
     s->rope_params = *params;
     s->rope_head_dim = head_dim;
   }
-  return launched(launch_rope(s->stream, F(x), I(positions), int64_t(n_tokens), int64_t(n_heads), s->rope), "rope");
+  return launched(*s, launch_rope(s->stream, F(x), I(positions), int64_t(n_tokens), int64_t(n_heads), s->rope), "rope");
 }
 
 gptoss_status op_kv_write(void* stream, void* k_cache, void* v_cache, gptoss_kv_dtype dtype, const void* k,
@@ -171,7 +186,7 @@ gptoss_status op_kv_write(void* stream, void* k_cache, void* v_cache, gptoss_kv_
   if (k == nullptr || v == nullptr || slots == nullptr) return bad("kv_write", "null buffer");
   const int64_t n_slots = std::min(kv_slots(*s->dev, k_cache, dtype, kv_dim), kv_slots(*s->dev, v_cache, dtype, kv_dim));
   if (n_slots == 0) return bad("kv_write", "the caches are not buffers of this device");
-  return launched(launch_kv_write(s->stream, k_cache, v_cache, kv_dt(dtype), F(k), F(v), I(slots),
+  return launched(*s, launch_kv_write(s->stream, k_cache, v_cache, kv_dt(dtype), F(k), F(v), I(slots),
                                   int64_t(n_tokens), int64_t(kv_dim), n_slots, s->dev->error_device),
                   "kv_write");
 }
@@ -222,7 +237,7 @@ gptoss_status op_attention(void* stream, const void* q, const void* k_cache, con
     if (gptoss_status st = s->workspace.reserve(s->stream, scratch, &ws); st != gptoss_status_success) return st;
     a.partial = static_cast<float*>(ws);
   }
-  return launched(launch_attention(s->stream, a, kv_dt(dtype)), "attention");
+  return launched(*s, launch_attention(s->stream, a, kv_dt(dtype)), "attention");
 }
 
 gptoss_status op_router(void* stream, const void* x, const void* weight, const void* bias, size_t n_tokens,
@@ -242,7 +257,7 @@ gptoss_status op_router(void* stream, const void* x, const void* weight, const v
                     " (the CUDA kernels take at most 256 experts, top 16)");
   if (n_tokens > 0 && (x == nullptr || expert_ids == nullptr || expert_weights == nullptr))
     return bad("router", "null buffer");
-  return launched(launch_router(s->stream, F(x), w, b, int64_t(n_tokens), int(top_k), static_cast<int32_t*>(expert_ids),
+  return launched(*s, launch_router(s->stream, F(x), w, b, int64_t(n_tokens), int(top_k), static_cast<int32_t*>(expert_ids),
                                 F(expert_weights)),
                   "router");
 }
@@ -340,7 +355,7 @@ gptoss_status moe_chunk(Stream& s, const float* x, const int32_t* ids, const flo
     if (e == cudaSuccess) e = launch_gemm_moe(s.stream, false, act, 1, m2, b2, routing, tiles, limit, y);
   }
   if (e == cudaSuccess) e = launch_moe_combine(s.stream, y, ids, gates, n, k, H, int32_t(E), out);
-  return launched(e, "moe");
+  return launched(s, e, "moe");
 }
 
 }  // namespace
@@ -349,7 +364,7 @@ gptoss_status op_add(void* stream, void* x, const void* y, size_t n) {
   Stream* s;
   if (gptoss_status st = enter(stream, "add", s); st != gptoss_status_success) return st;
   if (n > 0 && (x == nullptr || y == nullptr)) return bad("add", "null buffer");
-  return launched(launch_add(s->stream, F(x), F(y), int64_t(n)), "add");
+  return launched(*s, launch_add(s->stream, F(x), F(y), int64_t(n)), "add");
 }
 
 }  // namespace gptoss::cuda
