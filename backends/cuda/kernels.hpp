@@ -151,6 +151,41 @@ size_t sample_scratch_bytes(int64_t n_rows, int64_t vocab);
 cudaError_t launch_sample(cudaStream_t s, const float* logits, const SampleRow* rows, const uint32_t* mask,
                           int64_t n_rows, int64_t vocab, SampleResult* results, void* scratch, DeviceError* err);
 
+// ---- attention_mma.cu (plugin ABI 2's sequence-based interface) -------------------------
+
+// Layout of struct gptoss_attn_seq: query rows q_begin .. q_begin + n_q - 1 at positions
+// pos_begin .. pos_begin + n_q - 1, keys through page_table[page_table_offset ...].
+struct AttnSeq {
+  int32_t q_begin;
+  int32_t n_q;
+  int32_t pos_begin;
+  int32_t page_table_offset;
+};
+
+struct AttnSeqArgs {
+  const float* q;               // [n_tokens, n_heads * 64]
+  const void* k_cache;          // [n_slots, (n_heads / group) * 64], f32 or bf16
+  const void* v_cache;
+  int64_t n_slots;
+  const AttnSeq* seqs;          // [n_seqs]
+  int32_t n_seqs;
+  int32_t max_q;                // the largest n_q (host hint)
+  int32_t q_blocks;             // set by the launcher
+  int32_t window;               // 0: causal; W: keys [max(0, p - W + 1), p]
+  const int32_t* page_table;    // [page_table_len]; -1 for released pages
+  int64_t page_table_len;
+  const float* sinks;           // [n_heads]
+  int32_t n_heads;
+  int32_t group;                // query heads per KV head
+  int32_t page_size;
+  float scale;
+  float* out;                   // like q
+  DeviceError* err;
+};
+// Tensor-core prefill attention (fast precision): 64 / group tokens x group heads per block.
+bool attention_mma_supported(int32_t group);
+cudaError_t launch_attention_mma(cudaStream_t s, AttnSeqArgs a, Dt kv_dt);
+
 // ---- router.cu ---------------------------------------------------------------------------
 
 constexpr int kMaxExperts = 256;
