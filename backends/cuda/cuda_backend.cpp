@@ -211,6 +211,7 @@ gptoss_status device_open(int32_t device, uint32_t, void** dev_out) {
   }
   dev->error_host = static_cast<DeviceError*>(mapped);
   *dev->error_host = DeviceError{};
+  dev->uploader = std::make_unique<Uploader>(dev->ordinal);
   char desc[256];
   device_describe(device, desc, sizeof desc);
   log(gptoss_log_level_info, std::string("device ") + std::to_string(device) + ": " + desc);
@@ -222,6 +223,7 @@ void device_close(void* dev_) {
   auto* dev = static_cast<Device*>(dev_);
   if (dev == nullptr) return;
   dev->activate();
+  dev->uploader.reset();  // its thread ends after the copies it still had
   cudaDeviceSynchronize();
   for (const auto& [bytes, p] : dev->cached) cudaFree(p);
   for (const auto& [p, bytes] : dev->buffers) cudaFree(p);  // leaked by the caller: still ours

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -12,6 +13,7 @@
 
 #include "gptoss/backend.h"
 #include "kernels.hpp"
+#include "uploader.hpp"
 
 namespace gptoss::cuda {
 
@@ -48,6 +50,7 @@ struct Device {
   // First bad-data report of any kernel (host-mapped, read at synchronising calls).
   DeviceError* error_host = nullptr;
   DeviceError* error_device = nullptr;
+  std::unique_ptr<Uploader> uploader;  // weights: pinned staging on a thread of its own
 
   // Makes this device current on the calling thread (CUDA keeps it per thread).
   gptoss_status activate() const;

@@ -4,6 +4,7 @@
 //                    read bf16 or f32); rows of a multiple of 8 elements;
 //   vectors:         norms, biases (also the [experts, rows] bias tables), sinks: f32.
 #include <cstring>
+#include <memory>
 #include <new>
 #include <string>
 #include <vector>
@@ -60,21 +61,24 @@ void widen_row(const gptoss_tensor_desc& d, size_t row, size_t cols, float* out)
     for (size_t b = 0; b < cols / 32; ++b) cpu::q8_0_decode_block(p + 34 * b, out + 32 * b);
 }
 
-gptoss_status upload(Weight& w, const void* parts[2], const size_t sizes[2]) {
+// One device allocation for the tensor's parts (MXFP4: codes, then scales at a 256-byte
+// boundary), filled by the device's uploader. `keep` holds converted host data alive.
+gptoss_status upload(Device& dev, Weight& w, const void* parts[2], const size_t sizes[2],
+                     const std::shared_ptr<const void>& keep) {
   const size_t offset1 = (sizes[0] + 255) / 256 * 256;
   w.bytes = offset1 + sizes[1];
   if (cudaError_t e = cudaMalloc(&w.block, w.bytes); e != cudaSuccess) {
     w.block = nullptr;
     return fail(e, w.name + ": cudaMalloc of " + std::to_string(w.bytes) + " bytes");
   }
-  for (int i = 0; i < 2; ++i) {
-    if (sizes[i] == 0) continue;
-    char* dst = static_cast<char*>(w.block) + (i == 0 ? 0 : offset1);
-    if (cudaError_t e = cudaMemcpy(dst, parts[i], sizes[i], cudaMemcpyHostToDevice); e != cudaSuccess) {
-      cudaFree(w.block);
-      w.block = nullptr;
-      return fail(e, w.name + ": upload");
-    }
+  for (int i = 0; i < 2; ++i)
+    if (sizes[i] > 0)
+      dev.uploader->enqueue(static_cast<char*>(w.block) + (i == 0 ? 0 : offset1), parts[i], sizes[i], keep, w.name);
+  // ABI 1: the host memory is valid during this call only.
+  if (gptoss_status st = dev.uploader->wait(nullptr); st != gptoss_status_success) {
+    cudaFree(w.block);
+    w.block = nullptr;
+    return st;
   }
   return gptoss_status_success;
 }
@@ -120,7 +124,7 @@ gptoss_status weight_upload(void* dev_, const gptoss_tensor_desc* desc, void** w
       w->kind = Weight::Kind::mxfp4;
       const void* parts[2] = {desc->data, desc->scales};
       const size_t sizes[2] = {desc->data_size, scale_bytes};
-      st = upload(*w, parts, sizes);
+      st = upload(*dev, *w, parts, sizes, nullptr);
       const int64_t experts = desc->ndim == 3 ? desc->shape[0] : 1;
       w->mxfp4 = Mxfp4View{static_cast<const uint8_t*>(w->block),
                            static_cast<const uint8_t*>(w->block) + (desc->data_size + 255) / 256 * 256,
@@ -134,16 +138,16 @@ gptoss_status weight_upload(void* dev_, const gptoss_tensor_desc* desc, void** w
       }
       w->kind = vector ? Weight::Kind::vector : Weight::Kind::dense;
       const bool keep = desc->dtype == gptoss_dtype_f32 || (!vector && desc->dtype == gptoss_dtype_bf16);
-      std::vector<float> wide;
+      std::shared_ptr<std::vector<float>> wide;
       const void* parts[2] = {desc->data, nullptr};
       size_t sizes[2] = {desc->data_size, 0};
       if (!keep) {
-        wide.resize(rows * cols);
-        for (size_t r = 0; r < rows; ++r) widen_row(*desc, r, cols, wide.data() + r * cols);
-        parts[0] = wide.data();
-        sizes[0] = wide.size() * sizeof(float);
+        wide = std::make_shared<std::vector<float>>(rows * cols);
+        for (size_t r = 0; r < rows; ++r) widen_row(*desc, r, cols, wide->data() + r * cols);
+        parts[0] = wide->data();
+        sizes[0] = wide->size() * sizeof(float);
       }
-      st = upload(*w, parts, sizes);
+      st = upload(*dev, *w, parts, sizes, wide);
       w->dense = DenseView{w->block, keep && desc->dtype == gptoss_dtype_bf16 ? Dt::bf16 : Dt::f32,
                            int64_t(rows), int64_t(cols)};
     }
