@@ -17,6 +17,12 @@ __device__ void report(DeviceError* err, int32_t code, int64_t value, int64_t li
   }
 }
 
+template <typename T>
+__device__ void store_elem(T* p, float v) {
+  if constexpr (sizeof(T) == 2) *p = f32_to_bf16(v);
+  else *p = v;
+}
+
 // One block per token; threads take 8 consecutive elements at a time.
 __global__ void embedding_kernel(DenseView table, const int32_t* __restrict__ tokens,
                                  float* __restrict__ out, DeviceError* err) {
@@ -25,6 +31,10 @@ __global__ void embedding_kernel(DenseView table, const int32_t* __restrict__ to
   float* o = out + t * table.cols;
   const bool ok = id >= 0 && id < table.rows;
   if (!ok && threadIdx.x == 0) report(err, kErrTokenId, id, table.rows);
+  if (table.cols % 8 != 0) {  // rows of any length (never a real model's)
+    for (int64_t c = threadIdx.x; c < table.cols; c += blockDim.x) o[c] = ok ? load1(table, id, c) : 0.0f;
+    return;
+  }
   for (int64_t c = int64_t(threadIdx.x) * 8; c < table.cols; c += int64_t(blockDim.x) * 8) {
     float v[8] = {0, 0, 0, 0, 0, 0, 0, 0};
     if (ok) load8(table, id, c, v);
@@ -98,12 +108,6 @@ __global__ void rope_kernel(float* __restrict__ x, const int32_t* __restrict__ p
   }
 }
 
-template <typename T>
-__device__ void store_elem(T* p, float v) {
-  if constexpr (sizeof(T) == 2) *p = f32_to_bf16(v);
-  else *p = v;
-}
-
 // RoPE of q (in place) and k, and the KV write, fused: one block per token; the frequencies'
 // cos/sin once, then each (head, pair) of q and of k by one thread, k's rotated pair stored
 // straight into the cache with v. The same arithmetic as rope_kernel + kv_write_kernel.
@@ -148,19 +152,26 @@ __global__ void rope_kv_write_kernel(float* __restrict__ q, const float* __restr
     for (int64_t i = threadIdx.x; i < kv_dim; i += blockDim.x) store_elem(v_cache + slot * kv_dim + i, v[t * kv_dim + i]);
 }
 
-// One thread per 8 elements of a token's row; the K and V rows of the token go to its slot.
+// One thread per 8 elements of a token's row (per element for rows of other lengths); the K
+// and V rows of the token go to its slot.
 template <typename T>
 __global__ void kv_write_kernel(T* __restrict__ k_cache, T* __restrict__ v_cache,
                                 const float* __restrict__ k, const float* __restrict__ v,
                                 const int32_t* __restrict__ slots, int64_t n, int64_t kv_dim,
                                 int64_t n_slots, DeviceError* err) {
-  const int64_t chunks = kv_dim / 8;
+  const int per = kv_dim % 8 == 0 ? 8 : 1;
+  const int64_t chunks = kv_dim / per;
   const int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
   if (i >= n * chunks) return;
-  const int64_t t = i / chunks, c = (i % chunks) * 8;
+  const int64_t t = i / chunks, c = (i % chunks) * per;
   const int64_t slot = slots[t];
   if (slot < 0 || slot >= n_slots) {
     if (c == 0) report(err, kErrKvSlot, slot, n_slots);
+    return;
+  }
+  if (per == 1) {
+    store_elem(k_cache + slot * kv_dim + c, k[t * kv_dim + c]);
+    store_elem(v_cache + slot * kv_dim + c, v[t * kv_dim + c]);
     return;
   }
   float kv[8];
@@ -206,7 +217,7 @@ cudaError_t launch_kv_write(cudaStream_t s, void* k_cache, void* v_cache, Dt dt,
                             const float* v, const int32_t* slots, int64_t n, int64_t kv_dim,
                             int64_t n_slots, DeviceError* err) {
   if (n == 0) return cudaSuccess;
-  const int blocks = grid_for(n * (kv_dim / 8), 256);
+  const int blocks = grid_for(n * (kv_dim % 8 == 0 ? kv_dim / 8 : kv_dim), 256);
   if (dt == Dt::bf16)
     kv_write_kernel<<<blocks, 256, 0, s>>>(static_cast<uint16_t*>(k_cache),
                                           static_cast<uint16_t*>(v_cache), k, v, slots, n,

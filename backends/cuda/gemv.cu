@@ -40,20 +40,35 @@ __global__ void __launch_bounds__(kWarps * kWarpSize)
 #pragma unroll
     for (int t = 0; t < NT; ++t) acc[r][t] = 0.0f;
 
+  if (k_dim % 8 == 0) {
 #pragma unroll 2
-  for (int64_t c = int64_t(lane) * 8; c < k_dim; c += int64_t(kWarpSize) * 8) {
-    float wv[kRowsPerWarp][8];
+    for (int64_t c = int64_t(lane) * 8; c < k_dim; c += int64_t(kWarpSize) * 8) {
+      float wv[kRowsPerWarp][8];
 #pragma unroll
-    for (int r = 0; r < kRowsPerWarp; ++r) load8(wr[r] + c, wv[r]);
+      for (int r = 0; r < kRowsPerWarp; ++r) load8(wr[r] + c, wv[r]);
 #pragma unroll
-    for (int t = 0; t < NT; ++t) {
-      if (t >= nt) break;
-      float xv[8];
-      load8(x + (t0 + t) * k_dim + c, xv);
+      for (int t = 0; t < NT; ++t) {
+        if (t >= nt) break;
+        float xv[8];
+        load8(x + (t0 + t) * k_dim + c, xv);
 #pragma unroll
-      for (int r = 0; r < kRowsPerWarp; ++r)
+        for (int r = 0; r < kRowsPerWarp; ++r)
 #pragma unroll
-        for (int i = 0; i < 8; ++i) acc[r][t] += wv[r][i] * xv[i];
+          for (int i = 0; i < 8; ++i) acc[r][t] += wv[r][i] * xv[i];
+      }
+    }
+  } else {  // rows of any length (never a real model's): one element at a time
+    for (int64_t c = lane; c < k_dim; c += kWarpSize) {
+      float wv[kRowsPerWarp];
+#pragma unroll
+      for (int r = 0; r < kRowsPerWarp; ++r) wv[r] = load1(wr[r] + c);
+#pragma unroll
+      for (int t = 0; t < NT; ++t) {
+        if (t >= nt) break;
+        const float xv = x[(t0 + t) * k_dim + c];
+#pragma unroll
+        for (int r = 0; r < kRowsPerWarp; ++r) acc[r][t] += wv[r] * xv;
+      }
     }
   }
 #pragma unroll

@@ -15,8 +15,8 @@ namespace gptoss::cuda {
 // Element type of device tensors: dense weights, embeddings, KV caches.
 enum class Dt : int32_t { f32 = 0, bf16 = 1 };
 
-// A row-major matrix on the device; cols % 8 == 0 and 16-byte aligned rows (checked at
-// upload), so that kernels move 8 elements at a time.
+// A row-major matrix on the device. Kernels move 8 elements at a time when cols % 8 == 0
+// (every real model: 16-byte aligned rows), one at a time otherwise.
 struct DenseView {
   const void* data;
   Dt dt;

@@ -26,12 +26,16 @@ __global__ void router_kernel(const float* __restrict__ x, DenseView w,
   const float* xr = x + t * dim;
   for (int e = warp; e < n_experts; e += n_warps) {
     float acc = 0.0f;
-    for (int64_t c = int64_t(lane) * 8; c < dim; c += int64_t(kWarpSize) * 8) {
-      float wv[8], xv[8];
-      load8(w, e, c, wv);
-      load8(xr + c, xv);
+    if (dim % 8 == 0) {
+      for (int64_t c = int64_t(lane) * 8; c < dim; c += int64_t(kWarpSize) * 8) {
+        float wv[8], xv[8];
+        load8(w, e, c, wv);
+        load8(xr + c, xv);
 #pragma unroll
-      for (int i = 0; i < 8; ++i) acc += xv[i] * wv[i];
+        for (int i = 0; i < 8; ++i) acc += xv[i] * wv[i];
+      }
+    } else {  // rows of any length (never a real model's)
+      for (int64_t c = lane; c < dim; c += kWarpSize) acc += xr[c] * load1(w, e, c);
     }
     acc = warp_sum<kWarpSize>(acc);
     if (lane == 0) logits[e] = acc + (bias != nullptr ? bias[e] : 0.0f);

@@ -1,7 +1,7 @@
 // Weight upload: each canonical tensor to the device once, in the layout the kernels take.
 //   MXFP4 experts:   as the checkpoint stores them (codes, then scales, in one allocation);
 //   dense matrices:  bf16 or f32 as given; f16 and Q8_0 widened to f32 (exact; the kernels
-//                    read bf16 or f32); rows of a multiple of 8 elements;
+//                    read bf16 or f32);
 //   vectors:         norms, biases (also the [experts, rows] bias tables), sinks: f32.
 #include <cstring>
 #include <memory>
@@ -131,11 +131,6 @@ gptoss_status weight_upload(void* dev_, const gptoss_tensor_desc* desc, void** w
                            experts, int64_t(rows) / experts, int64_t(cols)};
     } else {
       const bool vector = desc->ndim == 1 || is_vector_role(desc->role);
-      if (!vector && cols % 8 != 0) {
-        delete w;
-        return fail(gptoss_status_unsupported_argument,
-                    name + ": rows of " + std::to_string(cols) + " elements (the CUDA kernels take multiples of 8)");
-      }
       w->kind = vector ? Weight::Kind::vector : Weight::Kind::dense;
       const bool keep = desc->dtype == gptoss_dtype_f32 || (!vector && desc->dtype == gptoss_dtype_bf16);
       std::shared_ptr<std::vector<float>> wide;

@@ -1,6 +1,7 @@
 #pragma once
 // Eight consecutive elements at a time, f32 or bf16, as one or two 16-byte accesses (callers
-// guarantee 16-byte alignment: rows of cols % 8 == 0 elements from aligned buffers).
+// guarantee 16-byte alignment: rows of cols % 8 == 0 elements from aligned buffers), and one
+// at a time for rows of other lengths.
 #include "../kernels.hpp"
 #include "compat.cuh"
 #include "formats.cuh"
@@ -34,12 +35,20 @@ GPTOSS_DEV void store8(uint16_t* p, const float v[8]) {
                                             pack_bf16x2(v[4], v[5]), pack_bf16x2(v[6], v[7]));
 }
 
+GPTOSS_DEV float load1(const float* p) { return *p; }
+GPTOSS_DEV float load1(const uint16_t* p) { return bf16_to_f32(*p); }
+
 // Elements [col, col + 8) of row `row` of a dense matrix.
 GPTOSS_DEV void load8(const DenseView& m, int64_t row, int64_t col, float v[8]) {
   if (m.dt == Dt::bf16)
     load8(static_cast<const uint16_t*>(m.data) + row * m.cols + col, v);
   else
     load8(static_cast<const float*>(m.data) + row * m.cols + col, v);
+}
+
+GPTOSS_DEV float load1(const DenseView& m, int64_t row, int64_t col) {
+  return m.dt == Dt::bf16 ? load1(static_cast<const uint16_t*>(m.data) + row * m.cols + col)
+                          : load1(static_cast<const float*>(m.data) + row * m.cols + col);
 }
 #endif
 
