@@ -202,10 +202,23 @@ enum gptoss_precision {
   gptoss_precision_max_enum_ = 0x7fffffff /* not a precision: keeps every int value valid */
 };
 
+/* How a model uses the devices of its backend (gptoss_model_options.split_mode). */
+enum gptoss_split_mode {
+  gptoss_split_mode_layer = 0,  /* default: consecutive layer ranges over every device of the
+                                   backend (their KV cache with them); activations cross at the
+                                   range boundaries. One device: the whole model on it */
+  gptoss_split_mode_none = 1,   /* only the device named by options.device */
+  gptoss_split_mode_expert = 2, /* expert parallelism: each device holds a share of every
+                                   layer's experts; attention, router, embedding and output stay
+                                   on device 0 */
+  gptoss_split_mode_max_enum_ = 0x7fffffff /* not a mode: keeps every int value valid */
+};
+
 struct gptoss_model_options {
   size_t struct_size;     /* sizeof(struct gptoss_model_options) */
   const char* backend;    /* "auto" (default), "cpu", "cuda", "hip" */
-  int32_t device;         /* device index within the backend; default 0 */
+  int32_t device;         /* device index within the backend; default 0 (the one device used
+                             with gptoss_split_mode_none) */
   uint32_t num_threads;   /* CPU threads; 0 = all cores (default) */
   uint32_t num_layers;    /* use only the first N transformer layers (debugging, partial
                              models); 0 = all (default) */
@@ -213,6 +226,9 @@ struct gptoss_model_options {
   const char* tokenizer_path; /* tokenizer.json to use instead of the one beside the model
                                  (HF) or in its metadata (GGUF); NULL = default */
   enum gptoss_precision precision; /* default gptoss_precision_fast */
+  enum gptoss_split_mode split_mode; /* default gptoss_split_mode_layer; with one device (the
+                                        CPU backend unless GPTOSS_CPU_DEVICES=N) all modes are
+                                        the same */
 };
 
 /* Fills defaults. Returns invalid_argument on NULL. */

@@ -2,7 +2,6 @@
 // Internal types of the CPU backend plugin.
 #include <cstddef>
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -16,6 +15,10 @@
 
 namespace gptoss::cpu {
 
+// One CPU device: a thread pool and an instruction-set level. With GPTOSS_CPU_DEVICES=N the
+// plugin offers N of them, each with the whole thread count: a model split over them runs
+// its devices one after another (the core's steps are sequential, and every op here is
+// synchronous), so each device may use every core while it runs.
 struct Device {
   Device(unsigned threads, Isa isa_) : pool(threads), isa(isa_), kernels(&kernels_for(isa_)) {}
   ThreadPool pool;
@@ -27,11 +30,9 @@ struct Device {
   OpProfile profile;
   std::mutex alloc_mutex;
   std::unordered_map<void*, size_t> mapped;  // live buffers (anonymous mappings) and sizes
-  std::multimap<size_t, void*> cached;       // freed buffers kept for reuse, by size
-  size_t cached_bytes = 0;
-  std::string last_error;
 };
 
+// Ops are synchronous: a stream only names its device.
 struct Stream {
   Device* dev;
 };
@@ -46,8 +47,25 @@ struct Weight {
   size_t row_bytes;  // bytes of one row in `data`
   const uint8_t* data;
   const uint8_t* scales;  // mxfp4: cols/32 bytes per row
+  int32_t first_expert = 0;  // expert tensors: the layer's index of shape[0]'s first expert
   std::vector<uint8_t> owned_data, owned_scales;  // tests' weights
   std::shared_ptr<void> owned_map;  // a copy made at upload: data then scales, huge pages
+};
+
+// A KV cache: per layer a K and a V region of max_pages * page_size slots of kv_dim
+// elements, reserved up front as lazily backed memory, so growing it moves nothing.
+struct KvCache {
+  gptoss_kv_dtype dtype;
+  uint32_t n_layers;
+  uint32_t n_kv_heads, head_dim;
+  size_t kv_dim;       // elements per slot: n_kv_heads * head_dim
+  size_t page_size;
+  size_t max_pages;
+  size_t pages;        // usable now
+  size_t region_bytes; // one layer's K (or V)
+  uint8_t* base;
+  void* k(uint32_t layer) const { return base + (2 * size_t(layer)) * region_bytes; }
+  void* v(uint32_t layer) const { return base + (2 * size_t(layer) + 1) * region_bytes; }
 };
 
 // Decodes row `row` of `w` (cols values) into out.
@@ -55,5 +73,13 @@ void decode_row(const Weight& w, size_t row, float* out);
 // Decodes columns [c0, c0 + n) of row `row` of `w` into out (a bias slice for one piece of a
 // matmul's output rows; f32/bf16/f16 directly, other dtypes through a whole-row decode).
 void decode_row_range(const Weight& w, size_t row, size_t c0, size_t n, float* out);
+
+// The message of the calling thread's last failure (gptoss_backend_api::last_error).
+void set_last_error(std::string message);
+const char* last_error_message();
+
+// The plugin's function table (cpu_slots.cpp) and the host's (set by gptoss_backend_init).
+extern const gptoss_backend_api kApi;
+extern const gptoss_host_api* g_host;
 
 }  // namespace gptoss::cpu

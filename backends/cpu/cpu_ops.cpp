@@ -10,6 +10,7 @@
 #include "cpu_backend.hpp"
 #include "formats.hpp"
 #include "ops.hpp"
+#include "router_topk.hpp"
 
 namespace gptoss::cpu {
 namespace {
@@ -185,7 +186,7 @@ gptoss_status ref_attention(void* stream, const void* q, const void* k_cache, co
                            size_t n_kv_heads, size_t head_dim, size_t page_size, float scale,
                            void* out) {
   if (n_kv_heads == 0 || n_heads % n_kv_heads != 0) return gptoss_status_invalid_argument;
-  const auto* toks = static_cast<const gptoss_attn_token*>(tokens);
+  const auto* toks = static_cast<const AttnToken*>(tokens);
   const size_t group = n_heads / n_kv_heads, kv_dim = n_kv_heads * head_dim;
   std::vector<float> sink(n_heads);
   decode_row(W(sinks), 0, sink.data());
@@ -195,7 +196,7 @@ gptoss_status ref_attention(void* stream, const void* q, const void* k_cache, co
     std::vector<float> scores, kv(head_dim);
     for (size_t item = b; item < e; ++item) {
       const size_t t = item / n_heads, h = item % n_heads, kvh = h / group;
-      const gptoss_attn_token& tk = toks[t];
+      const AttnToken& tk = toks[t];
       const float* qv = F(q) + (t * n_heads + h) * head_dim;
       const size_t n_keys = size_t(tk.pos - tk.kv_start + 1);
       scores.resize(n_keys);
@@ -237,24 +238,15 @@ gptoss_status ref_router(void* stream, const void* x, const void* weight, const 
     return gptoss_status_invalid_argument;
   pool_of(stream).parallel_for(n_tokens, [&](size_t b, size_t e, unsigned) {
     std::vector<float> logits(n_experts), row(dim), bvec(n_experts, 0.0f);
-    std::vector<size_t> order(n_experts);
+    std::vector<size_t> order;
     if (bw) decode_row(*bw, 0, bvec.data());
     for (size_t t = b; t < e; ++t) {
       for (size_t j = 0; j < n_experts; ++j) {
         decode_row(w, j, row.data());
         logits[j] = dot(F(x) + t * dim, row.data(), dim) + bvec[j];
       }
-      std::iota(order.begin(), order.end(), size_t(0));
-      std::partial_sort(order.begin(), order.begin() + top_k, order.end(), [&](size_t a, size_t c) {
-        return logits[a] > logits[c] || (logits[a] == logits[c] && a < c);
-      });
-      const float m = logits[order[0]];
-      float sum = 0.0f;
-      for (size_t k = 0; k < top_k; ++k) sum += std::exp(logits[order[k]] - m);
-      for (size_t k = 0; k < top_k; ++k) {
-        static_cast<int32_t*>(expert_ids)[t * top_k + k] = int32_t(order[k]);
-        F(expert_weights)[t * top_k + k] = std::exp(logits[order[k]] - m) / sum;
-      }
+      router_topk_softmax(logits.data(), n_experts, top_k, static_cast<int32_t*>(expert_ids) + t * top_k,
+                          F(expert_weights) + t * top_k, order);
     }
   });
   return gptoss_status_success;
@@ -271,10 +263,15 @@ gptoss_status ref_moe(void* stream, const void* x, const void* expert_ids,
   if (w1.ndim != 3 || size_t(w1.shape[1]) != 2 * inter || w1.cols != dim || w2.ndim != 3 ||
       size_t(w2.shape[1]) != dim || w2.cols != inter)
     return gptoss_status_invalid_argument;
+  // Slots routed to experts these weights hold (a slice from first_expert); the others add
+  // nothing here.
+  std::vector<char> held(n_tokens * top_k);
   for (size_t i = 0; i < n_tokens * top_k; ++i) {
-    const int32_t ex = I(expert_ids)[i];
-    if (ex < 0 || size_t(ex) >= n_experts) return gptoss_status_invalid_argument;
+    const int64_t ex = int64_t(I(expert_ids)[i]) - w1.first_expert;
+    if (I(expert_ids)[i] < 0) return gptoss_status_invalid_argument;
+    held[i] = ex >= 0 && size_t(ex) < n_experts;
   }
+  auto local = [&](size_t tk) { return size_t(I(expert_ids)[tk] - w1.first_expert); };
   const std::vector<float> bias1 = decode_all(b1, n_experts, 2 * inter);
   const std::vector<float> bias2 = decode_all(b2, n_experts, dim);
   // Phase 1: activations a[t, k, i] of the clamped SwiGLU, one intermediate unit per item.
@@ -283,7 +280,8 @@ gptoss_status ref_moe(void* stream, const void* x, const void* expert_ids,
     float* row = scratch(dim);
     for (size_t item = b; item < e; ++item) {
       const size_t tk = item / inter, i = item % inter, t = tk / top_k;
-      const size_t ex = size_t(I(expert_ids)[tk]);
+      if (!held[tk]) continue;
+      const size_t ex = local(tk);
       decode_row(w1, ex * 2 * inter + 2 * i, row);
       float glu = dot(F(x) + t * dim, row, dim) + bias1[ex * 2 * inter + 2 * i];
       decode_row(w1, ex * 2 * inter + 2 * i + 1, row);
@@ -298,7 +296,8 @@ gptoss_status ref_moe(void* stream, const void* x, const void* expert_ids,
     float* row = scratch(inter);
     for (size_t item = b; item < e; ++item) {
       const size_t tk = item / dim, r = item % dim;
-      const size_t ex = size_t(I(expert_ids)[tk]);
+      if (!held[tk]) continue;
+      const size_t ex = local(tk);
       decode_row(w2, ex * dim + r, row);
       y[item] = dot(act.data() + tk * inter, row, inter) + bias2[ex * dim + r];
     }
@@ -308,6 +307,7 @@ gptoss_status ref_moe(void* stream, const void* x, const void* expert_ids,
     float* o = F(out) + t * dim;
     std::fill(o, o + dim, 0.0f);
     for (size_t k = 0; k < top_k; ++k) {
+      if (!held[t * top_k + k]) continue;
       const float wk = F(expert_weights)[t * top_k + k];
       const float* yk = y.data() + (t * top_k + k) * dim;
       for (size_t r = 0; r < dim; ++r) o[r] += wk * yk[r];
@@ -319,6 +319,12 @@ gptoss_status ref_moe(void* stream, const void* x, const void* expert_ids,
 gptoss_status ref_add(void*, void* x, const void* y, size_t n) {
   for (size_t i = 0; i < n; ++i) F(x)[i] += F(y)[i];
   return gptoss_status_success;
+}
+
+gptoss_status ref_add_rmsnorm(void* stream, void* x, const void* y, const void* scale,
+                              size_t n_tokens, size_t dim, float eps, void* out) {
+  ref_add(stream, x, y, n_tokens * dim);
+  return ref_rmsnorm(stream, x, scale, n_tokens, dim, eps, out);
 }
 
 }  // namespace gptoss::cpu

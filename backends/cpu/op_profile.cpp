@@ -11,8 +11,9 @@
 namespace gptoss::cpu {
 
 namespace {
-const char* const kNames[int(OpKind::count)] = {"embedding", "rmsnorm", "linear",   "rope", "kv_write",
-                                                "attention", "router",  "moe", "add"};
+const char* const kNames[int(OpKind::count)] = {
+    "embedding", "rmsnorm", "linear", "rope", "kv_write", "attention", "router", "moe", "add",
+    "linear_qkv", "add_rmsnorm", "rope_kv_write", "sample"};
 }
 
 uint64_t weight_rows_bytes(const Weight& w, size_t rows) {
@@ -25,11 +26,13 @@ uint64_t routed_expert_bytes(const int32_t* ids, size_t n_slots, const Weight& m
   const size_t n_experts = size_t(mlp1.shape[0]);
   std::vector<bool> used(n_experts, false);
   size_t distinct = 0;
-  for (size_t i = 0; i < n_slots; ++i)
-    if (ids[i] >= 0 && size_t(ids[i]) < n_experts && !used[size_t(ids[i])]) {
-      used[size_t(ids[i])] = true;
+  for (size_t i = 0; i < n_slots; ++i) {
+    const int64_t e = int64_t(ids[i]) - mlp1.first_expert;
+    if (e >= 0 && size_t(e) < n_experts && !used[size_t(e)]) {
+      used[size_t(e)] = true;
       ++distinct;
     }
+  }
   return distinct * (weight_rows_bytes(mlp1, mlp1.rows / n_experts) +
                      weight_rows_bytes(mlp2, mlp2.rows / n_experts));
 }

@@ -16,11 +16,14 @@ struct Weight;
 // Bytes of `rows` rows of w as stored (MXFP4: with their scales).
 uint64_t weight_rows_bytes(const Weight& w, size_t rows);
 // Bytes of the experts that some of the n_slots (tokens x top_k) routing slots chose: their
-// mlp1 and mlp2 rows. Ids out of range count nothing (the op rejects them).
+// mlp1 and mlp2 rows. Ids outside the experts the weights hold count nothing.
 uint64_t routed_expert_bytes(const int32_t* ids, size_t n_slots, const Weight& mlp1,
                              const Weight& mlp2);
 
-enum class OpKind : int { embedding, rmsnorm, linear, rope, kv_write, attention, router, moe, add, count };
+enum class OpKind : int {
+  embedding, rmsnorm, linear, rope, kv_write, attention, router, moe, add,
+  linear_qkv, add_rmsnorm, rope_kv_write, sample, count
+};
 
 class OpProfile {
  public:

@@ -71,13 +71,13 @@ struct Block {
   int32_t k_begin, k_end;   // key positions [k_begin, k_end): the union of the tokens' ranges
 };
 
-std::vector<Block> make_blocks(const gptoss_attn_token* toks, size_t n_tokens, size_t max_tokens) {
+std::vector<Block> make_blocks(const AttnToken* toks, size_t n_tokens, size_t max_tokens) {
   std::vector<Block> blocks;
   for (size_t t = 0; t < n_tokens; ++t) {
-    const gptoss_attn_token& tk = toks[t];
+    const AttnToken& tk = toks[t];
     if (!blocks.empty()) {
       Block& b = blocks.back();
-      const gptoss_attn_token& last = toks[b.t0 + b.n - 1];
+      const AttnToken& last = toks[b.t0 + b.n - 1];
       if (b.n < max_tokens && tk.page_table_offset == last.page_table_offset && tk.pos == last.pos + 1) {
         ++b.n;
         b.k_begin = std::min(b.k_begin, tk.kv_start);
@@ -127,7 +127,7 @@ gptoss_status op_attention(void* stream, const void* q, const void* k_cache, con
   Device& dev = device_of(stream);
   if (n_kv_heads == 0 || n_heads % n_kv_heads != 0 || page_size == 0 || head_dim == 0)
     return gptoss_status_invalid_argument;
-  const auto* toks = static_cast<const gptoss_attn_token*>(tokens);
+  const auto* toks = static_cast<const AttnToken*>(tokens);
   for (size_t t = 0; t < n_tokens; ++t)  // every token sees at least itself
     if (toks[t].kv_start < 0 || toks[t].pos < toks[t].kv_start) return gptoss_status_invalid_argument;
   if (dev.isa == Isa::scalar)
@@ -212,7 +212,7 @@ gptoss_status op_attention(void* stream, const void* q, const void* k_cache, con
         const int32_t last = base + int32_t(kAttnTile) * int32_t(n_tiles * int64_t(s + 1) / int64_t(splits));
         const int32_t k0 = std::max(blk.k_begin, first), k1 = std::min(blk.k_end, last);
         for (size_t r = 0; r < R; ++r) {
-          const gptoss_attn_token& tk = toks[blk.t0 + r / G];
+          const AttnToken& tk = toks[blk.t0 + r / G];
           bounds[r] = std::max(tk.kv_start, k0);
           bounds[R_max + r] = std::min(tk.pos + 1, k1);
         }

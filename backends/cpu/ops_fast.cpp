@@ -9,6 +9,7 @@
 #include "ops.hpp"
 #include "ops_util.hpp"
 #include "q8_storage.hpp"
+#include "router_topk.hpp"
 
 namespace gptoss::cpu {
 using namespace ops;
@@ -46,6 +47,32 @@ gptoss_status op_kv_write(void* s, void* kc, void* vc, gptoss_kv_dtype dt, const
   return ref_kv_write(s, kc, vc, dt, k, v, slots, n, kv_dim);
 }
 gptoss_status op_add(void* s, void* x, const void* y, size_t n) { return ref_add(s, x, y, n); }
+
+// x += y, then the rmsnorm of each row: the same arithmetic as add then rmsnorm, in one pass
+// per row and over the pool.
+gptoss_status op_add_rmsnorm(void* stream, void* x, const void* y, const void* scale,
+                             size_t n_tokens, size_t dim, float eps, void* out) {
+  Device& dev = device_of(stream);
+  const Weight& s = W(scale);
+  if (s.rows * s.cols != dim) return gptoss_status_invalid_argument;
+  for_each_piece(dev.pool, n_tokens, 1, double(n_tokens) * double(dim) * 4, [&](size_t t0, size_t t1) {
+    float* g = thread_scratch(dim, 3);
+    decode_row(s, 0, g);
+    for (size_t t = t0; t < t1; ++t) {
+      float* xr = F(x) + t * dim;
+      const float* yr = F(y) + t * dim;
+      float ss = 0.0f;
+      for (size_t i = 0; i < dim; ++i) {
+        xr[i] += yr[i];
+        ss += xr[i] * xr[i];
+      }
+      const float r = 1.0f / std::sqrt(ss / float(dim) + eps);
+      float* o = F(out) + t * dim;
+      for (size_t i = 0; i < dim; ++i) o[i] = xr[i] * r * g[i];
+    }
+  });
+  return gptoss_status_success;
+}
 
 gptoss_status op_linear(void* stream, const void* x, const void* weight, const void* bias,
                         size_t n_tokens, size_t n_in, size_t n_out, void* out) {
@@ -110,20 +137,11 @@ gptoss_status op_router(void* stream, const void* x, const void* weight, const v
     const gptoss_status st =
         op_linear(stream, x, weight, bias, n_tokens, dim, n_experts, logits.data());
     if (st != gptoss_status_success) return st;
-    std::vector<size_t> order(n_experts);
-    for (size_t t = 0; t < n_tokens; ++t) {
-      const float* l = logits.data() + t * n_experts;
-      std::iota(order.begin(), order.end(), size_t(0));
-      std::partial_sort(order.begin(), order.begin() + std::ptrdiff_t(top_k), order.end(),
-                        [&](size_t a, size_t c) { return l[a] > l[c] || (l[a] == l[c] && a < c); });
-      const float m = l[order[0]];
-      float sum = 0.0f;
-      for (size_t k = 0; k < top_k; ++k) sum += std::exp(l[order[k]] - m);
-      for (size_t k = 0; k < top_k; ++k) {
-        static_cast<int32_t*>(expert_ids)[t * top_k + k] = int32_t(order[k]);
-        F(expert_weights)[t * top_k + k] = std::exp(l[order[k]] - m) / sum;
-      }
-    }
+    std::vector<size_t> order;
+    for (size_t t = 0; t < n_tokens; ++t)
+      router_topk_softmax(logits.data() + t * n_experts, n_experts, top_k,
+                          static_cast<int32_t*>(expert_ids) + t * top_k,
+                          F(expert_weights) + t * top_k, order);
   } catch (const std::bad_alloc&) {
     return gptoss_status_insufficient_memory;
   }

@@ -52,23 +52,28 @@ gptoss_status op_moe(void* stream, const void* x, const void* expert_ids,
       (b2 && (b2->rows != n_experts || b2->cols != dim)))
     return gptoss_status_invalid_argument;
   const size_t n_slots = n_tokens * top_k;
-  for (size_t i = 0; i < n_slots; ++i) {
-    const int32_t ex = I(expert_ids)[i];
-    if (ex < 0 || size_t(ex) >= n_experts) return gptoss_status_invalid_argument;
-  }
+  for (size_t i = 0; i < n_slots; ++i)
+    if (I(expert_ids)[i] < 0) return gptoss_status_invalid_argument;
   try {
-    // Group the (token, k) slots by expert; slot_row[tk] = its row in the grouped arrays.
-    std::vector<size_t> count(n_experts, 0), slot_row(n_slots);
-    for (size_t i = 0; i < n_slots; ++i) ++count[size_t(I(expert_ids)[i])];
+    // Group the (token, k) slots by expert; slot_row[tk] = its row in the grouped arrays, or
+    // kNotHeld for an expert outside the slice these weights hold (it adds nothing here).
+    constexpr size_t kNotHeld = ~size_t(0);
+    std::vector<size_t> count(n_experts, 0), slot_row(n_slots, kNotHeld);
+    auto local = [&](size_t i) { return int64_t(I(expert_ids)[i]) - w1.first_expert; };
+    auto held = [&](size_t i) { return local(i) >= 0 && size_t(local(i)) < n_experts; };
+    for (size_t i = 0; i < n_slots; ++i)
+      if (held(i)) ++count[size_t(local(i))];
     std::vector<ExpertGroup> groups;
     std::vector<size_t> cursor(n_experts, 0);
-    for (size_t e = 0, first = 0; e < n_experts; ++e) {
+    size_t n_rows = 0;
+    for (size_t e = 0; e < n_experts; ++e) {
       if (count[e] == 0) continue;
-      groups.push_back({e, first, count[e]});
-      cursor[e] = first;
-      first += count[e];
+      groups.push_back({e, n_rows, count[e]});
+      cursor[e] = n_rows;
+      n_rows += count[e];
     }
-    for (size_t i = 0; i < n_slots; ++i) slot_row[i] = cursor[size_t(I(expert_ids)[i])]++;
+    for (size_t i = 0; i < n_slots; ++i)
+      if (held(i)) slot_row[i] = cursor[size_t(local(i))]++;
 
     const bool perm1 = w1.dtype == gptoss_dtype_mxfp4, perm2 = w2.dtype == gptoss_dtype_mxfp4;
     const bool q1 = use_q8(dev, w1), q2 = use_q8(dev, w2);
@@ -104,11 +109,13 @@ gptoss_status op_moe(void* stream, const void* x, const void* expert_ids,
     if (q1) {
       const Q8Acts& tq = quantize(F(x), n_tokens, dim, temps.tq);
       Q8Acts& slots = temps.xq.prepare(n_slots, dim);
-      for (size_t i = 0; i < n_slots; ++i) copy_q8_row(tq, i / top_k, slots, slot_row[i]);
+      for (size_t i = 0; i < n_slots; ++i)
+        if (slot_row[i] != kNotHeld) copy_q8_row(tq, i / top_k, slots, slot_row[i]);
       xq = &slots;
     } else {
       xg.resize(std::max(xg.size(), n_slots * dim));
       for (size_t i = 0; i < n_slots; ++i) {
+        if (slot_row[i] == kNotHeld) continue;
         const float* src = F(x) + (i / top_k) * dim;
         float* dst = xg.data() + slot_row[i] * dim;
         if (perm1)
@@ -164,7 +171,7 @@ gptoss_status op_moe(void* stream, const void* x, const void* expert_ids,
       }
     });
 
-    const Q8Acts* aq = q2 ? &quantize(act.data(), n_slots, inter, temps.aq) : nullptr;
+    const Q8Acts* aq = q2 ? &quantize(act.data(), n_rows, inter, temps.aq) : nullptr;
     run_pieces(dim, [&](const ExpertGroup& g, size_t r0, size_t r1) {
       float* y = yg.data() + g.first * dim + r0;
       if (aq != nullptr)
@@ -187,6 +194,7 @@ gptoss_status op_moe(void* stream, const void* x, const void* expert_ids,
         std::fill(o, o + dim, 0.0f);
         for (size_t k = 0; k < top_k; ++k) {
           const size_t tk = t * top_k + k;
+          if (slot_row[tk] == kNotHeld) continue;
           const float wk = F(expert_weights)[tk];
           const float* y = yg.data() + slot_row[tk] * dim;  // includes b2
           for (size_t r = 0; r < dim; ++r) o[r] += wk * y[r];

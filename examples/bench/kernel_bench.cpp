@@ -137,7 +137,7 @@ int run_kernel_bench(const Options& o) {
       std::copy(src.begin(), src.end(), f);
       for (size_t i = 0; i < src.size(); ++i) b[i] = cpu::f32_to_bf16(src[i]);
     }
-  std::vector<gptoss_attn_token> dec = {{int32_t(ctx - 1), 0, 0, 0}}, pre(512), win(512);
+  std::vector<cpu::AttnToken> dec = {{int32_t(ctx - 1), 0, 0, 0}}, pre(512), win(512);
   for (size_t t = 0; t < 512; ++t) pre[t] = {int32_t(t), 0, 0, 0};
   for (size_t t = 0; t < 512; ++t) win[t] = {int32_t(t), std::max(0, int32_t(t) - 127), 0, 0};  // gpt-oss even layers
   std::vector<float> out(512 * Q);

@@ -137,7 +137,8 @@ GPTOSS_API enum gptoss_status gptoss_context_get_logits(gptoss_context_t context
            "no logits: process the context after appending tokens (it has {} tokens, {} "
            "processed)",
            c.tokens().size(), c.num_processed());
-    copy_out(c.logits().data(), c.logits().size(), out, capacity, n_out, "logits");
+    const std::vector<float>& logits = c.host_logits();
+    copy_out(logits.data(), logits.size(), out, capacity, n_out, "logits");
   });
 }
 
@@ -187,9 +188,7 @@ GPTOSS_API enum gptoss_status gptoss_context_sample(gptoss_context_t context,
     Context& c = ctx_of(context);
     api::require(sampler, "sampler");
     api::require(token_out, "token_out");
-    if (c.tokens().empty()) fail(gptoss_status_invalid_state, "the context has no tokens");
-    c.process();
-    *token_out = sampler->sampler.sample(c.logits(), c.tokens());
+    *token_out = c.sample(sampler->sampler);
   });
 }
 

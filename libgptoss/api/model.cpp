@@ -14,6 +14,7 @@ gptoss_model_options default_model_options() {
   o.use_mmap = 1;
   o.tokenizer_path = nullptr;
   o.precision = gptoss_precision_fast;
+  o.split_mode = gptoss_split_mode_layer;
   return o;
 }
 }  // namespace
@@ -43,6 +44,10 @@ GPTOSS_API enum gptoss_status gptoss_model_create_with_options(
       fail(gptoss_status_invalid_argument, "options->precision must be gptoss_precision_fast (0) or "
            "gptoss_precision_exact (1), not {}", int(o.precision));
     if (o.device < 0) fail(gptoss_status_invalid_argument, "options->device must be >= 0");
+    if (o.split_mode != gptoss_split_mode_layer && o.split_mode != gptoss_split_mode_none &&
+        o.split_mode != gptoss_split_mode_expert)
+      fail(gptoss_status_invalid_argument, "options->split_mode must be gptoss_split_mode_layer "
+           "(0), _none (1) or _expert (2), not {}", int(o.split_mode));
     if (o.num_threads > 4096)
       fail(gptoss_status_invalid_argument, "options->num_threads {} is absurd", o.num_threads);
     LoadOptions lo;
@@ -53,6 +58,9 @@ GPTOSS_API enum gptoss_status gptoss_model_create_with_options(
     lo.use_mmap = o.use_mmap != 0;
     if (o.tokenizer_path) lo.tokenizer_path = o.tokenizer_path;
     lo.precision = o.precision;
+    lo.split = o.split_mode == gptoss_split_mode_none     ? SplitMode::none
+               : o.split_mode == gptoss_split_mode_expert ? SplitMode::expert
+                                                          : SplitMode::layer;
     auto handle = std::make_unique<gptoss_model>();
     handle->model = Model::load(path, lo);
     *model_out = handle.release();
@@ -108,7 +116,7 @@ GPTOSS_API enum gptoss_status gptoss_model_get_info(gptoss_model_t model,
     out.sliding_window = c.sliding_window;
     out.max_context_length = c.max_context_length;
     out.num_parameters = m.num_parameters();
-    out.backend = m.device().name().c_str();
+    out.backend = m.backend_name().c_str();
     out.format = m.format().c_str();
     out.decode_weight_bytes = size_t(m.decode_weight_bytes());
     std::memcpy(static_cast<void*>(info), &out, out.struct_size);

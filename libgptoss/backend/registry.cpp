@@ -30,22 +30,34 @@ static const gptoss_host_api kHostApi = {
     /* .num_threads = */ 0,
 };
 
-// Every slot of ABI 1.0 is required.
-static bool has_all_v1_slots(const gptoss_backend_api* a, std::string& missing) {
+// The slots a plugin must fill (include/gptoss/backend.h: every slot not marked OPTIONAL).
+#define GPTOSS_REQUIRED_SLOTS(X)                                                                 \
+  X(device_count) X(device_describe) X(device_open) X(device_close) X(last_error)                \
+  X(stream_create) X(stream_destroy) X(stream_synchronize) X(buffer_alloc) X(buffer_free)        \
+  X(buffer_view) X(buffer_write) X(buffer_read) X(buffer_copy) X(weight_upload) X(weight_free)  \
+  X(kv_create) X(kv_grow) X(kv_destroy) X(embedding) X(rmsnorm) X(linear) X(rope) X(kv_write)   \
+  X(attention) X(router) X(moe) X(add)
+
+static bool has_required_slots(const gptoss_backend_api* a, std::string& missing) {
 #define GPTOSS_REQUIRE_SLOT(f) \
   if (!GPTOSS_HAS_SLOT(a, f)) { missing = #f; return false; }
-  GPTOSS_REQUIRE_SLOT(device_count) GPTOSS_REQUIRE_SLOT(device_describe)
-  GPTOSS_REQUIRE_SLOT(device_open) GPTOSS_REQUIRE_SLOT(device_close)
-  GPTOSS_REQUIRE_SLOT(last_error) GPTOSS_REQUIRE_SLOT(stream_create)
-  GPTOSS_REQUIRE_SLOT(stream_destroy) GPTOSS_REQUIRE_SLOT(stream_synchronize)
-  GPTOSS_REQUIRE_SLOT(buffer_alloc) GPTOSS_REQUIRE_SLOT(buffer_free)
-  GPTOSS_REQUIRE_SLOT(buffer_write) GPTOSS_REQUIRE_SLOT(buffer_read)
-  GPTOSS_REQUIRE_SLOT(buffer_copy) GPTOSS_REQUIRE_SLOT(weight_upload)
-  GPTOSS_REQUIRE_SLOT(weight_free) GPTOSS_REQUIRE_SLOT(embedding)
-  GPTOSS_REQUIRE_SLOT(rmsnorm) GPTOSS_REQUIRE_SLOT(linear) GPTOSS_REQUIRE_SLOT(rope)
-  GPTOSS_REQUIRE_SLOT(kv_write) GPTOSS_REQUIRE_SLOT(attention) GPTOSS_REQUIRE_SLOT(router)
-  GPTOSS_REQUIRE_SLOT(moe) GPTOSS_REQUIRE_SLOT(add)
+  GPTOSS_REQUIRED_SLOTS(GPTOSS_REQUIRE_SLOT)
 #undef GPTOSS_REQUIRE_SLOT
+  return true;
+}
+
+// Optional slots come in sets that only make sense whole.
+static bool has_whole_sets(const gptoss_backend_api* a, std::string& why) {
+  const int events = GPTOSS_HAS_SLOT(a, event_create) + GPTOSS_HAS_SLOT(a, event_destroy) +
+                     GPTOSS_HAS_SLOT(a, event_record) + GPTOSS_HAS_SLOT(a, stream_wait_event);
+  if (events != 0 && events != 4) {
+    why = "event slots must be all four or none";
+    return false;
+  }
+  if (GPTOSS_HAS_SLOT(a, step_begin) != GPTOSS_HAS_SLOT(a, step_end)) {
+    why = "step_begin and step_end must come together";
+    return false;
+  }
   return true;
 }
 
@@ -83,10 +95,12 @@ PluginProbe probe_plugin(const std::string& path) {
     return refuse("function table too small to hold its header");
   if (api->abi_major != GPTOSS_BACKEND_ABI_MAJOR)
     return refuse("ABI major version " + std::to_string(api->abi_major) + " (this libgptoss speaks " +
-                  std::to_string(GPTOSS_BACKEND_ABI_MAJOR) + ")");
+                  std::to_string(GPTOSS_BACKEND_ABI_MAJOR) + "; rebuild the plugin against its "
+                  "include/gptoss/backend.h)");
   if (api->name == nullptr || api->name[0] == '\0') return refuse("no backend name");
   std::string missing;
-  if (!has_all_v1_slots(api, missing)) return refuse("required slot '" + missing + "' missing");
+  if (!has_required_slots(api, missing)) return refuse("required slot '" + missing + "' missing");
+  if (!has_whole_sets(api, missing)) return refuse(missing);
   auto plugin = std::make_shared<Plugin>();
   plugin->path = path;
   plugin->name = api->name;
@@ -197,6 +211,7 @@ std::shared_ptr<const Plugin> BackendRegistry::select(const std::string& name) {
   for (const auto& p : all) found += (found.empty() ? "" : ", ") + p->name;
   if (found.empty()) found = "none";
   for (const auto& p : all) {
+    if (name == "auto" && p->explicit_only()) continue;  // test and debug backends
     if ((name == "auto" || name == p->name) && p->api->device_count() > 0) return p;
     if (name == p->name) fail(gptoss_status_unsupported_system, "backend '{}' has no device on this machine", name);
   }

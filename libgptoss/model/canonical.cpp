@@ -62,6 +62,23 @@ gptoss_tensor_desc make_desc(const TensorSpec& spec, gptoss_dtype dtype) {
   return d;
 }
 
+gptoss_tensor_desc make_shape_desc(const TensorSpec& spec, gptoss_dtype dtype) {
+  gptoss_tensor_desc d = make_desc(spec, dtype);
+  uint64_t elems = 1;
+  for (int64_t n : spec.shape) elems *= uint64_t(n);
+  switch (dtype) {
+    case gptoss_dtype_f32: d.data_size = size_t(elems * 4); break;
+    case gptoss_dtype_bf16:
+    case gptoss_dtype_f16: d.data_size = size_t(elems * 2); break;
+    case gptoss_dtype_q8_0: d.data_size = size_t(elems / 32 * 34); break;
+    case gptoss_dtype_mxfp4:
+      d.data_size = size_t(elems / 2);
+      d.scales_size = size_t(elems / 32);
+      break;
+  }
+  return d;
+}
+
 std::string hf_tensor_name(const TensorSpec& s) {
   const std::string p = fmt::format("model.layers.{}.", s.layer);
   switch (s.role) {

@@ -28,6 +28,9 @@ std::string shape_string(const std::vector<int64_t>& shape);
 
 // A desc for `spec` with the given dtype/data (scales empty); the caller fills data fields.
 gptoss_tensor_desc make_desc(const TensorSpec& spec, gptoss_dtype dtype);
+// make_desc with data_size and scales_size of the canonical layout set, data NULL: what a
+// loader will hand out for the spec, known before any byte is read.
+gptoss_tensor_desc make_shape_desc(const TensorSpec& spec, gptoss_dtype dtype);
 
 // Calls visit(i) for every spec of the global tensors and of the first `num_layers` layers,
 // in order; invalid_argument when num_layers exceeds the model's `model_layers`. The one loop

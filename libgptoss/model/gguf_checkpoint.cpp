@@ -139,6 +139,13 @@ class GgufCheckpoint final : public WeightSource {
   const char* format() const override { return "gguf"; }
   std::shared_ptr<const Tokenizer> tokenizer() const override { return tokenizer_; }
 
+  std::vector<gptoss_tensor_desc> tensor_shapes(uint32_t num_layers) const override {
+    std::vector<gptoss_tensor_desc> out;
+    for_each_spec(specs_, num_layers, config_.num_layers,
+                  [&](size_t i) { out.push_back(make_shape_desc(specs_[i], bindings_[i].dtype)); });
+    return out;
+  }
+
   void for_each_tensor(uint32_t num_layers,
                        const std::function<void(const gptoss_tensor_desc&)>& fn) const override {
     ConversionBuffer buf;

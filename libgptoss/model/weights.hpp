@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "gptoss/backend.h"
 #include "libgptoss/model/config.hpp"
@@ -31,6 +32,9 @@ class WeightSource {
   // layout) lives only during its call. Throws gptoss::Error on any inconsistency.
   virtual void for_each_tensor(uint32_t num_layers,
                                const std::function<void(const gptoss_tensor_desc&)>& fn) const = 0;
+  // The descs for_each_tensor will hand out, in the same order, with their sizes but no data:
+  // what the backends are told before the upload begins (gptoss_backend_api::weights_begin).
+  virtual std::vector<gptoss_tensor_desc> tensor_shapes(uint32_t num_layers) const = 0;
 };
 
 // `path`: an HF directory or a .gguf file. Throws gptoss::Error(io | invalid_argument |

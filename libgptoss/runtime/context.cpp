@@ -1,10 +1,12 @@
 #include "libgptoss/runtime/context.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "libgptoss/common/error.hpp"
 #include "libgptoss/runtime/forward.hpp"
+#include "libgptoss/runtime/step_runner.hpp"
 
 namespace gptoss {
 
@@ -16,11 +18,14 @@ Context::Context(std::shared_ptr<const Model> model, std::shared_ptr<KvPool> poo
     fail(gptoss_status_invalid_argument, "context length {} out of range (1..{})", max_tokens_,
          model_->config().max_context_length);
   if (max_batch_tokens_ == 0) fail(gptoss_status_invalid_argument, "max_batch_tokens must be > 0");
+  const BackendDevice& out = model_->device(model_->placement().output_device());
+  logits_buf_ = out.alloc(size_t(model_->config().vocab_size) * 4, "logits buffer allocation");
 }
 
 Context::~Context() {
   release_pages_from(PageGroup::full, 0);
   release_pages_from(PageGroup::sliding, 0);
+  model_->device(model_->placement().output_device()).free(logits_buf_);
 }
 
 void Context::append(std::span<const uint32_t> tokens) {
@@ -34,7 +39,7 @@ void Context::append(std::span<const uint32_t> tokens) {
       fail(gptoss_status_invalid_argument, "token {} (at index {}) is outside the vocabulary of {}",
            tokens[i], i, vocab);
   tokens_.insert(tokens_.end(), tokens.begin(), tokens.end());
-  if (!tokens.empty()) logits_valid_ = false;
+  if (!tokens.empty()) logits_state_ = LogitsState::none;
 }
 
 void Context::release_pages_from(PageGroup g, size_t first_page) {
@@ -76,7 +81,10 @@ void Context::process() {
   process_all(std::span<Context* const>(&self, 1));
 }
 
-void Context::process_all(std::span<Context* const> contexts) {
+void Context::process_all(std::span<Context* const> contexts) { run_steps(contexts, nullptr); }
+
+// `request`, if any, samples the last logits of contexts[0] (a single context) on the device.
+void Context::run_steps(std::span<Context* const> contexts, const SampleRequest* request) {
   if (contexts.empty()) return;
   for (Context* c : contexts) {
     if (c == nullptr) fail(gptoss_status_invalid_argument, "context must not be NULL");
@@ -97,7 +105,7 @@ void Context::process_all(std::span<Context* const> contexts) {
         const size_t p0 = c->n_processed_, total = c->tokens_.size();
         if (p0 >= total) continue;
         const size_t p1 = std::min(total, p0 + c->max_batch_tokens_);
-        chunks.push_back({c, p0, p1, p1 == total});
+        chunks.push_back({c, p0, p1, p1 == total, p1 == total ? request : nullptr});
       }
       if (chunks.empty()) break;
       run_forward_step(*pool, chunks);
@@ -105,12 +113,102 @@ void Context::process_all(std::span<Context* const> contexts) {
   }
 }
 
+const std::vector<float>& Context::host_logits() {
+  if (logits_state_ == LogitsState::none)
+    fail(gptoss_status_invalid_state, "no logits: the last token has not been processed");
+  if (logits_state_ == LogitsState::on_device) {
+    const uint32_t out = model_->placement().output_device();
+    const BackendDevice& dev = model_->device(out);
+    logits_.resize(model_->config().vocab_size);
+    dev.check(dev.api().buffer_read(pool_->runner().stream(out), logits_buf_, 0, logits_.data(),
+                                    logits_.size() * 4),
+              "logits read");
+    logits_state_ = LogitsState::on_host;
+  }
+  return logits_;
+}
+
+bool Context::samples_on_device(const Sampler& sampler) const {
+  return GPTOSS_HAS_SLOT(&model_->api(), sample) && !sampler.needs_host_logits();
+}
+
+void Context::sample_stored_logits(const SampleRequest& request) {
+  const uint32_t out = model_->placement().output_device();
+  StepRunner& runner = pool_->runner();
+  StepShape one;
+  one.logit_rows = 1;
+  runner.reserve(one);
+  const ArenaViews& v = runner.views(out);
+  const BackendDevice& dev = model_->device(out);
+  const gptoss_backend_api& api = dev.api();
+  const gptoss_backend_stream_t s = runner.stream(out);
+  const gptoss_sample_row row = sample_row_for(*request.sampler, request.sampler->peek_uniform());
+  gptoss_sample_shape shape{};
+  shape.struct_size = sizeof shape;
+  shape.n_rows = 1;
+  shape.vocab = model_->config().vocab_size;
+  shape.max_top_k = row.top_k;
+  shape.max_top_n = row.top_n;
+  shape.all_greedy = row.temperature == 0.0f ? 1 : 0;
+  try {
+    dev.check(api.buffer_write(s, v.sample_rows, 0, &row, sizeof row), "buffer write");
+    if (!request.mask.empty())
+      dev.check(api.buffer_write(s, v.mask, 0, request.mask.data(), request.mask.size() * 4), "buffer write");
+    dev.check(api.sample(s, logits_buf_, v.sample_rows, request.mask.empty() ? nullptr : v.mask,
+                         &shape, v.results),
+              "sample");
+    dev.check(api.buffer_read(s, v.results, 0, request.result, sizeof *request.result),
+              "sample results read");
+  } catch (...) {
+    runner.drain();
+    throw;
+  }
+}
+
+uint32_t Context::sample(Sampler& sampler, std::span<const uint32_t> mask) {
+  if (tokens_.empty()) fail(gptoss_status_invalid_state, "the context has no tokens");
+  const size_t words = (size_t(model_->config().vocab_size) + 31) / 32;
+  if (!mask.empty() && mask.size() != words)
+    fail(gptoss_status_invalid_argument, "the token mask has {} words; the vocabulary needs {}",
+         mask.size(), words);
+  if (!samples_on_device(sampler)) {
+    process();
+    const std::vector<float>& logits = host_logits();
+    if (mask.empty()) return sampler.sample(logits, tokens_);
+    std::vector<float> masked(logits);
+    bool any = false;
+    for (size_t i = 0; i < masked.size(); ++i) {
+      const bool allowed = (mask[i / 32] >> (i % 32)) & 1u;
+      any |= allowed;
+      if (!allowed) masked[i] = -INFINITY;
+    }
+    if (!any) fail(gptoss_status_invalid_argument, "the token mask allows no token");
+    return sampler.sample(masked, tokens_);
+  }
+  gptoss_sample_result result{};
+  const SampleRequest request{&sampler, mask, &result};
+  if (n_processed_ < tokens_.size()) {
+    Context* self = this;
+    run_steps(std::span<Context* const>(&self, 1), &request);
+  } else {
+    if (!has_logits()) fail(gptoss_status_invalid_state, "no logits to sample from");
+    sample_stored_logits(request);
+  }
+  if (result.token == UINT32_MAX) fail(gptoss_status_invalid_argument, "the token mask allows no token");
+  if (sampler.params().temperature > 0.0f) sampler.skip_uniform();
+  std::vector<TokenLogprob> top;
+  for (uint32_t i = 0; i < std::min<uint32_t>(result.n_top, GPTOSS_SAMPLE_MAX_TOP); ++i)
+    top.push_back({result.top[i].token, result.top[i].logprob});
+  sampler.record(result.token, result.logprob, std::move(top));
+  return result.token;
+}
+
 void Context::reset() {
   release_pages_from(PageGroup::full, 0);
   release_pages_from(PageGroup::sliding, 0);
   tokens_.clear();
   n_processed_ = 0;
-  logits_valid_ = false;
+  logits_state_ = LogitsState::none;
 }
 
 void Context::truncate(size_t n) {
@@ -119,7 +217,7 @@ void Context::truncate(size_t n) {
          tokens_.size());
   if (n == tokens_.size()) return;
   tokens_.resize(n);
-  logits_valid_ = false;
+  logits_state_ = LogitsState::none;
   if (n == 0) {
     reset();
     return;

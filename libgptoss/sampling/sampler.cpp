@@ -47,7 +47,25 @@ void Sampler::reseed(uint64_t seed) {
   rng_.seed(seed);
 }
 
-double Sampler::uniform() { return double(rng_() >> 11) * (1.0 / 9007199254740992.0); }
+double Sampler::uniform() { return to_uniform(rng_()); }
+
+bool Sampler::needs_host_logits() const {
+  return params_.repetition_penalty != 1.0f || params_.presence_penalty != 0.0f ||
+         params_.frequency_penalty != 0.0f;
+}
+
+double Sampler::peek_uniform() const {
+  std::mt19937_64 copy = rng_;
+  return to_uniform(copy());
+}
+
+void Sampler::record(uint32_t token, float logprob, std::vector<TokenLogprob> alternatives) {
+  has_last_ = true;
+  last_token_ = token;
+  last_chosen_ = {token, logprob};
+  last_top_ = std::move(alternatives);
+  logprobs_ready_ = true;
+}
 
 uint32_t Sampler::sample(std::span<const float> logits, std::span<const uint32_t> history) {
   const size_t V = logits.size();

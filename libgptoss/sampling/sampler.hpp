@@ -41,6 +41,15 @@ class Sampler {
   // `history`: the context's tokens (the last penalty_window of them are penalised).
   uint32_t sample(std::span<const float> logits, std::span<const uint32_t> history);
 
+  // For sampling done by a backend (gptoss_backend_api::sample, which follows the algorithm
+  // of sample() without penalties): whether these parameters need the logits on the host,
+  // the uniform the next non-greedy sample draws (then skip_uniform() once it was used), and
+  // the backend's result to report as the last sample.
+  bool needs_host_logits() const;
+  double peek_uniform() const;
+  void skip_uniform() { (void)rng_(); }
+  void record(uint32_t token, float logprob, std::vector<TokenLogprob> alternatives);
+
   bool has_last() const { return has_last_; }
   // Log-probabilities of the last sample under the penalised temperature-1 softmax, computed
   // on first request from the kept logits (a pass of exp in double over the vocabulary,
@@ -50,6 +59,7 @@ class Sampler {
 
  private:
   double uniform();  // in [0, 1)
+  static double to_uniform(uint64_t bits) { return double(bits >> 11) * (1.0 / 9007199254740992.0); }
 
   SamplerParams params_;
   std::mt19937_64 rng_;

@@ -57,7 +57,7 @@ TEST_CASE("model info, KV sizing and the last-error message", "[api]") {
   CHECK(info.num_kv_heads == 1);
   CHECK(info.num_experts == 32);
   CHECK(info.num_active_experts == 4);
-  CHECK(std::string(info.backend) == "cpu");
+  CHECK(std::string(info.backend) == test_backend());
   CHECK(std::string(info.format) == "gguf");
   size_t bytes = 0;
   GPTOSS_REQUIRE_OK(gptoss_model_get_kv_bytes_per_token(model.get(), gptoss_kv_dtype_f32, &bytes));
@@ -167,7 +167,7 @@ TEST_CASE("exact and fast precision both run and agree to within quantization er
   for (int exact = 0; exact < 2; ++exact) {
     gptoss_model_options o;
     gptoss_model_options_init(&o);
-    o.backend = "cpu";
+    o.backend = test_backend();
     o.precision = exact ? gptoss_precision_exact : gptoss_precision_fast;
     gptoss_model_t m = nullptr;
     GPTOSS_REQUIRE_OK(gptoss_model_create_with_options(path.c_str(), &o, &m));

@@ -23,10 +23,11 @@ TEST_CASE("registry refuses each kind of broken plugin with a clear reason", "[b
   const Case cases[] = {
       {"no_init", "no gptoss_backend_init symbol"},
       {"score_zero", "score() is 0: cannot run on this machine (no fake device here)"},
-      {"abi_major_2", "ABI major version 2"},
+      {"abi_major_1", "ABI major version 1 (this libgptoss speaks 2; rebuild the plugin"},
       {"init_fails", "gptoss_backend_init failed: unsupported_system"},
       {"small_table", "required slot 'stream_create' missing"},
       {"null_slot", "required slot 'stream_create' missing"},
+      {"half_events", "event slots must be all four or none"},
   };
   for (const auto& c : cases) {
     INFO(c.variant);
@@ -64,23 +65,23 @@ TEST_CASE("registry loads the CPU backend and selects it by name and by auto", "
   }
 }
 
-// The CPU plugin's buffers, through its table as the core sees them: zeroed, writable, and
-// from 2 MiB up 2 MiB-aligned (so that the kernel can back them with huge pages: the KV cache
-// grows a token at a time, and a fault per 4 KiB page cost decode ~0.5 ms a token). A freed
-// buffer handed out again comes back zeroed.
+// The CPU plugin's buffers, through its table as the core sees them: writable, and from
+// 2 MiB up 2 MiB-aligned (so that the kernel can back them with huge pages: a fault per 4 KiB
+// page cost decode ~0.5 ms a token in the KV cache, which is allocated the same way). The ABI
+// leaves a new buffer's contents undefined; the CPU's are fresh anonymous mappings, zeroed.
 TEST_CASE("CPU backend buffers are zeroed; large ones are 2 MiB-aligned", "[backend][buffers]") {
   const PluginProbe probe = probe_plugin(test::binary_dir() + "/lib/libgptoss-backend-cpu.so");
   REQUIRE(probe.loaded);
   const gptoss_backend_api* api = probe.plugin->api;
-  void* dev = nullptr;
+  gptoss_backend_device_t dev = nullptr;
   REQUIRE(api->device_open(0, 1, &dev) == gptoss_status_success);
   for (size_t bytes : {size_t(1), size_t(5000), size_t(2) << 20, (size_t(5) << 20) + 12345}) {
     INFO("bytes " << bytes);
-    for (int round = 0; round < 2; ++round) {  // the second round may reuse the freed buffer
-      void* buf = nullptr;
+    for (int round = 0; round < 2; ++round) {
+      gptoss_backend_buffer_t buf = nullptr;
       REQUIRE(api->buffer_alloc(dev, bytes, &buf) == gptoss_status_success);
       REQUIRE(buf != nullptr);
-      auto* b = static_cast<unsigned char*>(buf);
+      auto* b = reinterpret_cast<unsigned char*>(buf);
       struct rusage before {}, after {};
       getrusage(RUSAGE_THREAD, &before);
       size_t nonzero = 0;

@@ -1,5 +1,6 @@
 #pragma once
 // RAII helpers over the C API for tests, and loaders of the shared conformance model.
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -30,11 +31,18 @@ using KvPtr = std::unique_ptr<gptoss_kvcache, KvDeleter>;
 
 enum class Format { hf, gguf };
 
+// The backend the model tests run on: "cpu", or GPTOSS_TEST_BACKEND (tests/CMakeLists.txt
+// runs the forward-pass, batching and KV tests again on "strict" and "strict-minimal").
+inline const char* test_backend() {
+  const char* b = std::getenv("GPTOSS_TEST_BACKEND");
+  return b != nullptr && *b != '\0' ? b : "cpu";
+}
+
 // The library's default precision is fast (int8 activations where the CPU has VNNI); tests
 // with fp32-rounding tolerances ask for exact.
 inline ModelPtr load_conformance_model(Format f = Format::hf, uint32_t num_layers = 0,
                                        gptoss_precision precision = gptoss_precision_fast,
-                                       const char* backend = "cpu") {
+                                       const char* backend = test_backend()) {
   gptoss_model_options o;
   gptoss_model_options_init(&o);
   o.backend = backend;

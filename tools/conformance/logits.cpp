@@ -10,8 +10,7 @@
 // prompt; ours cover the positions that have reference rows, which include the hard ones
 // (sliding-window edges, router near-ties). --kv bf16 keeps the KV cache in bf16 (default
 // f32): with --precision fast that is the configuration whose attention takes bf16 dot
-// products on CPUs with AVX512-BF16. --backend runs another backend (default cpu) against
-// the same reference and tolerances.
+// products on CPUs with AVX512-BF16.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -108,6 +107,7 @@ std::vector<std::vector<float>> run_prompt(gptoss_model_t model, const Prompt& p
 
 int run_logits(const Args& args) {
   std::string formats = "both", backend = "cpu";
+  gptoss_split_mode split = gptoss_split_mode_layer;
   bool verbose = false, fast = false;
   gptoss_kv_dtype kv = gptoss_kv_dtype_f32;
   // main() checked the options and their values (see kLogits there).
@@ -119,6 +119,10 @@ int run_logits(const Args& args) {
     else if (o == "--precision") fast = args.extra[++i] == "fast";
     else if (o == "--kv") kv = args.extra[++i] == "bf16" ? gptoss_kv_dtype_bf16 : gptoss_kv_dtype_f32;
     else if (o == "--backend") backend = args.extra[++i];
+    else if (o == "--split") {
+      const std::string v = args.extra[++i];
+      split = v == "none" ? gptoss_split_mode_none : v == "expert" ? gptoss_split_mode_expert : gptoss_split_mode_layer;
+    }
     else throw std::runtime_error("unknown option " + o);
   }
   std::ifstream mf(args.dir + "/manifest.json");
@@ -160,6 +164,7 @@ int run_logits(const Args& args) {
     gptoss_model_options opt;
     gptoss_model_options_init(&opt);
     opt.backend = backend.c_str();
+    opt.split_mode = split;
     opt.precision = fast ? gptoss_precision_fast : gptoss_precision_exact;
     if (m.hf) {
       if (args.tokenizer_json.empty())

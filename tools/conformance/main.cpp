@@ -13,7 +13,8 @@ int usage() {
                "[options] DIR\n"
                "  logits options: --format hf|gguf|both (default both), --precision exact|fast\n"
                "                  (default exact), --kv f32|bf16 (default f32), --backend NAME\n"
-               "                  (cpu, cuda, ...; default cpu), --verbose\n");
+               "                  (default cpu), --split layer|none|expert (default layer: every\n"
+               "                  device of the backend, e.g. GPTOSS_CPU_DEVICES=2), --verbose\n");
   return 2;
 }
 
@@ -28,6 +29,7 @@ constexpr Option kLogits[] = {{"--format", "hf|gguf|both"},
                               {"--precision", "exact|fast"},
                               {"--kv", "f32|bf16"},
                               {"--backend", ""},
+                              {"--split", "layer|none|expert"},
                               {"--verbose", nullptr}};
 
 const Option* find_option(const std::string& kind, const std::string& name) {

@@ -101,10 +101,10 @@ TEST_CASE("op profile: the plugin reports each op's weight bytes per second", "[
   REQUIRE(init(&host, &api) == gptoss_status_success);
 
   ::setenv("GPTOSS_CPU_PROFILE", "1", 1);
-  void* dev = nullptr;
+  gptoss_backend_device_t dev = nullptr;
   REQUIRE(api->device_open(0, 2, &dev) == gptoss_status_success);
   ::unsetenv("GPTOSS_CPU_PROFILE");
-  void* stream = nullptr;
+  gptoss_backend_stream_t stream = nullptr;
   REQUIRE(api->stream_create(dev, &stream) == gptoss_status_success);
 
   // Weights big enough that the calls take milliseconds: a [4096, 2880] bf16 matrix, and
@@ -126,27 +126,27 @@ TEST_CASE("op profile: the plugin reports each op's weight bytes per second", "[
     d.scales = w.scales;
     d.scales_size = w.dtype == gptoss_dtype_mxfp4 ? w.rows * w.cols / 32 : 0;
     d.flags = GPTOSS_TENSOR_PERSISTENT;
-    void* out = nullptr;
+    gptoss_backend_weight_t out = nullptr;
     REQUIRE(api->weight_upload(dev, &d, &out) == gptoss_status_success);
     return out;
   };
-  void* wd = upload(dense, "dense");
-  void* w1 = upload(mlp1, "mlp1");
-  void* w2 = upload(mlp2, "mlp2");
+  gptoss_backend_weight_t wd = upload(dense, "dense");
+  gptoss_backend_weight_t w1 = upload(mlp1, "mlp1");
+  gptoss_backend_weight_t w2 = upload(mlp2, "mlp2");
 
   auto buffer = [&](const std::vector<float>& host_data) {
-    void* b = nullptr;
+    gptoss_backend_buffer_t b = nullptr;
     REQUIRE(api->buffer_alloc(dev, host_data.size() * 4, &b) == gptoss_status_success);
     REQUIRE(api->buffer_write(stream, b, 0, host_data.data(), host_data.size() * 4) == gptoss_status_success);
     return b;
   };
-  void* x = buffer(random_floats(2 * H, 14));
-  void* y = buffer(std::vector<float>(2 * R, 0.0f));
+  gptoss_backend_buffer_t x = buffer(random_floats(2 * H, 14));
+  gptoss_backend_buffer_t y = buffer(std::vector<float>(2 * R, 0.0f));
   const std::vector<int32_t> ids = {3, 1, 1, 3};  // 2 tokens, top 2: experts 1 and 3
-  void* ids_buf = nullptr;
+  gptoss_backend_buffer_t ids_buf = nullptr;
   REQUIRE(api->buffer_alloc(dev, 16, &ids_buf) == gptoss_status_success);
   REQUIRE(api->buffer_write(stream, ids_buf, 0, ids.data(), 16) == gptoss_status_success);
-  void* gates = buffer({0.6f, 0.4f, 0.5f, 0.5f});
+  gptoss_backend_buffer_t gates = buffer({0.6f, 0.4f, 0.5f, 0.5f});
   const int calls = 40;
   for (int i = 0; i < calls; ++i) {
     REQUIRE(api->linear(stream, x, wd, nullptr, 1, H, R, y) == gptoss_status_success);
@@ -154,8 +154,8 @@ TEST_CASE("op profile: the plugin reports each op's weight bytes per second", "[
             gptoss_status_success);
   }
   REQUIRE(api->stream_synchronize(stream) == gptoss_status_success);
-  for (void* b : {x, y, ids_buf, gates}) api->buffer_free(dev, b);
-  for (void* w : {wd, w1, w2}) api->weight_free(dev, w);
+  for (gptoss_backend_buffer_t b : {x, y, ids_buf, gates}) api->buffer_free(dev, b);
+  for (gptoss_backend_weight_t w : {wd, w1, w2}) api->weight_free(dev, w);
   api->stream_destroy(dev, stream);
   g_log.clear();
   api->device_close(dev);  // logs the report

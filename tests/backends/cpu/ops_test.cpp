@@ -98,7 +98,7 @@ TEST_CASE("moe: grouped-by-expert fast op matches the reference", "[cpu-ops]") {
       REQUIRE(op_moe(&d.fast_stream, x.data(), ids.data(), gates.data(), &m.w1, &m.b1, &m.w2, &m.b2, T, dim,
                      inter, K, 7.0f, got.data()) == gptoss_status_success);
       check_close(got, want);
-      ids[0] = int32_t(E);
+      ids[0] = -1;  // ids past the held experts add nothing (expert slices); negative ones are errors
       CHECK(op_moe(&d.fast_stream, x.data(), ids.data(), gates.data(), &m.w1, &m.b1, &m.w2, &m.b2, T, dim,
                    inter, K, 7.0f, got.data()) == gptoss_status_invalid_argument);
     }
@@ -241,7 +241,7 @@ class AttnCase {
     return in;
   }
   size_t n_heads_, n_kv_, hd_, pages_ = 0;
-  std::vector<gptoss_attn_token> toks_;
+  std::vector<AttnToken> toks_;
 };
 
 // One sequence of n_ctx cached positions whose last T positions are the queries.
@@ -335,7 +335,7 @@ void check_chunks_equal_whole(size_t n, size_t T, size_t H, size_t KV, size_t wi
   const Weight sinks = random_weight(gptoss_dtype_bf16, 1, H, seed + 3);
   std::vector<int32_t> table(n / P + 1);
   std::iota(table.begin(), table.end(), 0);
-  std::vector<gptoss_attn_token> toks(T);
+  std::vector<AttnToken> toks(T);
   for (size_t t = 0; t < T; ++t) {
     const size_t pos = n - T + t;
     toks[t] = {int32_t(pos), int32_t(window && pos + 1 > window ? pos + 1 - window : 0), 0, 0};
@@ -378,7 +378,7 @@ TEST_CASE("attention: tokens whose key range is empty or negative are rejected",
   const std::vector<int32_t> table = {0};
   std::vector<float> out(q.size());
   for (Isa isa : supported_isas())
-    for (gptoss_attn_token bad : {gptoss_attn_token{3, 4, 0, 0}, gptoss_attn_token{3, -1, 0, 0}}) {
+    for (AttnToken bad : {AttnToken{3, 4, 0, 0}, AttnToken{3, -1, 0, 0}}) {
       Devices d(isa);
       CHECK(op_attention(&d.fast_stream, q.data(), kv.data(), kv.data(), gptoss_kv_dtype_f32, &sinks,
                          &bad, table.data(), 1, 8, 1, 64, 16, 0.125f, out.data()) ==
