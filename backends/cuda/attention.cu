@@ -3,7 +3,7 @@
 // [kv_start, pos] (causal limit, sliding window), a softmax whose denominator also holds
 // exp(sink) of the head (the sink has no value), the weighted sum of values.
 //
-// Work split: a block takes one KV head and a group of consecutive tokens of one sequence,
+// Work split: a block takes one KV head and consecutive tokens of one sequence (gptoss_attn_seq),
 // whose rows (tokens x the G query heads of that KV head: GQA 8:1 puts 8 heads in one tile)
 // share every K and V tile gathered from the cache. Keys are visited in absolute-aligned
 // tiles of 32 (device/attention_plan.cuh) over the union of the rows' ranges; tiles outside
@@ -44,6 +44,12 @@ __device__ void report(DeviceError* err, int32_t code, int64_t value, int64_t li
   }
 }
 
+// A sequence within the call's rows, and within the blocks launched for it (max_q).
+__device__ bool seq_ok(const AttnSeqArgs& a, const AttnSeq& sq, int per_block) {
+  return sq.q_begin >= 0 && sq.n_q >= 0 && sq.pos_begin >= 0 && int64_t(sq.q_begin) + sq.n_q <= a.n_tokens &&
+         sq.n_q <= a.q_blocks * per_block;
+}
+
 // A chunk as fetched: 8 cache elements (bf16: one 16-byte word; f32: two).
 template <typename KT>
 struct RawChunk {
@@ -60,7 +66,7 @@ __device__ void to_floats(const RawChunk<KT>& c, float v[8]) {
 }
 
 template <typename KT, int ROWS>
-__global__ void __launch_bounds__(kThreads) attention_kernel(AttnArgs a) {
+__global__ void __launch_bounds__(kThreads) attention_kernel(AttnSeqArgs a) {
   constexpr int kRowsPerWarp = ROWS / kScoreWarps;
   constexpr int kRowsPerThread = ROWS / kRowGroups;
   static_assert(ROWS % kScoreWarps == 0 && ROWS % kRowGroups == 0, "rows");
@@ -76,187 +82,177 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttnArgs a) {
   const int64_t kv_dim = int64_t(a.n_heads / G) * HD;
   const KT* k_cache = static_cast<const KT*>(a.k_cache);
   const KT* v_cache = static_cast<const KT*>(a.v_cache);
-  const int t_begin = blockIdx.x * a.tokens_per_block;
-  const int t_end = min(a.n_tokens, t_begin + a.tokens_per_block);
+  // The block's tokens: [t0, t0 + n_tok) of one sequence (every thread reads the same).
+  const int per_block = gridDim.z > 1 ? 1 : ROWS / G;
+  const AttnSeq sq = a.seqs[blockIdx.x / a.q_blocks];
+  const int t0 = int(blockIdx.x % a.q_blocks) * per_block;
+  if (!seq_ok(a, sq, per_block)) {
+    if (t0 == 0 && tid == 0 && blockIdx.y == 0 && blockIdx.z == 0)
+      report(a.err, kErrAttnSeq, blockIdx.x / a.q_blocks, a.n_tokens);
+    return;
+  }
+  if (t0 >= sq.n_q) return;  // the whole block
+  const int n_tok = min(per_block, sq.n_q - t0), rows = n_tok * G;
+  const int32_t pto = sq.page_table_offset;
+  auto first_key = [&](int32_t pos) { return a.window > 0 ? max(0, pos - a.window + 1) : 0; };
+  const int32_t lo = first_key(sq.pos_begin + t0), hi = sq.pos_begin + t0 + n_tok;
+  const int32_t n_tiles = attn_tile_count(lo, hi);
+  int32_t n_splits = 1, tile_first = attn_first_tile(lo), tile_end = tile_first + n_tiles;
+  if (gridDim.z > 1 && n_tiles > 0) {  // decode: one token per block, its keys split
+    const int32_t per = attn_tiles_per_split(n_tiles);
+    n_splits = (n_tiles + per - 1) / per;
+    tile_first += int32_t(blockIdx.z) * per;
+    tile_end = min(tile_end, tile_first + per);
+  }
+  if (int32_t(blockIdx.z) >= n_splits) return;  // this token has fewer splits
 
-  for (int run0 = t_begin; run0 < t_end;) {
-    // A run: consecutive tokens with one page table (one sequence). Every thread walks it.
-    const int32_t pto = a.toks[run0].page_table_offset;
-    int run1 = run0 + 1;
-    while (run1 < t_end && a.toks[run1].page_table_offset == pto) ++run1;
-    const int rows = (run1 - run0) * G;
-    int32_t lo = INT32_MAX, hi = INT32_MIN;
-    for (int t = run0; t < run1; ++t) {
-      const AttnToken tk = a.toks[t];
-      if (tk.kv_start < 0 || tk.pos < tk.kv_start) continue;  // reported below; no keys
-      lo = min(lo, tk.kv_start);
-      hi = max(hi, tk.pos + 1);
-    }
-    const int32_t n_tiles = lo < hi ? attn_tile_count(lo, hi) : 0;
-    int32_t n_splits = 1, tile_first = lo < hi ? attn_first_tile(lo) : 0, tile_end = tile_first + n_tiles;
-    if (gridDim.z > 1 && n_tiles > 0) {  // decode: one token per block
-      const int32_t per = attn_tiles_per_split(n_tiles);
-      n_splits = (n_tiles + per - 1) / per;
-      tile_first += int32_t(blockIdx.z) * per;
-      tile_end = min(tile_end, tile_first + per);
-    }
-    if (int32_t(blockIdx.z) >= n_splits) {  // this token has fewer splits
-      run0 = run1;
-      continue;
-    }
+  for (int i = tid; i < rows * (HD / 4); i += kThreads) {
+    const int r = i / (HD / 4), c = (i % (HD / 4)) * 4;
+    const int64_t t = int64_t(sq.q_begin) + t0 + r / G, h = int64_t(kvh) * G + r % G;
+    *reinterpret_cast<float4*>(&q_s[r][c]) = *reinterpret_cast<const float4*>(a.q + (t * a.n_heads + h) * HD + c);
+  }
+  for (int r = tid; r < ROWS; r += kThreads) {
+    const int32_t pos = sq.pos_begin + t0 + r / G;
+    row_start[r] = r < rows ? first_key(pos) : 0;
+    row_pos[r] = r < rows ? pos : -1;  // rows past the block's see no key
+  }
 
-    for (int i = tid; i < rows * (HD / 4); i += kThreads) {
-      const int r = i / (HD / 4), c = (i % (HD / 4)) * 4;
-      const int64_t t = run0 + r / G, h = int64_t(kvh) * G + r % G;
-      *reinterpret_cast<float4*>(&q_s[r][c]) =
-          *reinterpret_cast<const float4*>(a.q + (t * a.n_heads + h) * HD + c);
-    }
-    for (int r = tid; r < ROWS; r += kThreads) {
-      AttnToken tk{-1, 0, 0, 0};  // empty: start 0 > pos -1
-      if (r < rows) tk = a.toks[run0 + r / G];
-      const bool ok = tk.kv_start >= 0 && tk.pos >= tk.kv_start;
-      if (!ok && r < rows && r % G == 0) report(a.err, kErrPageTable, tk.pos, tk.kv_start);
-      row_start[r] = ok ? tk.kv_start : 0;
-      row_pos[r] = ok ? tk.pos : -1;
-    }
-
-    // Fetches tile `tile`'s K and V pieces owned by this thread; positions outside [lo, hi)
-    // or whose page table entry or slot is out of bounds read as zeros (the latter reported).
-    RawChunk<KT> raw[kChunksPerThread];
-    auto fetch = [&](int32_t tile) {
+  // Fetches tile `tile`'s K and V pieces owned by this thread; positions outside [lo, hi)
+  // or whose page table entry or slot is out of bounds read as zeros (the latter reported).
+  RawChunk<KT> raw[kChunksPerThread];
+  auto fetch = [&](int32_t tile) {
 #pragma unroll
-      for (int i = 0; i < kChunksPerThread; ++i) {
-        const int c = tid + i * kThreads, which = c / (kChunks / 2), cc = c % (kChunks / 2);
-        const int j = cc / (HD / 8), part = cc % (HD / 8);
-        const int32_t kp = tile * TK + j;
-        raw[i] = RawChunk<KT>{};
-        if (kp < lo || kp >= hi) continue;
-        const int64_t entry = int64_t(pto) + kp / a.page_size;
-        const int64_t page = entry >= 0 && entry < a.page_table_len ? a.page_table[entry] : -1;
-        const int64_t slot = page * a.page_size + kp % a.page_size;
-        if (page < 0 || slot >= a.n_slots) {
-          report(a.err, kErrPageTable, page < 0 ? entry : slot, page < 0 ? a.page_table_len : a.n_slots);
-          continue;
-        }
-        const KT* src = (which == 0 ? k_cache : v_cache) + slot * kv_dim + int64_t(kvh) * HD + part * 8;
-        const uint4* s4 = reinterpret_cast<const uint4*>(src);
-#pragma unroll
-        for (int w = 0; w < int(sizeof(raw[i].w) / sizeof(uint4)); ++w) raw[i].w[w] = s4[w];
+    for (int i = 0; i < kChunksPerThread; ++i) {
+      const int c = tid + i * kThreads, which = c / (kChunks / 2), cc = c % (kChunks / 2);
+      const int j = cc / (HD / 8), part = cc % (HD / 8);
+      const int32_t kp = tile * TK + j;
+      raw[i] = RawChunk<KT>{};
+      if (kp < lo || kp >= hi) continue;
+      const int64_t entry = int64_t(pto) + kp / a.page_size;
+      const int64_t page = entry >= 0 && entry < a.page_table_len ? a.page_table[entry] : -1;
+      const int64_t slot = page * a.page_size + kp % a.page_size;
+      if (page < 0 || slot >= a.n_slots) {
+        report(a.err, kErrPageTable, page < 0 ? entry : slot, page < 0 ? a.page_table_len : a.n_slots);
+        continue;
       }
-    };
+      const KT* src = (which == 0 ? k_cache : v_cache) + slot * kv_dim + int64_t(kvh) * HD + part * 8;
+      const uint4* s4 = reinterpret_cast<const uint4*>(src);
+#pragma unroll
+      for (int w = 0; w < int(sizeof(raw[i].w) / sizeof(uint4)); ++w) raw[i].w[w] = s4[w];
+    }
+  };
 
-    float m[kRowsPerWarp], l[kRowsPerWarp], acc[kRowsPerThread];
+  float m[kRowsPerWarp], l[kRowsPerWarp], acc[kRowsPerThread];
 #pragma unroll
-    for (int i = 0; i < kRowsPerWarp; ++i) m[i] = -INFINITY, l[i] = 0.0f;
+  for (int i = 0; i < kRowsPerWarp; ++i) m[i] = -INFINITY, l[i] = 0.0f;
 #pragma unroll
-    for (int i = 0; i < kRowsPerThread; ++i) acc[i] = 0.0f;
+  for (int i = 0; i < kRowsPerThread; ++i) acc[i] = 0.0f;
 
-    if (tile_first < tile_end) fetch(tile_first);
-    for (int32_t tile = tile_first; tile < tile_end; ++tile) {
+  if (tile_first < tile_end) fetch(tile_first);
+  for (int32_t tile = tile_first; tile < tile_end; ++tile) {
 #pragma unroll
-      for (int i = 0; i < kChunksPerThread; ++i) {
-        const int c = tid + i * kThreads, which = c / (kChunks / 2), cc = c % (kChunks / 2);
-        const int j = cc / (HD / 8), part = cc % (HD / 8);
-        float v[8];
-        to_floats(raw[i], v);
-        store8(which == 0 ? &k_s[j][part * 8] : &v_s[j][part * 8], v);
-      }
-      __syncthreads();  // q_s and row info (first tile), k_s and v_s
-      if (tile + 1 < tile_end) fetch(tile + 1);
+    for (int i = 0; i < kChunksPerThread; ++i) {
+      const int c = tid + i * kThreads, which = c / (kChunks / 2), cc = c % (kChunks / 2);
+      const int j = cc / (HD / 8), part = cc % (HD / 8);
+      float v[8];
+      to_floats(raw[i], v);
+      store8(which == 0 ? &k_s[j][part * 8] : &v_s[j][part * 8], v);
+    }
+    __syncthreads();  // q_s and row info (first tile), k_s and v_s
+    if (tile + 1 < tile_end) fetch(tile + 1);
 
-      // Scores and the online softmax of the rows of this warp; lane = key.
-      const int32_t kp = tile * TK + lane;
-      float s[kRowsPerWarp];
+    // Scores and the online softmax of the rows of this warp; lane = key.
+    const int32_t kp = tile * TK + lane;
+    float s[kRowsPerWarp];
 #pragma unroll
-      for (int i = 0; i < kRowsPerWarp; ++i) s[i] = 0.0f;
+    for (int i = 0; i < kRowsPerWarp; ++i) s[i] = 0.0f;
 #pragma unroll
-      for (int c = 0; c < HD; c += 4) {
-        const float4 k4 = *reinterpret_cast<const float4*>(&k_s[lane][c]);
-#pragma unroll
-        for (int i = 0; i < kRowsPerWarp; ++i) {
-          const int r = warp + kScoreWarps * i;
-          if (r >= rows) break;
-          const float4 q4 = *reinterpret_cast<const float4*>(&q_s[r][c]);
-          s[i] = fmaf(q4.x, k4.x, s[i]);
-          s[i] = fmaf(q4.y, k4.y, s[i]);
-          s[i] = fmaf(q4.z, k4.z, s[i]);
-          s[i] = fmaf(q4.w, k4.w, s[i]);
-        }
-      }
+    for (int c = 0; c < HD; c += 4) {
+      const float4 k4 = *reinterpret_cast<const float4*>(&k_s[lane][c]);
 #pragma unroll
       for (int i = 0; i < kRowsPerWarp; ++i) {
         const int r = warp + kScoreWarps * i;
         if (r >= rows) break;
-        const bool visible = kp >= row_start[r] && kp <= row_pos[r];
-        const float sv = visible ? s[i] * a.scale : -INFINITY;
-        const float mt = warp_max<kWarpSize>(sv);
-        float corr = 1.0f, p = 0.0f;
-        if (mt != -INFINITY) {  // the row sees a key here (same on every lane)
-          const float m_new = fmaxf(m[i], mt);
-          corr = expf(m[i] - m_new);  // m = -inf: 0, and the accumulator is 0 anyway
-          p = visible ? expf(sv - m_new) : 0.0f;
-          l[i] = l[i] * corr + warp_sum<kWarpSize>(p);
-          m[i] = m_new;
-        }
-        p_s[r][lane] = p;
-        if (lane == 0) corr_s[r] = corr;
+        const float4 q4 = *reinterpret_cast<const float4*>(&q_s[r][c]);
+        s[i] = fmaf(q4.x, k4.x, s[i]);
+        s[i] = fmaf(q4.y, k4.y, s[i]);
+        s[i] = fmaf(q4.z, k4.z, s[i]);
+        s[i] = fmaf(q4.w, k4.w, s[i]);
       }
-      __syncthreads();  // p_s, corr_s
-
-      // P.V: rows rg, rg + 2, ... at dimension d.
-#pragma unroll
-      for (int i = 0; i < kRowsPerThread; ++i) {
-        const int r = rg + kRowGroups * i;
-        if (r >= rows) break;
-        float o = acc[i] * corr_s[r];
-#pragma unroll
-        for (int j = 0; j < TK; j += 4) {
-          const float4 p4 = *reinterpret_cast<const float4*>(&p_s[r][j]);
-          o = fmaf(p4.x, v_s[j][d], o);
-          o = fmaf(p4.y, v_s[j + 1][d], o);
-          o = fmaf(p4.z, v_s[j + 2][d], o);
-          o = fmaf(p4.w, v_s[j + 3][d], o);
-        }
-        acc[i] = o;
-      }
-      __syncthreads();  // k_s, v_s, p_s are rewritten by the next tile
     }
-
-    // The rows' max and sum to every thread; then the result, or this split's partial.
-    if (lane == 0)
 #pragma unroll
-      for (int i = 0; i < kRowsPerWarp; ++i) {
-        const int r = warp + kScoreWarps * i;
-        if (r < rows) m_s[r] = m[i], l_s[r] = l[i];
+    for (int i = 0; i < kRowsPerWarp; ++i) {
+      const int r = warp + kScoreWarps * i;
+      if (r >= rows) break;
+      const bool visible = kp >= row_start[r] && kp <= row_pos[r];
+      const float sv = visible ? s[i] * a.scale : -INFINITY;
+      const float mt = warp_max<kWarpSize>(sv);
+      float corr = 1.0f, p = 0.0f;
+      if (mt != -INFINITY) {  // the row sees a key here (same on every lane)
+        const float m_new = fmaxf(m[i], mt);
+        corr = expf(m[i] - m_new);  // m = -inf: 0, and the accumulator is 0 anyway
+        p = visible ? expf(sv - m_new) : 0.0f;
+        l[i] = l[i] * corr + warp_sum<kWarpSize>(p);
+        m[i] = m_new;
       }
-    __syncthreads();
+      p_s[r][lane] = p;
+      if (lane == 0) corr_s[r] = corr;
+    }
+    __syncthreads();  // p_s, corr_s
+
+    // P.V: rows rg, rg + 2, ... at dimension d.
 #pragma unroll
     for (int i = 0; i < kRowsPerThread; ++i) {
       const int r = rg + kRowGroups * i;
       if (r >= rows) break;
-      const int64_t t = run0 + r / G, h = int64_t(kvh) * G + r % G;
-      if (n_splits == 1) {
-        const float sink = a.sinks[h], M = fmaxf(m_s[r], sink), f = expf(m_s[r] - M);
-        a.out[(t * a.n_heads + h) * HD + d] = acc[i] * f / (l_s[r] * f + expf(sink - M));
-      } else {
-        float* part = a.partial + ((t * a.n_heads + h) * kAttnMaxSplits + blockIdx.z) * (HD + 2);
-        part[2 + d] = acc[i];
-        if (d == 0) part[0] = m_s[r], part[1] = l_s[r];
+      float o = acc[i] * corr_s[r];
+#pragma unroll
+      for (int j = 0; j < TK; j += 4) {
+        const float4 p4 = *reinterpret_cast<const float4*>(&p_s[r][j]);
+        o = fmaf(p4.x, v_s[j][d], o);
+        o = fmaf(p4.y, v_s[j + 1][d], o);
+        o = fmaf(p4.z, v_s[j + 2][d], o);
+        o = fmaf(p4.w, v_s[j + 3][d], o);
       }
+      acc[i] = o;
     }
-    __syncthreads();  // shared memory is reused by the next run
-    run0 = run1;
+    __syncthreads();  // k_s, v_s, p_s are rewritten by the next tile
+  }
+
+  // The rows' max and sum to every thread; then the result, or this split's partial.
+  if (lane == 0)
+#pragma unroll
+    for (int i = 0; i < kRowsPerWarp; ++i) {
+      const int r = warp + kScoreWarps * i;
+      if (r < rows) m_s[r] = m[i], l_s[r] = l[i];
+    }
+  __syncthreads();
+#pragma unroll
+  for (int i = 0; i < kRowsPerThread; ++i) {
+    const int r = rg + kRowGroups * i;
+    if (r >= rows) break;
+    const int64_t t = int64_t(sq.q_begin) + t0 + r / G, h = int64_t(kvh) * G + r % G;
+    if (n_splits == 1) {
+      const float sink = a.sinks[h], M = fmaxf(m_s[r], sink), f = expf(m_s[r] - M);
+      a.out[(t * a.n_heads + h) * HD + d] = acc[i] * f / (l_s[r] * f + expf(sink - M));
+    } else {
+      float* part = a.partial + ((t * a.n_heads + h) * kAttnMaxSplits + blockIdx.z) * (HD + 2);
+      part[2 + d] = acc[i];
+      if (d == 0) part[0] = m_s[r], part[1] = l_s[r];
+    }
   }
 }
 
 // One block per (token, query head), thread d: the token's splits merged with the sink.
-__global__ void attention_merge_kernel(AttnArgs a) {
-  const int64_t t = blockIdx.x, h = blockIdx.y;
-  const int d = threadIdx.x;
-  const AttnToken tk = a.toks[t];
-  if (tk.kv_start < 0 || tk.pos < tk.kv_start) return;
-  const int32_t n = attn_splits(tk.kv_start, tk.pos);
+__global__ void attention_merge_kernel(AttnSeqArgs a) {
+  const AttnSeq sq = a.seqs[blockIdx.x / a.q_blocks];
+  const int t_local = int(blockIdx.x % a.q_blocks);
+  if (!seq_ok(a, sq, 1) || t_local >= sq.n_q) return;
+  const int32_t pos = sq.pos_begin + t_local;
+  const int32_t n = attn_splits(a.window > 0 ? max(0, pos - a.window + 1) : 0, pos);
   if (n == 1) return;  // the attention kernel wrote the result
+  const int64_t t = int64_t(sq.q_begin) + t_local, h = blockIdx.y;
+  const int d = threadIdx.x;
   const float* part = a.partial + (t * a.n_heads + h) * kAttnMaxSplits * (HD + 2);
   const float sink = a.sinks[h];
   float M = sink;
@@ -271,17 +267,18 @@ __global__ void attention_merge_kernel(AttnArgs a) {
 }
 
 template <typename KT>
-cudaError_t launch_typed(cudaStream_t s, AttnArgs a) {
-  const int n_kv = a.n_heads / a.group;
-  if (a.n_tokens <= kAttnDecodeMaxTokens && a.group <= 16) {
-    a.tokens_per_block = 1;
-    attention_kernel<KT, 16><<<dim3(a.n_tokens, n_kv, kAttnMaxSplits), kThreads, 0, s>>>(a);
+cudaError_t launch_typed(cudaStream_t s, AttnSeqArgs a, int64_t n_tokens) {
+  const unsigned n_kv = unsigned(a.n_heads / a.group);
+  if (n_tokens <= kAttnDecodeMaxTokens && a.group <= 16) {
+    a.q_blocks = a.max_q;  // one token per block
+    const unsigned blocks = unsigned(int64_t(a.n_seqs) * a.q_blocks);
+    attention_kernel<KT, 16><<<dim3(blocks, n_kv, kAttnMaxSplits), kThreads, 0, s>>>(a);
     if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
-    attention_merge_kernel<<<dim3(a.n_tokens, a.n_heads), HD, 0, s>>>(a);
+    attention_merge_kernel<<<dim3(blocks, unsigned(a.n_heads)), HD, 0, s>>>(a);
   } else {
-    a.tokens_per_block = 64 / a.group;
-    attention_kernel<KT, 64><<<dim3((a.n_tokens + a.tokens_per_block - 1) / a.tokens_per_block, n_kv, 1),
-                               kThreads, 0, s>>>(a);
+    const int per_block = 64 / a.group;
+    a.q_blocks = (a.max_q + per_block - 1) / per_block;
+    attention_kernel<KT, 64><<<dim3(unsigned(int64_t(a.n_seqs) * a.q_blocks), n_kv, 1), kThreads, 0, s>>>(a);
   }
   return cudaGetLastError();
 }
@@ -294,11 +291,11 @@ size_t attention_scratch_bytes(int64_t n_tokens, int64_t n_heads) {
              : 0;
 }
 
-cudaError_t launch_attention(cudaStream_t s, const AttnArgs& a, Dt kv_dt) {
-  if (a.n_tokens == 0) return cudaSuccess;
-  if (a.group < 1 || a.group > 64 || a.n_heads % a.group != 0 || a.page_size < 1)
+cudaError_t launch_attention(cudaStream_t s, const AttnSeqArgs& a, int64_t n_tokens, Dt kv_dt) {
+  if (n_tokens == 0 || a.n_seqs == 0) return cudaSuccess;
+  if (a.group < 1 || a.group > 64 || a.n_heads % a.group != 0 || a.page_size < 1 || a.max_q < 1)
     return cudaErrorInvalidValue;
-  return kv_dt == Dt::bf16 ? launch_typed<uint16_t>(s, a) : launch_typed<float>(s, a);
+  return kv_dt == Dt::bf16 ? launch_typed<uint16_t>(s, a, n_tokens) : launch_typed<float>(s, a, n_tokens);
 }
 
 }  // namespace gptoss::cuda

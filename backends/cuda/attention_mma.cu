@@ -34,8 +34,8 @@ constexpr int kChunks = TK * HD / 8;  // 8-element pieces of one K (or V) tile
 constexpr int kChunksPerThread = kChunks / kThreads;
 static_assert(kChunks % kThreads == 0, "K/V tile pieces per thread");
 
-__device__ void report(DeviceError* err, int64_t value, int64_t limit) {
-  if (err != nullptr && atomicCAS(&err->code, 0, kErrPageTable) == 0) {
+__device__ void report(DeviceError* err, int32_t code, int64_t value, int64_t limit) {
+  if (err != nullptr && atomicCAS(&err->code, 0, code) == 0) {
     err->value = value;
     err->limit = limit;
   }
@@ -65,7 +65,12 @@ __global__ void __launch_bounds__(kThreads) attention_mma_kernel(AttnSeqArgs a) 
   const int seq = blockIdx.x / a.q_blocks, qb = blockIdx.x % a.q_blocks;
   const AttnSeq sq = a.seqs[seq];
   const int t0 = qb * per_block;  // first token of the block, within the sequence
-  if (t0 >= sq.n_q) return;       // the whole block
+  if (sq.q_begin < 0 || sq.n_q < 0 || sq.pos_begin < 0 || int64_t(sq.q_begin) + sq.n_q > a.n_tokens ||
+      sq.n_q > a.q_blocks * per_block) {  // outside the call's rows, or beyond max_q
+    if (qb == 0 && tid == 0 && kvh == 0) report(a.err, kErrAttnSeq, seq, a.n_tokens);
+    return;
+  }
+  if (t0 >= sq.n_q) return;  // the whole block
   const int n_tok = min(per_block, sq.n_q - t0);
   const int64_t kv_dim = int64_t(a.n_heads / G) * HD;
   const KT* k_cache = static_cast<const KT*>(a.k_cache);
@@ -116,7 +121,7 @@ __global__ void __launch_bounds__(kThreads) attention_mma_kernel(AttnSeqArgs a) 
       const int64_t page = entry < a.page_table_len ? a.page_table[entry] : -1;
       const int64_t slot = page * a.page_size + kp % a.page_size;
       if (page < 0 || slot >= a.n_slots) {
-        report(a.err, page < 0 ? entry : slot, page < 0 ? a.page_table_len : a.n_slots);
+        report(a.err, kErrPageTable, page < 0 ? entry : slot, page < 0 ? a.page_table_len : a.n_slots);
         continue;
       }
       const int64_t off = slot * kv_dim + int64_t(kvh) * HD + part * 8;

@@ -1,18 +1,23 @@
 #pragma once
-// Internal types of the CUDA backend plugin (host side): devices, streams, weights, and the
-// mapping of CUDA errors onto gptoss_status with the CUDA error text.
+// Internal types of the CUDA backend plugin (host side): devices, streams, buffers, weights,
+// KV caches, and the mapping of CUDA errors onto gptoss_status with the CUDA error text.
+//
+// Handles: a buffer (or a view of one) is the device address itself; a device, stream,
+// weight or KV cache is a pointer to the struct below; an event is a cudaEvent_t.
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <unordered_map>
+#include <vector>
 
 #include <cuda_runtime_api.h>
 
 #include "gptoss/backend.h"
 #include "kernels.hpp"
+#include "step_graph.hpp"
 #include "uploader.hpp"
 
 namespace gptoss::cuda {
@@ -35,27 +40,29 @@ struct DeviceInfo {
   int major = 0, minor = 0;
   int sms = 0;
   size_t total_memory = 0;
-  size_t max_smem_optin = 0;   // bytes of dynamic shared memory one block may opt into
-  double peak_gbps = 0.0;      // memory clock x bus width
+  double peak_gbps = 0.0;  // memory clock x bus width
 };
 
 struct Device {
   int ordinal = 0;
   DeviceInfo info;
-  bool exact = false;          // gptoss_precision_exact: fp32 CUDA-core paths only
-  std::mutex mutex;            // buffers, cache
-  std::unordered_map<void*, size_t> buffers;   // live buffer_alloc blocks and their sizes
-  std::multimap<size_t, void*> cached;         // freed blocks kept for reuse, by size
-  size_t cached_bytes = 0;
+  bool exact = false;  // gptoss_precision_exact: fp32 CUDA-core paths only
+  // Live allocations (buffers, KV layers, weights are not listed), by start address: a view
+  // is checked against the allocation it lies in.
+  std::mutex mutex;
+  std::map<uintptr_t, size_t> allocations;
+  // Counts what moves memory a captured decode step may point into (see StepGraph).
+  std::atomic<uint64_t> epoch{0};
   // First bad-data report of any kernel (host-mapped, read at synchronising calls).
   DeviceError* error_host = nullptr;
   DeviceError* error_device = nullptr;
   std::unique_ptr<Uploader> uploader;  // weights: pinned staging on a thread of its own
+  bool async_weights = false;          // between weights_begin and weights_end
 
   // Makes this device current on the calling thread (CUDA keeps it per thread).
   gptoss_status activate() const;
-  // Bytes of the buffer_alloc block that starts at p (0 if p starts none).
-  size_t buffer_size(const void* p);
+  // Bytes from p to the end of the allocation holding it (0 if none of this device's does).
+  size_t extent(const void* p);
   // After a synchronisation: a kernel's bad-data report becomes this call's status.
   gptoss_status take_device_error();
 };
@@ -65,18 +72,37 @@ struct Device {
 class Workspace {
  public:
   ~Workspace();
-  // A block of at least `bytes`; growing it waits for the stream (the old block may be in use).
-  gptoss_status reserve(cudaStream_t s, size_t bytes, void** out);
+  // A block of at least `bytes`. Growing waits for the stream (the old block may be in use)
+  // and moves the device's epoch; under stream capture it fails instead (the step then runs
+  // eagerly, see StepGraph).
+  gptoss_status reserve(Device& dev, cudaStream_t s, size_t bytes, void** out);
 
  private:
   void* block_ = nullptr;
   size_t size_ = 0;
 };
 
+// Host memory a step's buffer_writes go through: pinned, so that the copies are truly
+// asynchronous, reused from the start by every step (the core synchronises after each).
+class Staging {
+ public:
+  ~Staging();
+  void reset();
+  // `bytes` of pinned memory valid until the next reset(); null if none could be had.
+  void* take(size_t bytes);
+
+ private:
+  std::vector<std::pair<void*, size_t>> blocks_;  // the last one is current
+  size_t used_ = 0;
+};
+
 struct Stream {
   Device* dev = nullptr;
   cudaStream_t stream = nullptr;
   Workspace workspace;
+  Staging staging;
+  StepGraph graph;
+  bool in_step = false;
   // Last RoPE table (parameters and head size) computed on the host.
   RopeTable rope{};
   gptoss_rope_params rope_params{};
@@ -100,7 +126,7 @@ class Carve {
   size_t used_ = 0;
 };
 
-// A weight on the device, in the layout the kernels want: dense matrices bf16 or f32 as the
+// A weight on the device, in the layout the kernels take: dense matrices bf16 or f32 as the
 // checkpoint has them (other dtypes widened to f32), vectors and bias tables f32, MXFP4
 // experts as the checkpoint stores them.
 struct Weight {
@@ -108,17 +134,46 @@ struct Weight {
   std::string name;
   int64_t shape[4] = {0, 0, 0, 0};
   uint32_t ndim = 0;
-  DenseView dense{};     // dense (also the view of a vector: rows = product of outer dims)
-  Mxfp4View mxfp4{};     // mxfp4
-  void* block = nullptr;           // the device allocation holding it all
+  int32_t first_expert = 0;  // expert tensors: the slice's first expert (expert parallelism)
+  DenseView dense{};         // dense (also the view of a vector: rows = product of outer dims)
+  Mxfp4View mxfp4{};         // mxfp4
+  void* block = nullptr;     // the device allocation holding it all
   size_t bytes = 0;
   const float* f32() const { return static_cast<const float*>(dense.data); }
 };
 
-inline Stream& stream_of(void* s) { return *static_cast<Stream*>(s); }
-inline const Weight& weight_of(const void* w) { return *static_cast<const Weight*>(w); }
+// A paged K/V cache in this backend's layout: per layer, a K and a V array of slots
+// (page * page_size + offset) of n_kv_heads * head_dim elements, f32 or bf16.
+struct KvCache {
+  gptoss_kv_desc desc{};
+  Dt dt = Dt::f32;
+  int64_t kv_dim = 0;
+  size_t pages = 0;
+  std::vector<void*> k, v;       // [n_layers]
+  std::vector<size_t> capacity;  // pages each array has room for, K and V of layer l at 2l, 2l + 1
+  int64_t slots() const { return int64_t(pages) * desc.page_size; }
+};
 
-gptoss_status weight_upload(void* dev, const gptoss_tensor_desc* desc, void** weight_out);
-void weight_free(void* dev, void* weight);
+inline Device& device_of(gptoss_backend_device_t d) { return *reinterpret_cast<Device*>(d); }
+inline Stream& stream_of(gptoss_backend_stream_t s) { return *reinterpret_cast<Stream*>(s); }
+inline const Weight& weight_of(gptoss_backend_weight_t w) { return *reinterpret_cast<const Weight*>(w); }
+inline KvCache& kv_of(gptoss_backend_kv_t kv) { return *reinterpret_cast<KvCache*>(kv); }
+template <typename T = void>
+T* ptr(gptoss_backend_buffer_t b) {
+  return reinterpret_cast<T*>(b);
+}
+
+// weights.cpp
+gptoss_status weights_begin(gptoss_backend_device_t dev, uint64_t total_bytes, size_t n_tensors);
+gptoss_status weight_upload(gptoss_backend_device_t dev, const gptoss_tensor_desc* desc,
+                            gptoss_backend_weight_t* weight_out);
+gptoss_status weights_end(gptoss_backend_device_t dev);
+void weight_free(gptoss_backend_device_t dev, gptoss_backend_weight_t weight);
+
+// kv.cpp
+gptoss_status kv_create(gptoss_backend_device_t dev, const gptoss_kv_desc* desc, size_t n_pages,
+                        gptoss_backend_kv_t* kv_out);
+gptoss_status kv_grow(gptoss_backend_device_t dev, gptoss_backend_kv_t kv, size_t n_pages);
+void kv_destroy(gptoss_backend_device_t dev, gptoss_backend_kv_t kv);
 
 }  // namespace gptoss::cuda

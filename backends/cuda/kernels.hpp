@@ -46,7 +46,7 @@ enum DeviceErrorCode : int32_t {
   kErrNone = 0,
   kErrTokenId = 1,      // token id >= vocabulary rows (or < 0)
   kErrKvSlot = 2,       // KV slot outside the cache
-  kErrExpertId = 3,     // expert id outside [0, experts)
+  kErrAttnSeq = 3,      // an attention sequence outside the call's rows or max_q
   kErrPageTable = 4,    // an attention token's keys outside its page table or cache
   kErrSampleRow = 5,    // a sample row's parameters out of range
 };
@@ -84,42 +84,6 @@ cudaError_t launch_kv_write(cudaStream_t s, void* k_cache, void* v_cache, Dt dt,
                             const float* v, const int32_t* slots, int64_t n, int64_t kv_dim,
                             int64_t n_slots, DeviceError* err);
 
-// ---- attention.cu ------------------------------------------------------------------------
-
-constexpr int kAttnHeadDim = 64;        // the kernels' head size (every gpt-oss model)
-constexpr int kAttnDecodeMaxTokens = 8;  // calls of up to this many tokens split their keys
-
-// Layout of struct gptoss_attn_token (static_assert in ops.cpp).
-struct AttnToken {
-  int32_t pos;
-  int32_t kv_start;
-  int32_t page_table_offset;
-  int32_t reserved;
-};
-
-struct AttnArgs {
-  const float* q;               // [n_tokens, n_heads * 64]
-  const void* k_cache;          // [n_slots, (n_heads / group) * 64], f32 or bf16
-  const void* v_cache;
-  int64_t n_slots;
-  const AttnToken* toks;        // [n_tokens]
-  const int32_t* page_table;    // [page_table_len]
-  int64_t page_table_len;
-  const float* sinks;           // [n_heads]
-  int32_t n_tokens;
-  int32_t n_heads;
-  int32_t group;                // query heads per KV head
-  int32_t tokens_per_block;     // set by launch_attention
-  int32_t page_size;
-  float scale;
-  float* out;                   // like q
-  float* partial;               // attention_scratch_bytes of scratch
-  DeviceError* err;
-};
-// Scratch the call needs (the split partials of decode-shaped calls).
-size_t attention_scratch_bytes(int64_t n_tokens, int64_t n_heads);
-cudaError_t launch_attention(cudaStream_t s, const AttnArgs& a, Dt kv_dt);
-
 // ---- sampling.cu -------------------------------------------------------------------------
 
 constexpr int kSampleMaxTop = 20;
@@ -151,7 +115,10 @@ size_t sample_scratch_bytes(int64_t n_rows, int64_t vocab);
 cudaError_t launch_sample(cudaStream_t s, const float* logits, const SampleRow* rows, const uint32_t* mask,
                           int64_t n_rows, int64_t vocab, SampleResult* results, void* scratch, DeviceError* err);
 
-// ---- attention_mma.cu (plugin ABI 2's sequence-based interface) -------------------------
+// ---- attention.cu, attention_mma.cu (plugin ABI 2's sequence-based attention call) ------
+
+constexpr int kAttnHeadDim = 64;        // the kernels' head size (every gpt-oss model)
+constexpr int kAttnDecodeMaxTokens = 8;  // calls of up to this many tokens split their keys
 
 // Layout of struct gptoss_attn_seq: query rows q_begin .. q_begin + n_q - 1 at positions
 // pos_begin .. pos_begin + n_q - 1, keys through page_table[page_table_offset ...].
@@ -169,6 +136,7 @@ struct AttnSeqArgs {
   int64_t n_slots;
   const AttnSeq* seqs;          // [n_seqs]
   int32_t n_seqs;
+  int32_t n_tokens;             // rows of q and out
   int32_t max_q;                // the largest n_q (host hint)
   int32_t q_blocks;             // set by the launcher
   int32_t window;               // 0: causal; W: keys [max(0, p - W + 1), p]
@@ -180,8 +148,14 @@ struct AttnSeqArgs {
   int32_t page_size;
   float scale;
   float* out;                   // like q
+  float* partial;               // attention_scratch_bytes of scratch (attention.cu)
   DeviceError* err;
 };
+// Scratch of launch_attention: the split partials of decode-shaped calls.
+size_t attention_scratch_bytes(int64_t n_tokens, int64_t n_heads);
+// fp32 attention: decode-shaped calls (n_tokens <= kAttnDecodeMaxTokens) split each token's
+// keys over up to 16 blocks; longer calls take 64 rows per block.
+cudaError_t launch_attention(cudaStream_t s, const AttnSeqArgs& a, int64_t n_tokens, Dt kv_dt);
 // Tensor-core prefill attention (fast precision): 64 / group tokens x group heads per block.
 bool attention_mma_supported(int32_t group);
 cudaError_t launch_attention_mma(cudaStream_t s, AttnSeqArgs a, Dt kv_dt);
@@ -195,7 +169,7 @@ constexpr int kMaxTopK = 16;
 cudaError_t launch_router(cudaStream_t s, const float* x, DenseView w, const float* bias,
                           int64_t n, int top_k, int32_t* ids, float* weights);
 
-// ---- gemv.cu, gemm_mma.cu (dense) ---------------------------------------------------------------------------
+// ---- gemv.cu, gemm_mma.cu (dense) ------------------------------------------------------
 
 // Up to three matrices applied to one input (Q, K and V fused): out[j] [n_tok, w[j].rows] =
 // x W[j]^T (+ bias[j]). The matrices share cols and dtype.
@@ -215,10 +189,12 @@ cudaError_t launch_gemv(cudaStream_t s, const float* x, const LinearSegs& segs, 
 // ---- moe_group.cu, moe_gemv.cu -----------------------------------------------------------
 
 // Writes the routing of n_assign expert ids (device/moe_routing.cuh) into offsets,
-// tile_offsets ([experts + 1] each) and order ([n_assign]).
+// tile_offsets ([experts + 1] each) and order ([n_assign]). The weights hold experts
+// [first_expert, first_expert + experts) (a slice, with expert parallelism): ids outside
+// that range are left out (another device's share).
 cudaError_t launch_moe_group(cudaStream_t s, const int32_t* ids, int64_t n_assign, int32_t experts,
-                             int32_t tile_m, int32_t* offsets, int32_t* tile_offsets,
-                             int32_t* order, DeviceError* err);
+                             int32_t first_expert, int32_t tile_m, int32_t* offsets, int32_t* tile_offsets,
+                             int32_t* order);
 
 // Assignments per tile of the GEMV-style MoE kernels: the routing's tile_m is 1 (one token
 // per step: one assignment per expert) or kMoeGemvTile. A token's result is the same either way.
@@ -237,10 +213,11 @@ cudaError_t launch_moe_q8(cudaStream_t s, bool stage1, const int8_t* xq, const f
 cudaError_t launch_moe_f32(cudaStream_t s, bool stage1, const float* x, int act_div, Mxfp4View w,
                            const float* bias, const MoeRouting& routing, int64_t max_tiles,
                            float limit, float* out);
-// out[t, :] = sum_j weights[t, j] y[t * top_k + j, :] in order of j.
+// out[t, :] = sum_j weights[t, j] y[t * top_k + j, :] in order of j, over the assignments
+// whose expert lies in [first_expert, first_expert + experts).
 cudaError_t launch_moe_combine(cudaStream_t s, const float* y, const int32_t* ids,
                                const float* weights, int64_t n, int top_k, int64_t dim,
-                               int32_t experts, float* out);
+                               int32_t first_expert, int32_t experts, float* out);
 
 // ---- gemm_mma.cu (fast precision, many tokens) -----------------------------------------
 

@@ -241,17 +241,17 @@ __global__ void __launch_bounds__(kWarps * kWarpSize, 2)
 }
 
 // One thread per (token, output element): the top_k expert outputs summed in order with
-// their router weights (as ref_moe); assignments whose expert id was invalid add nothing.
+// their router weights (as ref_moe); experts outside the weights' slice add nothing.
 __global__ void moe_combine_kernel(const float* __restrict__ y, const int32_t* __restrict__ ids,
                                    const float* __restrict__ weights, int64_t n, int top_k,
-                                   int64_t dim, int32_t experts, float* __restrict__ out) {
+                                   int64_t dim, int32_t first_expert, int32_t experts, float* __restrict__ out) {
   const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= n * dim) return;
   const int64_t t = i / dim, r = i % dim;
   float o = 0.0f;
   for (int j = 0; j < top_k; ++j) {
     const int64_t a = t * top_k + j;
-    const int32_t e = ids[a];
+    const int32_t e = ids[a] - first_expert;
     if (e >= 0 && e < experts) o += weights[a] * y[a * dim + r];
   }
   out[i] = o;
@@ -314,11 +314,11 @@ cudaError_t launch_moe_f32(cudaStream_t s, bool stage1, const float* x, int act_
 
 cudaError_t launch_moe_combine(cudaStream_t s, const float* y, const int32_t* ids,
                                const float* weights, int64_t n, int top_k, int64_t dim,
-                               int32_t experts, float* out) {
+                               int32_t first_expert, int32_t experts, float* out) {
   if (n == 0) return cudaSuccess;
   const int64_t total = n * dim;
   moe_combine_kernel<<<unsigned((total + 255) / 256), 256, 0, s>>>(y, ids, weights, n, top_k, dim,
-                                                                  experts, out);
+                                                                  first_expert, experts, out);
   return cudaGetLastError();
 }
 

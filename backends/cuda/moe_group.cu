@@ -10,30 +10,22 @@ namespace {
 
 constexpr int kGroupThreads = 1024;
 
-__device__ void report_expert(DeviceError* err, int64_t value, int64_t limit) {
-  if (err != nullptr && atomicCAS(&err->code, 0, kErrExpertId) == 0) {
-    err->value = value;
-    err->limit = limit;
-  }
-}
-
 // One block. All threads count; warp 0 scans the counts (each lane a run of consecutive
 // experts) and then scatters the assignments one warp-width chunk at a time, in order: lanes
 // with the same expert (match_any) take consecutive places by lane, so every expert's list
 // is in ascending assignment order and the result does not depend on thread timing.
-// Assignments with an expert id out of range are reported and left out of every list.
+// Expert ids are made relative to first_expert; ids outside [0, experts) then are another
+// device's (expert parallelism) and stay out of every list.
 __global__ void __launch_bounds__(kGroupThreads)
     moe_group_kernel(const int32_t* __restrict__ ids, int64_t n_assign, int32_t experts,
-                     int32_t tile_m, int32_t* __restrict__ offsets,
-                     int32_t* __restrict__ tile_offsets, int32_t* __restrict__ order,
-                     DeviceError* err) {
+                     int32_t first_expert, int32_t tile_m, int32_t* __restrict__ offsets,
+                     int32_t* __restrict__ tile_offsets, int32_t* __restrict__ order) {
   __shared__ int32_t count[kMaxExperts];
   for (int e = threadIdx.x; e < experts; e += blockDim.x) count[e] = 0;
   __syncthreads();
   for (int64_t a = threadIdx.x; a < n_assign; a += blockDim.x) {
-    const int32_t e = ids[a];
+    const int32_t e = ids[a] - first_expert;
     if (e >= 0 && e < experts) atomicAdd(&count[e], 1);
-    else report_expert(err, e, experts);
   }
   __syncthreads();
   if (threadIdx.x >= kWarpSize) return;
@@ -75,7 +67,7 @@ __global__ void __launch_bounds__(kGroupThreads)
   const unsigned lower = (1u << lane) - 1u;  // lanes below this one (warp width 32)
   for (int64_t base = 0; base < n_assign; base += kWarpSize) {
     const int64_t a = base + lane;
-    const int32_t e = a < n_assign ? ids[a] : -1;
+    const int32_t e = a < n_assign ? ids[a] - first_expert : -1;
     const bool valid = e >= 0 && e < experts;
     const unsigned peers = __match_any_sync(0xffffffffu, valid ? e : experts + lane);
     if (valid) order[count[e] + __popc(peers & lower)] = int32_t(a);
@@ -88,11 +80,11 @@ __global__ void __launch_bounds__(kGroupThreads)
 }  // namespace
 
 cudaError_t launch_moe_group(cudaStream_t s, const int32_t* ids, int64_t n_assign, int32_t experts,
-                             int32_t tile_m, int32_t* offsets, int32_t* tile_offsets,
-                             int32_t* order, DeviceError* err) {
+                             int32_t first_expert, int32_t tile_m, int32_t* offsets, int32_t* tile_offsets,
+                             int32_t* order) {
   if (experts < 1 || experts > kMaxExperts || tile_m < 1) return cudaErrorInvalidValue;
-  moe_group_kernel<<<1, kGroupThreads, 0, s>>>(ids, n_assign, experts, tile_m, offsets,
-                                              tile_offsets, order, err);
+  moe_group_kernel<<<1, kGroupThreads, 0, s>>>(ids, n_assign, experts, first_expert, tile_m, offsets,
+                                              tile_offsets, order);
   return cudaGetLastError();
 }
 

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <type_traits>
 #include <vector>
 
 #include <cuda_runtime_api.h>
@@ -41,6 +42,10 @@ struct OpSignature {
     std::memcpy(&word[n], &v, sizeof(T));
     n += int(words);
     return *this;
+  }
+  // A struct with padding by its fields (its padding bytes are indeterminate).
+  OpSignature& add(const gptoss_rope_params& p) {
+    return add(p.theta).add(p.scaling_factor).add(p.original_context).add(p.beta_fast).add(p.beta_slow).add(p.truncate);
   }
   bool operator==(const OpSignature& o) const {
     return !overflow && !o.overflow && n == o.n && std::memcmp(word, o.word, sizeof(uint64_t) * size_t(n)) == 0;

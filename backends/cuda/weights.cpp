@@ -3,6 +3,7 @@
 //   dense matrices:  bf16 or f32 as given; f16 and Q8_0 widened to f32 (exact; the kernels
 //                    read bf16 or f32);
 //   vectors:         norms, biases (also the [experts, rows] bias tables), sinks: f32.
+#include <cstddef>
 #include <cstring>
 #include <memory>
 #include <new>
@@ -64,7 +65,7 @@ void widen_row(const gptoss_tensor_desc& d, size_t row, size_t cols, float* out)
 // One device allocation for the tensor's parts (MXFP4: codes, then scales at a 256-byte
 // boundary), filled by the device's uploader. `keep` holds converted host data alive.
 gptoss_status upload(Device& dev, Weight& w, const void* parts[2], const size_t sizes[2],
-                     const std::shared_ptr<const void>& keep) {
+                     const std::shared_ptr<const void>& keep, bool persistent) {
   const size_t offset1 = (sizes[0] + 255) / 256 * 256;
   w.bytes = offset1 + sizes[1];
   if (cudaError_t e = cudaMalloc(&w.block, w.bytes); e != cudaSuccess) {
@@ -74,7 +75,10 @@ gptoss_status upload(Device& dev, Weight& w, const void* parts[2], const size_t 
   for (int i = 0; i < 2; ++i)
     if (sizes[i] > 0)
       dev.uploader->enqueue(static_cast<char*>(w.block) + (i == 0 ? 0 : offset1), parts[i], sizes[i], keep, w.name);
-  // ABI 1: the host memory is valid during this call only.
+  // Between weights_begin and weights_end, a tensor whose host bytes persist (or that we
+  // converted) is copied in the background; otherwise the host memory is valid during this
+  // call only: wait for it.
+  if (dev.async_weights && persistent) return gptoss_status_success;
   if (gptoss_status st = dev.uploader->wait(nullptr); st != gptoss_status_success) {
     cudaFree(w.block);
     w.block = nullptr;
@@ -85,8 +89,30 @@ gptoss_status upload(Device& dev, Weight& w, const void* parts[2], const size_t 
 
 }  // namespace
 
-gptoss_status weight_upload(void* dev_, const gptoss_tensor_desc* desc, void** weight_out) {
-  auto* dev = static_cast<Device*>(dev_);
+gptoss_status weights_begin(gptoss_backend_device_t dev_, uint64_t total_bytes, size_t) {
+  if (dev_ == nullptr) return fail(gptoss_status_invalid_argument, "weights_begin: no device");
+  Device& dev = device_of(dev_);
+  if (gptoss_status st = dev.activate(); st != gptoss_status_success) return st;
+  size_t free_bytes = 0, total = 0;
+  if (cudaError_t e = cudaMemGetInfo(&free_bytes, &total); e != cudaSuccess) return fail(e, "weights_begin");
+  if (total_bytes > free_bytes)  // before gigabytes are read
+    return fail(gptoss_status_insufficient_memory,
+                "the model's weights need " + std::to_string(total_bytes >> 20) + " MiB; " + dev.info.name + " has " +
+                    std::to_string(free_bytes >> 20) + " MiB free of " + std::to_string(total >> 20));
+  dev.async_weights = true;
+  return gptoss_status_success;
+}
+
+gptoss_status weights_end(gptoss_backend_device_t dev_) {
+  if (dev_ == nullptr) return fail(gptoss_status_invalid_argument, "weights_end: no device");
+  Device& dev = device_of(dev_);
+  dev.async_weights = false;
+  return dev.uploader->wait(nullptr);
+}
+
+gptoss_status weight_upload(gptoss_backend_device_t dev_, const gptoss_tensor_desc* desc,
+                            gptoss_backend_weight_t* weight_out) {
+  Device* dev = dev_ != nullptr ? &device_of(dev_) : nullptr;
   if (dev == nullptr || desc == nullptr || weight_out == nullptr || desc->data == nullptr)
     return fail(gptoss_status_invalid_argument, "weight_upload: null argument");
   const std::string name = desc->name != nullptr ? desc->name : "(unnamed tensor)";
@@ -113,6 +139,10 @@ gptoss_status weight_upload(void* dev_, const gptoss_tensor_desc* desc, void** w
   if (w == nullptr) return fail(gptoss_status_insufficient_memory, name);
   w->name = name;
   w->ndim = desc->ndim;
+  w->first_expert = desc->struct_size >= offsetof(gptoss_tensor_desc, first_expert) + sizeof(int32_t)
+                        ? desc->first_expert
+                        : 0;
+  const bool persistent = (desc->flags & GPTOSS_TENSOR_PERSISTENT) != 0;
   for (uint32_t i = 0; i < desc->ndim; ++i) w->shape[i] = desc->shape[i];
   gptoss_status st = gptoss_status_success;
   try {
@@ -124,7 +154,7 @@ gptoss_status weight_upload(void* dev_, const gptoss_tensor_desc* desc, void** w
       w->kind = Weight::Kind::mxfp4;
       const void* parts[2] = {desc->data, desc->scales};
       const size_t sizes[2] = {desc->data_size, scale_bytes};
-      st = upload(*dev, *w, parts, sizes, nullptr);
+      st = upload(*dev, *w, parts, sizes, nullptr, persistent);
       const int64_t experts = desc->ndim == 3 ? desc->shape[0] : 1;
       w->mxfp4 = Mxfp4View{static_cast<const uint8_t*>(w->block),
                            static_cast<const uint8_t*>(w->block) + (desc->data_size + 255) / 256 * 256,
@@ -142,7 +172,7 @@ gptoss_status weight_upload(void* dev_, const gptoss_tensor_desc* desc, void** w
         parts[0] = wide->data();
         sizes[0] = wide->size() * sizeof(float);
       }
-      st = upload(*dev, *w, parts, sizes, wide);
+      st = upload(*dev, *w, parts, sizes, wide, persistent || wide != nullptr);
       w->dense = DenseView{w->block, keep && desc->dtype == gptoss_dtype_bf16 ? Dt::bf16 : Dt::f32,
                            int64_t(rows), int64_t(cols)};
     }
@@ -153,14 +183,17 @@ gptoss_status weight_upload(void* dev_, const gptoss_tensor_desc* desc, void** w
     delete w;
     return st;
   }
-  *weight_out = w;
+  *weight_out = reinterpret_cast<gptoss_backend_weight_t>(w);
   return gptoss_status_success;
 }
 
-void weight_free(void* dev, void* weight) {
-  auto* w = static_cast<Weight*>(weight);
-  if (w == nullptr) return;
-  if (dev != nullptr) static_cast<Device*>(dev)->activate();
+void weight_free(gptoss_backend_device_t dev, gptoss_backend_weight_t weight) {
+  if (weight == nullptr) return;
+  auto* w = const_cast<Weight*>(&weight_of(weight));
+  if (dev != nullptr) {
+    device_of(dev).activate();
+    device_of(dev).uploader->wait(nullptr);  // its copy may still be running
+  }
   cudaFree(w->block);
   delete w;
 }
