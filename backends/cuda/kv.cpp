@@ -92,7 +92,10 @@ gptoss_status kv_grow(gptoss_backend_device_t dev_, gptoss_backend_kv_t kv_, siz
 
 void kv_destroy(gptoss_backend_device_t dev, gptoss_backend_kv_t kv) {
   if (kv == nullptr) return;
-  if (dev != nullptr) device_of(dev).activate();
+  if (dev != nullptr) {
+    device_of(dev).activate();
+    ++device_of(dev).epoch;  // no captured step may point at it any more
+  }
   release(kv_of(kv));
   delete &kv_of(kv);
 }

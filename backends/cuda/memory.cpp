@@ -124,8 +124,15 @@ gptoss_status buffer_write(Stm stream, Buf buf, size_t offset, const void* host,
       src = staged;
     }
   }
-  const cudaError_t e = cudaMemcpyAsync(ptr<char>(buf) + offset, src, bytes, cudaMemcpyHostToDevice, s.stream);
-  return e == cudaSuccess ? gptoss_status_success : fail(e, "buffer_write");
+  auto write = [&s, buf, offset, src, bytes] {
+    const cudaError_t e = cudaMemcpyAsync(ptr<char>(buf) + offset, src, bytes, cudaMemcpyHostToDevice, s.stream);
+    return e == cudaSuccess ? gptoss_status_success : fail(e, "buffer_write");
+  };
+  if (!s.graph.has_ops()) return write();
+  // Writes come before a step's ops (ABI 2); one after them makes the step run eagerly.
+  OpSignature not_replayable;
+  not_replayable.overflow = true;
+  return s.graph.op(not_replayable, write);
 }
 
 gptoss_status buffer_read(Stm stream, Buf buf, size_t offset, void* host, size_t bytes) {

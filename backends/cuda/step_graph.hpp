@@ -67,6 +67,8 @@ class StepGraph {
   gptoss_status end();
   // The captured graph may hold pointers that changed (a KV cache grown, a workspace moved).
   void drop();
+  // Whether the current step has issued ops (a buffer_write after them cannot be replayed).
+  bool has_ops() const { return in_step_ && !sigs_.empty(); }
   // GPTOSS_CUDA_GRAPHS=0 turns graphs off (and GPTOSS_CUDA_SYNC=1 does, which synchronises).
   static bool enabled();
 

@@ -193,6 +193,7 @@ void weight_free(gptoss_backend_device_t dev, gptoss_backend_weight_t weight) {
   if (dev != nullptr) {
     device_of(dev).activate();
     device_of(dev).uploader->wait(nullptr);  // its copy may still be running
+    ++device_of(dev).epoch;                  // no captured step may point at it any more
   }
   cudaFree(w->block);
   delete w;
