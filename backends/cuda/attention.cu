@@ -266,8 +266,89 @@ __global__ void attention_merge_kernel(AttnSeqArgs a) {
   a.out[(t * a.n_heads + h) * HD + d] = o / denom;
 }
 
+// Any head size up to kAttnMaxHeadDim (no real model's: every gpt-oss model has 64): one
+// block per (query row, head); keys in chunks of kThreads, each thread one key's score, then
+// thread d the chunk's weighted values at dimension d, with the online softmax across chunks.
+// Element by element, in the same fp32 arithmetic as the kernels above.
 template <typename KT>
-cudaError_t launch_typed(cudaStream_t s, AttnSeqArgs a, int64_t n_tokens) {
+__global__ void __launch_bounds__(kThreads) attention_any_kernel(AttnSeqArgs a, int hd) {
+  __shared__ float q_s[kAttnMaxHeadDim], acc_s[kAttnMaxHeadDim], p_s[kThreads], red[kThreads / kWarpSize];
+  __shared__ int64_t slot_s[kThreads];
+  const int tid = threadIdx.x;
+  const AttnSeq sq = a.seqs[blockIdx.x / a.q_blocks];
+  const int t_local = int(blockIdx.x % a.q_blocks);
+  if (!seq_ok(a, sq, 1)) {
+    if (t_local == 0 && tid == 0 && blockIdx.y == 0) report(a.err, kErrAttnSeq, blockIdx.x / a.q_blocks, a.n_tokens);
+    return;
+  }
+  if (t_local >= sq.n_q) return;
+  const int h = blockIdx.y, kvh = h / a.group;
+  const int64_t row = int64_t(sq.q_begin) + t_local, kv_dim = int64_t(a.n_heads / a.group) * hd;
+  const int32_t pos = sq.pos_begin + t_local, lo = a.window > 0 ? max(0, pos - a.window + 1) : 0;
+  const KT* k_cache = static_cast<const KT*>(a.k_cache);
+  const KT* v_cache = static_cast<const KT*>(a.v_cache);
+  for (int d = tid; d < hd; d += kThreads) {
+    q_s[d] = a.q[(row * a.n_heads + h) * hd + d];
+    acc_s[d] = 0.0f;
+  }
+  auto block_reduce = [&](float v, bool is_max) {
+    v = is_max ? warp_max<kWarpSize>(v) : warp_sum<kWarpSize>(v);
+    __syncthreads();
+    if (tid % kWarpSize == 0) red[tid / kWarpSize] = v;
+    __syncthreads();
+    float r = red[0];
+    for (int w = 1; w < kThreads / kWarpSize; ++w) r = is_max ? fmaxf(r, red[w]) : r + red[w];
+    return r;
+  };
+  float m = -INFINITY, l = 0.0f;
+  __syncthreads();
+  for (int32_t base = lo; base <= pos; base += kThreads) {
+    const int32_t kp = base + tid;
+    float sc = -INFINITY;
+    int64_t slot = -1;
+    if (kp <= pos) {
+      const int64_t entry = int64_t(sq.page_table_offset) + kp / a.page_size;
+      const int64_t page = entry >= 0 && entry < a.page_table_len ? a.page_table[entry] : -1;
+      slot = page * a.page_size + kp % a.page_size;
+      if (page < 0 || slot >= a.n_slots) {
+        report(a.err, kErrPageTable, page < 0 ? entry : slot, page < 0 ? a.page_table_len : a.n_slots);
+        slot = -1;
+      } else {
+        float dot = 0.0f;
+        for (int d = 0; d < hd; ++d) dot = fmaf(q_s[d], load1(k_cache + slot * kv_dim + int64_t(kvh) * hd + d), dot);
+        sc = dot * a.scale;
+      }
+    }
+    slot_s[tid] = slot;
+    const float mt = block_reduce(sc, true);
+    if (mt == -INFINITY) continue;  // no readable key in this chunk (every thread agrees)
+    const float m_new = fmaxf(m, mt), corr = expf(m - m_new);
+    const float p = sc == -INFINITY ? 0.0f : expf(sc - m_new);
+    p_s[tid] = p;
+    l = l * corr + block_reduce(p, false);
+    m = m_new;
+    __syncthreads();  // p_s, slot_s
+    const int n = min(kThreads, int(pos - base + 1));
+    for (int d = tid; d < hd; d += kThreads) {
+      float o = acc_s[d] * corr;
+      for (int j = 0; j < n; ++j)
+        if (slot_s[j] >= 0) o = fmaf(p_s[j], load1(v_cache + slot_s[j] * kv_dim + int64_t(kvh) * hd + d), o);
+      acc_s[d] = o;
+    }
+    __syncthreads();
+  }
+  const float sink = a.sinks[h], M = fmaxf(m, sink), f = expf(m - M), inv = f / (l * f + expf(sink - M));
+  for (int d = tid; d < hd; d += kThreads) a.out[(row * a.n_heads + h) * hd + d] = acc_s[d] * inv;
+}
+
+template <typename KT>
+cudaError_t launch_typed(cudaStream_t s, AttnSeqArgs a, int64_t n_tokens, int head_dim) {
+  if (head_dim != HD) {
+    a.q_blocks = a.max_q;
+    attention_any_kernel<KT><<<dim3(unsigned(int64_t(a.n_seqs) * a.q_blocks), unsigned(a.n_heads)), kThreads, 0, s>>>(
+        a, head_dim);
+    return cudaGetLastError();
+  }
   const unsigned n_kv = unsigned(a.n_heads / a.group);
   if (n_tokens <= kAttnDecodeMaxTokens && a.group <= 16) {
     a.q_blocks = a.max_q;  // one token per block
@@ -285,17 +366,19 @@ cudaError_t launch_typed(cudaStream_t s, AttnSeqArgs a, int64_t n_tokens) {
 
 }  // namespace
 
-size_t attention_scratch_bytes(int64_t n_tokens, int64_t n_heads) {
-  return n_tokens <= kAttnDecodeMaxTokens
+size_t attention_scratch_bytes(int64_t n_tokens, int64_t n_heads, int head_dim) {
+  return n_tokens <= kAttnDecodeMaxTokens && head_dim == HD
              ? size_t(n_tokens * n_heads * kAttnMaxSplits * (HD + 2)) * sizeof(float)
              : 0;
 }
 
-cudaError_t launch_attention(cudaStream_t s, const AttnSeqArgs& a, int64_t n_tokens, Dt kv_dt) {
+cudaError_t launch_attention(cudaStream_t s, const AttnSeqArgs& a, int64_t n_tokens, int head_dim, Dt kv_dt) {
   if (n_tokens == 0 || a.n_seqs == 0) return cudaSuccess;
-  if (a.group < 1 || a.group > 64 || a.n_heads % a.group != 0 || a.page_size < 1 || a.max_q < 1)
+  if (a.group < 1 || a.n_heads % a.group != 0 || a.page_size < 1 || a.max_q < 1 || head_dim < 1 ||
+      head_dim > kAttnMaxHeadDim || (head_dim == HD && a.group > 64))
     return cudaErrorInvalidValue;
-  return kv_dt == Dt::bf16 ? launch_typed<uint16_t>(s, a, n_tokens) : launch_typed<float>(s, a, n_tokens);
+  return kv_dt == Dt::bf16 ? launch_typed<uint16_t>(s, a, n_tokens, head_dim)
+                           : launch_typed<float>(s, a, n_tokens, head_dim);
 }
 
 }  // namespace gptoss::cuda

@@ -117,7 +117,8 @@ cudaError_t launch_sample(cudaStream_t s, const float* logits, const SampleRow* 
 
 // ---- attention.cu, attention_mma.cu (plugin ABI 2's sequence-based attention call) ------
 
-constexpr int kAttnHeadDim = 64;        // the kernels' head size (every gpt-oss model)
+constexpr int kAttnHeadDim = 64;        // the tiled kernels' head size (every gpt-oss model)
+constexpr int kAttnMaxHeadDim = 256;    // other sizes up to this take a simple kernel
 constexpr int kAttnDecodeMaxTokens = 8;  // calls of up to this many tokens split their keys
 
 // Layout of struct gptoss_attn_seq: query rows q_begin .. q_begin + n_q - 1 at positions
@@ -152,10 +153,11 @@ struct AttnSeqArgs {
   DeviceError* err;
 };
 // Scratch of launch_attention: the split partials of decode-shaped calls.
-size_t attention_scratch_bytes(int64_t n_tokens, int64_t n_heads);
+size_t attention_scratch_bytes(int64_t n_tokens, int64_t n_heads, int head_dim);
 // fp32 attention: decode-shaped calls (n_tokens <= kAttnDecodeMaxTokens) split each token's
-// keys over up to 16 blocks; longer calls take 64 rows per block.
-cudaError_t launch_attention(cudaStream_t s, const AttnSeqArgs& a, int64_t n_tokens, Dt kv_dt);
+// keys over up to 16 blocks; longer calls take 64 rows per block; a head_dim other than 64
+// (up to kAttnMaxHeadDim) takes a kernel of one block per (row, head).
+cudaError_t launch_attention(cudaStream_t s, const AttnSeqArgs& a, int64_t n_tokens, int head_dim, Dt kv_dt);
 // Tensor-core prefill attention (fast precision): 64 / group tokens x group heads per block.
 bool attention_mma_supported(int32_t group);
 cudaError_t launch_attention_mma(cudaStream_t s, AttnSeqArgs a, Dt kv_dt);

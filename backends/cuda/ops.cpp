@@ -103,11 +103,17 @@ gptoss_status run_linear(Stream& s, Buf x, const LinearSegs& segs, size_t n_toke
 }
 
 gptoss_status do_linear(Stream& s, Buf x, Wt w, Wt b, size_t n, size_t n_in, size_t n_out, Buf out) {
-  DenseView m;
   const float* bias;
-  if (gptoss_status st = dense_arg(w, int64_t(n_out), int64_t(n_in), "linear", &m); st != gptoss_status_success) return st;
   if (gptoss_status st = vector_arg(b, int64_t(n_out), "linear", "bias", true, &bias); st != gptoss_status_success) return st;
-  if (n > 0 && out == nullptr) return bad("linear", "null buffer");
+  if (n > 0 && (x == nullptr || out == nullptr)) return bad("linear", "null buffer");
+  if (w != nullptr && weight_of(w).kind == Weight::Kind::mxfp4) {
+    const Weight& m = weight_of(w);
+    if (m.mxfp4.experts != 1 || m.mxfp4.rows != int64_t(n_out) || m.mxfp4.cols != int64_t(n_in))
+      return bad("linear", m.name + " is not one [" + std::to_string(n_out) + ", " + std::to_string(n_in) + "] matrix");
+    return mxfp4_linear(s, ptr<const float>(x), m, bias, n, ptr<float>(out));
+  }
+  DenseView m;
+  if (gptoss_status st = dense_arg(w, int64_t(n_out), int64_t(n_in), "linear", &m); st != gptoss_status_success) return st;
   return run_linear(s, x, one_linear(m, bias, ptr<float>(out)), n, n_in, "linear");
 }
 
@@ -166,10 +172,12 @@ gptoss_status do_attention(Stream& s, Buf q, Kv kv_, uint32_t layer, Wt sinks, B
     return bad("attention", std::to_string(shape.n_heads) + " heads over " + std::to_string(n_kv) + " KV heads, " +
                                 std::to_string(shape.n_seqs) + " sequences of at most " + std::to_string(shape.max_q) +
                                 " of " + std::to_string(shape.n_tokens) + " rows");
-  if (kv.desc.head_dim != uint32_t(kAttnHeadDim) || shape.n_heads / n_kv > 64)
+  const int hd = int(kv.desc.head_dim);
+  if (hd > kAttnMaxHeadDim || (hd == kAttnHeadDim && shape.n_heads / n_kv > 64))
     return fail(gptoss_status_unsupported_argument,
-                "attention: head_dim " + std::to_string(kv.desc.head_dim) + " with " + std::to_string(shape.n_heads / n_kv) +
-                    " query heads per KV head (the CUDA kernels take head_dim 64, at most 64 per KV head)");
+                "attention: head_dim " + std::to_string(hd) + " with " + std::to_string(shape.n_heads / n_kv) +
+                    " query heads per KV head (the CUDA kernels take heads of up to " +
+                    std::to_string(kAttnMaxHeadDim) + ", and 64 at most 64 per KV head)");
   const float* sink;
   if (gptoss_status st = vector_arg(sinks, int64_t(shape.n_heads), "attention", "sinks", false, &sink); st != gptoss_status_success)
     return st;
@@ -194,14 +202,15 @@ gptoss_status do_attention(Stream& s, Buf q, Kv kv_, uint32_t layer, Wt sinks, B
   a.scale = shape.scale;
   a.out = ptr<float>(out);
   a.err = s.dev->error_device;
-  if (!s.dev->exact && shape.n_tokens > uint32_t(kAttnDecodeMaxTokens) && attention_mma_supported(a.group))
+  if (!s.dev->exact && hd == kAttnHeadDim && shape.n_tokens > uint32_t(kAttnDecodeMaxTokens) &&
+      attention_mma_supported(a.group))
     return launched(s, launch_attention_mma(s.stream, a, kv.dt), "attention");
-  if (const size_t scratch = attention_scratch_bytes(shape.n_tokens, shape.n_heads); scratch > 0) {
+  if (const size_t scratch = attention_scratch_bytes(shape.n_tokens, shape.n_heads, hd); scratch > 0) {
     void* ws;
     if (gptoss_status st = s.workspace.reserve(*s.dev, s.stream, scratch, &ws); st != gptoss_status_success) return st;
     a.partial = static_cast<float*>(ws);
   }
-  return launched(s, launch_attention(s.stream, a, shape.n_tokens, kv.dt), "attention");
+  return launched(s, launch_attention(s.stream, a, shape.n_tokens, hd, kv.dt), "attention");
 }
 
 gptoss_status do_router(Stream& s, Buf x, Wt w, Wt b, size_t n, size_t dim, size_t experts, size_t top_k, Buf ids,

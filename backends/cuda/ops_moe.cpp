@@ -64,6 +64,49 @@ gptoss_status moe_pass(Stream& s, const float* x, const int32_t* ids, const floa
 
 }  // namespace
 
+// A dense linear whose weight is one MXFP4 matrix (the ABI allows it; the model's MXFP4
+// tensors are experts): the MoE's second projection with every token routed to expert 0,
+// so its three arithmetics (exact fp32, int8, tensor cores) apply unchanged.
+gptoss_status mxfp4_linear(Stream& s, const float* x, const Weight& w, const float* bias, size_t n_tokens, float* out) {
+  if (n_tokens == 0) return gptoss_status_success;
+  const Mxfp4View m = w.mxfp4;
+  const int64_t n = int64_t(n_tokens);
+  const bool exact = s.dev->exact, few = n_tokens <= kGemvMaxTokens;
+  const int32_t tile_m = !exact && !few ? kGemmTileM : (n == 1 ? 1 : kMoeGemvTile);
+  auto layout = [&](Carve& c, int32_t*& ids, MoeRouting& r, int8_t*& xq, float*& xd) {
+    ids = c.take<int32_t>(size_t(n));
+    int32_t* offsets = c.take<int32_t>(2);
+    int32_t* tiles = c.take<int32_t>(2);
+    r = MoeRouting{offsets, tiles, c.take<int32_t>(size_t(n)), 1, tile_m};
+    xq = !exact && few ? c.take<int8_t>(size_t(n * m.cols)) : nullptr;
+    xd = !exact && few ? c.take<float>(size_t(n * m.cols / 32)) : nullptr;
+  };
+  int32_t* ids;
+  MoeRouting routing;
+  int8_t* xq;
+  float* xd;
+  Carve measure;
+  layout(measure, ids, routing, xq, xd);
+  void* ws;
+  if (gptoss_status st = s.workspace.reserve(*s.dev, s.stream, measure.used(), &ws); st != gptoss_status_success) return st;
+  Carve carve(ws);
+  layout(carve, ids, routing, xq, xd);
+  const int64_t tiles = moe_max_tiles(n, 1, tile_m);
+  cudaError_t e = cudaMemsetAsync(ids, 0, size_t(n) * sizeof(int32_t), s.stream);
+  if (e == cudaSuccess)
+    e = launch_moe_group(s.stream, ids, n, 1, 0, tile_m, const_cast<int32_t*>(routing.offsets),
+                         const_cast<int32_t*>(routing.tile_offsets), const_cast<int32_t*>(routing.order));
+  if (!exact && few) {
+    if (e == cudaSuccess) e = launch_quantize_q8(s.stream, x, n, m.cols, xq, xd);
+    if (e == cudaSuccess) e = launch_moe_q8(s.stream, false, xq, xd, 1, m, bias, routing, tiles, 0.0f, nullptr, nullptr, out);
+  } else if (exact) {
+    if (e == cudaSuccess) e = launch_moe_f32(s.stream, false, x, 1, m, bias, routing, tiles, 0.0f, out);
+  } else {
+    if (e == cudaSuccess) e = launch_gemm_moe(s.stream, false, x, 1, m, bias, routing, tiles, 0.0f, out);
+  }
+  return launched(s, e, "linear");
+}
+
 gptoss_status do_moe(Stream& s, Buf x, Buf ids, Buf gates, Wt mlp1, Wt mlp1_bias, Wt mlp2, Wt mlp2_bias, size_t n_tokens,
                      size_t dim, size_t inter, size_t top_k, float limit, Buf out) {
   if (mlp1 == nullptr || mlp2 == nullptr) return bad("moe", "no expert weights");

@@ -88,6 +88,7 @@ inline gptoss_status kv_layer(Kv kv, uint32_t layer, const char* op) {
 }
 
 // ops_moe.cpp
+gptoss_status mxfp4_linear(Stream& s, const float* x, const Weight& w, const float* bias, size_t n_tokens, float* out);
 gptoss_status do_moe(Stream& s, Buf x, Buf ids, Buf gates, Wt mlp1, Wt mlp1_bias, Wt mlp2, Wt mlp2_bias, size_t n_tokens,
                      size_t dim, size_t inter, size_t top_k, float limit, Buf out);
 
