@@ -83,20 +83,26 @@ __global__ void add_kernel(float* __restrict__ x, const float* __restrict__ y, i
     x[i] += y[i];
 }
 
-// One block per token: each frequency's cos/sin once (in double, as the reference), then
-// every (head, pair) of the token rotated by one thread.
-__global__ void rope_kernel(float* __restrict__ x, const int32_t* __restrict__ positions,
-                            int64_t n_heads, RopeTable table) {
-  __shared__ float cs[kMaxRopeHalf], sn[kMaxRopeHalf];
-  const int half = table.half;
-  const double pos = double(positions[blockIdx.x]);
-  for (int i = threadIdx.x; i < half; i += blockDim.x) {
+// The cos/sin of every frequency at `position` into shared cs, sn: in double, as the
+// reference computes them, rounded to float once. Ends with a barrier.
+__device__ void rope_cos_sin(const RopeTable& table, int32_t position, float* cs, float* sn) {
+  const double pos = double(position);
+  for (int i = threadIdx.x; i < table.half; i += blockDim.x) {
     double s, c;
     sincos(pos * table.inv_freq[i], &s, &c);
     cs[i] = float(c * table.concentration);
     sn[i] = float(s * table.concentration);
   }
   __syncthreads();
+}
+
+// One block per token: each frequency's cos/sin once, then every (head, pair) of the token
+// rotated by one thread.
+__global__ void rope_kernel(float* __restrict__ x, const int32_t* __restrict__ positions,
+                            int64_t n_heads, RopeTable table) {
+  __shared__ float cs[kMaxRopeHalf], sn[kMaxRopeHalf];
+  const int half = table.half;
+  rope_cos_sin(table, positions[blockIdx.x], cs, sn);
   float* row = x + int64_t(blockIdx.x) * n_heads * 2 * half;
   for (int64_t p = threadIdx.x; p < n_heads * half; p += blockDim.x) {
     const int64_t h = p / half;
@@ -120,14 +126,7 @@ __global__ void rope_kv_write_kernel(float* __restrict__ q, const float* __restr
   __shared__ float cs[kMaxRopeHalf], sn[kMaxRopeHalf];
   const int half = table.half;
   const int64_t t = blockIdx.x, hd = 2 * half, kv_dim = n_kv_heads * hd;
-  const double pos = double(positions[t]);
-  for (int i = threadIdx.x; i < half; i += blockDim.x) {
-    double s, c;
-    sincos(pos * table.inv_freq[i], &s, &c);
-    cs[i] = float(c * table.concentration);
-    sn[i] = float(s * table.concentration);
-  }
-  __syncthreads();
+  rope_cos_sin(table, positions[t], cs, sn);
   const int64_t slot = slots[t];
   const bool slot_ok = slot >= 0 && slot < n_slots;
   if (!slot_ok && threadIdx.x == 0) report(err, kErrKvSlot, slot, n_slots);

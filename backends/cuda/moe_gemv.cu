@@ -69,6 +69,37 @@ __device__ void quantize_block32(float v, int lane, int8_t* q, float* d) {
   if (lane == 0) *d = dd;
 }
 
+// Half-block `half` of block b of weight row `row` (of all experts' rows): its 16 codes as
+// int8 (2v) in q[0..3], in element order; returns the block's scale.
+__device__ float load_half_block(const Mxfp4View& w, int64_t row, int64_t b, int64_t half, uint32_t q[4]) {
+  const uint2 c = *reinterpret_cast<const uint2*>(w.codes + row * (w.cols / 2) + b * 16 + half * 8);
+  e2m1x8_to_i8x8(c.x, q);
+  e2m1x8_to_i8x8(c.y, q + 2);
+  return e8m0_to_f32(w.scales[row * (w.cols / 32) + b]);
+}
+
+// The warp's R row sums per token (times `factor`) plus the expert's bias: stage 1 keeps them
+// in h[h_row0 + r] (lane 0), stage 2 writes out[assignment, row].
+template <bool kStage1, int R, int kTile>
+__device__ void finish_rows(float (&acc)[R][kTile], float factor, const TileRows<kTile>& tr, int32_t expert,
+                            int64_t row0, int64_t n_rows, const float* bias, float (*h)[kTile], int h_row0,
+                            float* out, int lane) {
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    const int64_t row = row0 + r;
+    const float b = bias != nullptr && row < n_rows ? bias[int64_t(expert) * n_rows + row] : 0.0f;
+#pragma unroll
+    for (int t = 0; t < kTile; ++t) {
+      const float v = factor * warp_sum<kWarpSize>(acc[r][t]) + b;
+      if (kStage1) {
+        if (lane == 0) h[h_row0 + r][t] = v;
+      } else if (lane == 0 && t < tr.count && row < n_rows) {
+        out[int64_t(tr.assign[t]) * n_rows + row] = v;
+      }
+    }
+  }
+}
+
 // ---- fast: int8 activations x MXFP4 weights --------------------------------------------
 
 // One warp per 8 rows of one expert; lanes take half-blocks (16 elements: 8 bytes of codes
@@ -106,12 +137,8 @@ __global__ void __launch_bounds__(kWarps * kWarpSize, 2)
     }
 #pragma unroll
     for (int r = 0; r < kRowsPerWarp; ++r) {
-      const int64_t row = expert_row0 + min(row0 + r, n_rows - 1);
-      const uint2 c = *reinterpret_cast<const uint2*>(w.codes + row * (k_dim / 2) + b * 16 + half * 8);
-      const float ws = e8m0_to_f32(w.scales[row * n_blocks + b]);
       uint32_t q[4];
-      e2m1x8_to_i8x8(c.x, q);
-      e2m1x8_to_i8x8(c.y, q + 2);
+      const float ws = load_half_block(w, expert_row0 + min(row0 + r, n_rows - 1), b, half, q);
 #pragma unroll
       for (int t = 0; t < kTile; ++t) {
         if (t >= tr.count) break;
@@ -124,20 +151,7 @@ __global__ void __launch_bounds__(kWarps * kWarpSize, 2)
     }
   }
   // Row sums (x 1/2: the codes were 2v) plus bias; stage 2 ends here.
-#pragma unroll
-  for (int r = 0; r < kRowsPerWarp; ++r) {
-    const int64_t row = row0 + r;
-    const float b = bias != nullptr && row < n_rows ? bias[int64_t(tile.expert) * n_rows + row] : 0.0f;
-#pragma unroll
-    for (int t = 0; t < kTile; ++t) {
-      const float v = 0.5f * warp_sum<kWarpSize>(acc[r][t]) + b;
-      if (kStage1) {
-        if (lane == 0) h[warp * kRowsPerWarp + r][t] = v;
-      } else if (lane == 0 && t < tr.count && row < n_rows) {
-        y[int64_t(tr.assign[t]) * n_rows + row] = v;
-      }
-    }
-  }
+  finish_rows<kStage1>(acc, 0.5f, tr, tile.expert, row0, n_rows, bias, h, warp * kRowsPerWarp, y, lane);
   if (!kStage1) return;
   // Stage 1 epilogue: the block's 64 rows are 32 SwiGLU units = one q8 block of act. Warp t
   // takes token t; lane u unit u.
@@ -196,12 +210,8 @@ __global__ void __launch_bounds__(kWarps * kWarpSize, 2)
     const int64_t b = hb >> 1, half = hb & 1, col = b * 32 + half * 16;
 #pragma unroll
     for (int r = 0; r < kExactRowsPerWarp; ++r) {
-      const int64_t row = expert_row0 + min(row0 + r, n_rows - 1);
-      const uint2 c = *reinterpret_cast<const uint2*>(w.codes + row * (k_dim / 2) + b * 16 + half * 8);
-      const float s = 0.5f * e8m0_to_f32(w.scales[row * n_blocks + b]);
       uint32_t q[4];
-      e2m1x8_to_i8x8(c.x, q);
-      e2m1x8_to_i8x8(c.y, q + 2);
+      const float s = 0.5f * load_half_block(w, expert_row0 + min(row0 + r, n_rows - 1), b, half, q);
       float wv[16];
 #pragma unroll
       for (int i = 0; i < 16; ++i) wv[i] = float(i8_at(q[i / 4], i % 4)) * s;
@@ -216,20 +226,7 @@ __global__ void __launch_bounds__(kWarps * kWarpSize, 2)
       }
     }
   }
-#pragma unroll
-  for (int r = 0; r < kExactRowsPerWarp; ++r) {
-    const int64_t row = row0 + r;
-    const float b = bias != nullptr && row < n_rows ? bias[int64_t(tile.expert) * n_rows + row] : 0.0f;
-#pragma unroll
-    for (int t = 0; t < kTile; ++t) {
-      const float v = warp_sum<kWarpSize>(acc[r][t]) + b;
-      if (kStage1) {
-        if (lane == 0) h[warp * kExactRowsPerWarp + r][t] = v;
-      } else if (lane == 0 && t < tr.count && row < n_rows) {
-        out[int64_t(tr.assign[t]) * n_rows + row] = v;
-      }
-    }
-  }
+  finish_rows<kStage1>(acc, 1.0f, tr, tile.expert, row0, n_rows, bias, h, warp * kExactRowsPerWarp, out, lane);
   if (!kStage1) return;
   __syncthreads();
   const int64_t n_units = n_rows / 2, unit0 = int64_t(blockIdx.x) * (kExactRowsPerBlock / 2);
