@@ -88,8 +88,12 @@ check() { run_check check "$@"; }
 info() { run_check info "$@"; }
 
 # ---- correctness ------------------------------------------------------------------------
+# Every slot against the CPU's scalar reference, in both precisions, at every shape set; then
+# the real shapes timed (median of 20 calls per case, for the log).
 if "$bin/gptoss-conformance" 2>&1 | grep -q backend-ops; then
-  check backend-ops "$bin/gptoss-conformance" backend-ops -b cuda
+  check backend-ops-exact "$bin/gptoss-conformance" backend-ops -b cuda --shapes all
+  check backend-ops-fast "$bin/gptoss-conformance" backend-ops -b cuda --shapes all --precision fast
+  info backend-ops-timed "$bin/gptoss-conformance" backend-ops -b cuda --shapes real,big --precision fast --perf 20
 else
   printf 'backend-ops\tSKIP\tthis build has no backend-ops (plugin ABI 2)\n' >>"$results"
 fi
