@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "gptoss/backend.h"
+
 namespace gptoss::cpu {
 
 inline float bf16_to_f32(uint16_t h) {
@@ -38,20 +40,15 @@ inline float f16_to_f32(uint16_t h) {
   return f;
 }
 
-// E2M1 code (bit 3 = sign) -> value.
-inline constexpr float kMxfp4Values[16] = {0.0f,  0.5f,  1.0f,  1.5f,  2.0f,  3.0f,  4.0f,  6.0f,
-                                           -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f};
-
-// E8M0 scale byte -> 2^(e-127) (e = 255 is NaN in the OCP spec; treated as 2^128 here,
-// which no real checkpoint contains).
-inline float e8m0_to_f32(uint8_t e) { return std::ldexp(1.0f, int(e) - 127); }
+// MXFP4 values (E2M1 codes, E8M0 scales): gptoss_mxfp4_value and gptoss_e8m0_to_f32 of
+// include/gptoss/backend.h, the one definition the core and every backend share.
 
 // Decodes one MXFP4 block (16 code bytes, OpenAI nibble order) into 32 floats.
 inline void mxfp4_decode_block(const uint8_t* codes, uint8_t scale, float* out) {
-  const float s = e8m0_to_f32(scale);
+  const float s = gptoss_e8m0_to_f32(scale);
   for (int j = 0; j < 16; ++j) {
-    out[2 * j] = kMxfp4Values[codes[j] & 0x0f] * s;
-    out[2 * j + 1] = kMxfp4Values[codes[j] >> 4] * s;
+    out[2 * j] = gptoss_mxfp4_value(codes[j] & 0x0f) * s;
+    out[2 * j + 1] = gptoss_mxfp4_value(uint8_t(codes[j] >> 4)) * s;
   }
 }
 

@@ -49,7 +49,7 @@ void decode_row(const Weight& w, size_t row, float* out) {
 const float* e8m0_table() {
   static const auto table = [] {
     std::vector<float> t(256);
-    for (int e = 0; e < 256; ++e) t[size_t(e)] = e8m0_to_f32(uint8_t(e));
+    for (int e = 0; e < 256; ++e) t[size_t(e)] = gptoss_e8m0_to_f32(uint8_t(e));
     return t;
   }();
   return table.data();
@@ -86,10 +86,10 @@ void decode_row_kernel_order(const Weight& w, size_t row, float* out) {
   const uint8_t* p = w.data + row * w.row_bytes;
   const uint8_t* s = w.scales + row * (w.cols / 32);
   for (size_t b = 0; b < w.cols / 32; ++b) {
-    const float scale = e8m0_to_f32(s[b]);
+    const float scale = gptoss_e8m0_to_f32(s[b]);
     for (size_t j = 0; j < 16; ++j) {
-      out[32 * b + j] = kMxfp4Values[p[16 * b + j] & 0x0f] * scale;
-      out[32 * b + 16 + j] = kMxfp4Values[p[16 * b + j] >> 4] * scale;
+      out[32 * b + j] = gptoss_mxfp4_value(p[16 * b + j] & 0x0f) * scale;
+      out[32 * b + 16 + j] = gptoss_mxfp4_value(uint8_t(p[16 * b + j] >> 4)) * scale;
     }
   }
 }
@@ -171,10 +171,10 @@ void matmul_mxfp4_q8_reference(const Weight& w, size_t r0, size_t n_rows, const 
         int32_t s = 0;  // sum of (2v) q over the block, exact in integers
         for (size_t j = 0; j < 16; ++j) {
           const uint8_t c = codes[16 * b + j];
-          s += int32_t(2.0f * kMxfp4Values[c & 15]) * q[q8_pos(b, j)];
-          s += int32_t(2.0f * kMxfp4Values[c >> 4]) * q[q8_pos(b, 16 + j)];
+          s += int32_t(2.0f * gptoss_mxfp4_value(c & 15)) * q[q8_pos(b, j)];
+          s += int32_t(2.0f * gptoss_mxfp4_value(uint8_t(c >> 4))) * q[q8_pos(b, 16 + j)];
         }
-        acc += double(e8m0_to_f32(scales[b]) * x.half_d[t * x.b_stride + b]) * double(s);
+        acc += double(gptoss_e8m0_to_f32(scales[b]) * x.half_d[t * x.b_stride + b]) * double(s);
       }
       y[(t - t0) * ldy + i] = float(acc);
     }

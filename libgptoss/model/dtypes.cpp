@@ -42,17 +42,6 @@ uint16_t f32_to_f16(float f) {
   return uint16_t(sign | h);
 }
 
-float mxfp4_code_value(uint8_t code) {
-  static constexpr float kMagnitude[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
-  float m = kMagnitude[code & 7];
-  return (code & 8) ? -m : m;
-}
-
-float e8m0_to_f32(uint8_t e) {
-  if (e == 255) return std::numeric_limits<float>::quiet_NaN();
-  return std::ldexp(1.0f, static_cast<int>(e) - 127);
-}
-
 void mxfp4_ggml_to_openai(const uint8_t* ggml_qs, uint8_t* openai) {
   // Canonical element k sits in ggml byte k % 16, low nibble for k < 16, high for k >= 16:
   // canonical bytes 0..7 pair the low nibbles of ggml bytes 2j, 2j+1, bytes 8..15 their high
@@ -126,11 +115,11 @@ std::vector<float> dequantize(const gptoss_tensor_desc& d) {
       expect(n / 2, n / 32);
       const auto* s = static_cast<const uint8_t*>(d.scales);
       for (int64_t b = 0; b < n / 32; ++b) {
-        const float scale = e8m0_to_f32(s[b]);
+        const float scale = gptoss_e8m0_to_f32(s[b]);
         for (int j = 0; j < 16; ++j) {
           const uint8_t byte = p[16 * b + j];
-          out[32 * b + 2 * j] = mxfp4_code_value(byte & 0xf) * scale;
-          out[32 * b + 2 * j + 1] = mxfp4_code_value(byte >> 4) * scale;
+          out[32 * b + 2 * j] = gptoss_mxfp4_value(byte & 0xf) * scale;
+          out[32 * b + 2 * j + 1] = gptoss_mxfp4_value(uint8_t(byte >> 4)) * scale;
         }
       }
       break;

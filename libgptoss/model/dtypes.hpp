@@ -30,10 +30,8 @@ float f16_to_f32(uint16_t h);
 // Round to nearest even, subnormals included; beyond the half range: infinity (finite inputs).
 uint16_t f32_to_f16(float f);
 
-// E2M1 code (bit 3 = sign) to its value: magnitudes {0, .5, 1, 1.5, 2, 3, 4, 6}.
-float mxfp4_code_value(uint8_t code);
-// E8M0 scale byte to 2^(e-127) (e = 255 is NaN in the spec; returned as NaN).
-float e8m0_to_f32(uint8_t e);
+// MXFP4 codes and scales decode with gptoss_mxfp4_value and gptoss_e8m0_to_f32
+// (include/gptoss/backend.h), the one definition the backends share.
 
 // One block of 32 codes: ggml keeps element j in the low nibble of qs[j] and element j+16 in
 // the high nibble; OpenAI (canonical) keeps element 2j low and 2j+1 high in byte j.

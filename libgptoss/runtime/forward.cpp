@@ -227,9 +227,13 @@ void ForwardStep::output() const {
   std::vector<size_t> last_token(chunks_.size());  // of each chunk, in the step's rows
   for (size_t i = 0, end = 0; i < chunks_.size(); ++i)
     last_token[i] = (end += chunks_[i].end - chunks_[i].begin) - 1;
-  for (size_t r = 0; r < R; ++r)
-    o.copy(v.xr, r * H * 4, v.x, last_token[size_t(rows_[r] - chunks_.data())] * H * 4, H * 4);
-  o.rmsnorm(v.xr, m_.final_norm(), R, H, c_.rms_norm_eps, v.hr);
+  // Decode usually wants every row, in order: then x itself is the rows to norm.
+  bool every_row = R == T_;
+  for (size_t r = 0; r < R && every_row; ++r) every_row = last_token[size_t(rows_[r] - chunks_.data())] == r;
+  if (!every_row)
+    for (size_t r = 0; r < R; ++r)
+      o.copy(v.xr, r * H * 4, v.x, last_token[size_t(rows_[r] - chunks_.data())] * H * 4, H * 4);
+  o.rmsnorm(every_row ? v.x : v.xr, m_.final_norm(), R, H, c_.rms_norm_eps, v.hr);
   o.linear(v.hr, m_.unembedding(), nullptr, R, H, V, v.logits);
   for (size_t r = 0; r < R; ++r) o.copy(rows_[r]->context->logits_buf_, 0, v.logits, r * V * 4, V * 4);
   if (n_sampled_ == 0) return;

@@ -146,11 +146,11 @@ TEST_CASE("ggml MXFP4 blocks keep element j low and j+16 high (checked against t
   std::vector<float> ggml_values;
   for (size_t b = 0; b < down->size / 17; ++b) {
     const uint8_t* blk = down->data + 17 * b;
-    const float scale = e8m0_to_f32(blk[0]);
+    const float scale = gptoss_e8m0_to_f32(blk[0]);
     float v[32];
     for (int j = 0; j < 16; ++j) {
-      v[j] = mxfp4_code_value(blk[1 + j] & 0xf) * scale;
-      v[j + 16] = mxfp4_code_value(blk[1 + j] >> 4) * scale;
+      v[j] = gptoss_mxfp4_value(blk[1 + j] & 0xf) * scale;
+      v[j + 16] = gptoss_mxfp4_value(uint8_t(blk[1 + j] >> 4)) * scale;
     }
     ggml_values.insert(ggml_values.end(), v, v + 32);
   }

@@ -1,7 +1,8 @@
 #pragma once
-// Subcommands of gptoss-conformance. Each runs one folder in the format of
-// ../shared/conformance/<kind>/, prints one line per failure and a final
-// "N passed, M failed" line, and returns the process exit code (0 only if nothing failed).
+// Subcommands of gptoss-conformance. logits, tokenizer and harmony each run one folder in the
+// format of ../shared/conformance/<kind>/; backend-ops runs every backend slot against the
+// CPU's scalar reference. Each prints a final "N passed, M failed" line and returns the
+// process exit code (0 only if nothing failed).
 #include <string>
 #include <vector>
 
@@ -16,5 +17,7 @@ struct Args {
 int run_logits(const Args& args);
 int run_tokenizer(const Args& args);
 int run_harmony(const Args& args);
+// backend-ops takes no DIR: its arguments as given (backend_ops.cpp).
+int run_backend_ops(const std::vector<std::string>& args);
 
 }  // namespace gptoss::conformance

@@ -1,4 +1,5 @@
 // gptoss-conformance <logits|tokenizer|harmony> [--tokenizer-json PATH] [flags] DIR
+// gptoss-conformance backend-ops [-b BACKEND] [-o OP] [...] (backend_ops.cpp)
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -11,6 +12,8 @@ int usage() {
   std::fprintf(stderr,
                "usage: gptoss-conformance <logits|tokenizer|harmony> [--tokenizer-json PATH] "
                "[options] DIR\n"
+               "       gptoss-conformance backend-ops [-b BACKEND] [-o OP[,OP...]] [--shapes ...]\n"
+               "                                      [--precision exact|fast] [--perf N] [--list]\n"
                "  logits options: --format hf|gguf|both (default both), --precision exact|fast\n"
                "                  (default exact), --kv f32|bf16 (default f32), --backend NAME\n"
                "                  (default cpu), --split layer|none|expert (default layer: every\n"
@@ -57,6 +60,15 @@ int bad_option(const std::string& message) {
 
 int main(int argc, char** argv) {
   using namespace gptoss::conformance;
+  if (argc >= 2 && std::strcmp(argv[1], "backend-ops") == 0) {
+    try {
+      return run_backend_ops(std::vector<std::string>(argv + 2, argv + argc));
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "gptoss-conformance: %s\n", e.what());
+      std::printf("0 passed, 1 failed\n");
+      return 1;
+    }
+  }
   if (argc < 3) return usage();
   std::string kind = argv[1];
   if (kind != "logits" && kind != "tokenizer" && kind != "harmony") return usage();

@@ -2,6 +2,7 @@
 // for the replay check, copies what it needs from host memory, and queues the CPU plugin's op
 // on the stream's worker. Weights are looked up when the op runs (their upload may still be
 // in flight until weights_end).
+#include <cstdlib>
 #include <string>
 
 #include "strict.hpp"
@@ -71,6 +72,26 @@ const Object* kv_cache(Kv kv, uint32_t layer, const char* what) {
 
 constexpr gptoss_status kBad = gptoss_status_invalid_argument;
 
+// GPTOSS_STRICT_SABOTAGE=wrong:OP or overrun:OP makes OP (rmsnorm or linear) add 1 to its
+// first output element, or write 4 bytes past its output: how the tests check that
+// gptoss-conformance backend-ops catches a wrong op and an out-of-bounds write.
+void sabotage(Stream* s, const char* op, Buf out_inner, size_t out_bytes) {
+  static const std::string spec = [] {
+    const char* e = std::getenv("GPTOSS_STRICT_SABOTAGE");
+    return std::string(e ? e : "");
+  }();
+  if (spec.empty() || spec.substr(spec.find(':') + 1) != op) return;
+  const bool overrun = spec.rfind("overrun:", 0) == 0;
+  s->queue.push(op, [=] {
+    float v = 0;
+    if (overrun) return g_inner->buffer_write(s->inner, out_inner, out_bytes, &v, 4);
+    gptoss_status st = g_inner->buffer_read(s->inner, out_inner, 0, &v, 4);
+    v += 1.0f;
+    if (st == gptoss_status_success) st = g_inner->buffer_write(s->inner, out_inner, 0, &v, 4);
+    return st;
+  });
+}
+
 gptoss_status embedding(Stm st, Wt w, Buf tokens, size_t n, Buf out) {
   Stream* s = stream_of(st);
   const Object* wo = weight(w, false, "embedding");
@@ -99,6 +120,7 @@ gptoss_status rmsnorm(Stm st, Buf x, Wt scale, size_t n, size_t dim, float eps, 
     Wt W[kN];
     return run_weights(wh, W) ? g_inner->rmsnorm(s->inner, xi, W[0], n, dim, eps, oi) : kBad;
   });
+  sabotage(s, "rmsnorm", oi, n * dim * 4);
   return gptoss_status_success;
 }
 
@@ -114,6 +136,7 @@ gptoss_status linear(Stm st, Buf x, Wt w, Wt b, size_t n, size_t n_in, size_t n_
     Wt W[kN];
     return run_weights(wh, W) ? g_inner->linear(s->inner, xi, W[0], W[1], n, n_in, n_out, oi) : kBad;
   });
+  sabotage(s, "linear", oi, n * n_out * 4);
   return gptoss_status_success;
 }
 

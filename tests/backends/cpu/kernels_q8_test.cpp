@@ -100,7 +100,7 @@ void check_matmul_fn(const char* name, MatmulQ8 matmul, size_t rows, size_t cols
       double mag = 0.0, bound = 0.0, exact = 0.0, exact_mag = 0.0;
       for (size_t b = 0; b < nb; ++b) {
         const double hd = q.half_d[(t + 2) * q.b_stride + b];
-        const double sb = e8m0_to_f32(w.scales[(first + i) * nb + b]);
+        const double sb = gptoss_e8m0_to_f32(w.scales[(first + i) * nb + b]);
         double wq = 0.0, qabs = 0.0, wabs = 0.0;
         for (size_t j = 0; j < 32; ++j) {
           const double wk = row[32 * b + j];

@@ -98,4 +98,30 @@ inline std::vector<Isa> supported_isas() {
   return v;
 }
 
+// The SIMD levels only: an op at Isa::scalar runs the reference itself, so comparing the two
+// there proves nothing.
+inline std::vector<Isa> simd_isas() {
+  std::vector<Isa> v = supported_isas();
+  v.erase(v.begin());
+  return v;
+}
+
+// Experts [e0, e1) of an expert tensor [E, rows, cols] as a slice a device would hold
+// (gptoss_tensor_desc::first_expert): the same memory, no copy.
+inline Weight expert_slice(const Weight& w, size_t e0, size_t e1) {
+  Weight s;
+  const size_t E = size_t(w.shape[0]), per = w.rows / E;
+  s.dtype = w.dtype;
+  s.ndim = w.ndim;
+  for (int i = 0; i < 4; ++i) s.shape[i] = w.shape[i];
+  s.shape[0] = int64_t(e1 - e0);
+  s.rows = (e1 - e0) * per;
+  s.cols = w.cols;
+  s.row_bytes = w.row_bytes;
+  s.data = w.data + e0 * per * w.row_bytes;
+  s.scales = w.scales ? w.scales + e0 * per * (w.cols / 32) : nullptr;
+  s.first_expert = int32_t(e0);
+  return s;
+}
+
 }  // namespace gptoss::cpu::test
