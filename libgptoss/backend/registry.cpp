@@ -121,7 +121,10 @@ std::vector<std::string> default_plugin_dirs() {
     if (!ec) {
       dirs.push_back(self.parent_path().string());
       dirs.push_back((self.parent_path().parent_path() / "lib").string());
-      dirs.push_back((self.parent_path() / "gptoss").string());
+      // A gptoss/ plugin folder beside it; not the CLI executable of that name, which sits
+      // beside tools that link the core statically (bin/).
+      const fs::path folder = self.parent_path() / "gptoss";
+      if (fs::is_directory(folder, ec)) dirs.push_back(folder.string());
     }
   }
   return dirs;
