@@ -109,7 +109,8 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttnSeqArgs a) {
   for (int i = tid; i < rows * (HD / 4); i += kThreads) {
     const int r = i / (HD / 4), c = (i % (HD / 4)) * 4;
     const int64_t t = int64_t(sq.q_begin) + t0 + r / G, h = int64_t(kvh) * G + r % G;
-    *reinterpret_cast<float4*>(&q_s[r][c]) = *reinterpret_cast<const float4*>(a.q + (t * a.n_heads + h) * HD + c);
+    *reinterpret_cast<float4*>(&q_s[r][c]) =
+        *reinterpret_cast<const float4*>(a.q + (t * a.n_heads + h) * HD + c);
   }
   for (int r = tid; r < ROWS; r += kThreads) {
     const int32_t pos = sq.pos_begin + t0 + r / G;
@@ -278,7 +279,8 @@ __global__ void __launch_bounds__(kThreads) attention_any_kernel(AttnSeqArgs a, 
   const AttnSeq sq = a.seqs[blockIdx.x / a.q_blocks];
   const int t_local = int(blockIdx.x % a.q_blocks);
   if (!seq_ok(a, sq, 1)) {
-    if (t_local == 0 && tid == 0 && blockIdx.y == 0) report(a.err, kErrAttnSeq, blockIdx.x / a.q_blocks, a.n_tokens);
+    if (t_local == 0 && tid == 0 && blockIdx.y == 0)
+      report(a.err, kErrAttnSeq, blockIdx.x / a.q_blocks, a.n_tokens);
     return;
   }
   if (t_local >= sq.n_q) return;
@@ -315,7 +317,8 @@ __global__ void __launch_bounds__(kThreads) attention_any_kernel(AttnSeqArgs a, 
         slot = -1;
       } else {
         float dot = 0.0f;
-        for (int d = 0; d < hd; ++d) dot = fmaf(q_s[d], load1(k_cache + slot * kv_dim + int64_t(kvh) * hd + d), dot);
+        for (int d = 0; d < hd; ++d)
+          dot = fmaf(q_s[d], load1(k_cache + slot * kv_dim + int64_t(kvh) * hd + d), dot);
         sc = dot * a.scale;
       }
     }
@@ -345,8 +348,9 @@ template <typename KT>
 cudaError_t launch_typed(cudaStream_t s, AttnSeqArgs a, int64_t n_tokens, int head_dim) {
   if (head_dim != HD) {
     a.q_blocks = a.max_q;
-    attention_any_kernel<KT><<<dim3(unsigned(int64_t(a.n_seqs) * a.q_blocks), unsigned(a.n_heads)), kThreads, 0, s>>>(
-        a, head_dim);
+    attention_any_kernel<KT>
+        <<<dim3(unsigned(int64_t(a.n_seqs) * a.q_blocks), unsigned(a.n_heads)), kThreads, 0, s>>>(a,
+                                                                                                  head_dim);
     return cudaGetLastError();
   }
   const unsigned n_kv = unsigned(a.n_heads / a.group);

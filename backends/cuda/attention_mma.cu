@@ -102,7 +102,8 @@ __global__ void __launch_bounds__(kThreads) attention_mma_kernel(AttnSeqArgs a) 
       const int row = warp * 16 + p.row, t = row / G;
       float x0 = 0.0f, x1 = 0.0f;
       if (t < n_tok) {
-        const float* qr = a.q + ((int64_t(sq.q_begin) + t0 + t) * a.n_heads + int64_t(kvh) * G + row % G) * HD;
+        const float* qr =
+            a.q + ((int64_t(sq.q_begin) + t0 + t) * a.n_heads + int64_t(kvh) * G + row % G) * HD;
         x0 = qr[ks * 16 + p.col];
         x1 = qr[ks * 16 + p.col + 1];
       }
@@ -230,7 +231,8 @@ bool attention_mma_supported(int32_t group) { return group >= 1 && group <= kRow
 
 cudaError_t launch_attention_mma(cudaStream_t s, AttnSeqArgs a, Dt kv_dt) {
   if (a.n_seqs == 0) return cudaSuccess;
-  if (!attention_mma_supported(a.group) || a.n_heads % a.group != 0 || a.page_size < 1) return cudaErrorInvalidValue;
+  if (!attention_mma_supported(a.group) || a.n_heads % a.group != 0 || a.page_size < 1)
+    return cudaErrorInvalidValue;
   a.q_blocks = (a.max_q + kRows / a.group - 1) / (kRows / a.group);
   const dim3 grid{unsigned(int64_t(a.n_seqs) * a.q_blocks), unsigned(a.n_heads / a.group)};
   if (kv_dt == Dt::bf16)

@@ -44,14 +44,16 @@ gptoss_status fail(cudaError_t e, const std::string& what) {
   if (sticky(e)) msg += " (the GPU context is lost: release the model and load it again)";
   set_error(msg);
   switch (e) {
-    case cudaErrorMemoryAllocation: return gptoss_status_insufficient_memory;
+    case cudaErrorMemoryAllocation:
+      return gptoss_status_insufficient_memory;
     case cudaErrorNoDevice:
     case cudaErrorInsufficientDriver:
     case cudaErrorNoKernelImageForDevice:
     case cudaErrorUnsupportedPtxVersion:
     case cudaErrorDevicesUnavailable:
       return gptoss_status_unsupported_system;
-    default: return gptoss_status_internal;
+    default:
+      return gptoss_status_internal;
   }
 }
 

@@ -4,6 +4,8 @@
 //
 // Handles: a buffer (or a view of one) is the device address itself; a device, stream,
 // weight or KV cache is a pointer to the struct below; an event is a cudaEvent_t.
+#include <cuda_runtime_api.h>
+
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -12,8 +14,6 @@
 #include <mutex>
 #include <string>
 #include <vector>
-
-#include <cuda_runtime_api.h>
 
 #include "gptoss/backend.h"
 #include "kernels.hpp"

@@ -4,10 +4,10 @@
 //                               peak bandwidth; exit 0 if there is one
 //   gptoss-cuda-info --check    no output on success; exit 77 (ctest's "skipped") with the
 //                               reason on stderr when there is no usable device
+#include <cuda_runtime_api.h>
+
 #include <cstdio>
 #include <cstring>
-
-#include <cuda_runtime_api.h>
 
 #include "driver_check.hpp"
 
@@ -38,10 +38,11 @@ int main(int argc, char** argv) {
     size_t free_bytes = 0, total_bytes = 0;
     cudaSetDevice(i);
     cudaMemGetInfo(&free_bytes, &total_bytes);
-    std::printf("device=%d\nname=%s\ncompute_capability=%d.%d\nsms=%d\nmemory_total_bytes=%zu\n"
-                "memory_free_bytes=%zu\npeak_bandwidth_gbps=%.0f\n",
-                i, p.name, p.major, p.minor, p.multiProcessorCount, total_bytes, free_bytes,
-                2.0 * clock_khz * 1e3 * (bus_bits / 8.0) / 1e9);
+    std::printf(
+        "device=%d\nname=%s\ncompute_capability=%d.%d\nsms=%d\nmemory_total_bytes=%zu\n"
+        "memory_free_bytes=%zu\npeak_bandwidth_gbps=%.0f\n",
+        i, p.name, p.major, p.minor, p.multiProcessorCount, total_bytes, free_bytes,
+        2.0 * clock_khz * 1e3 * (bus_bits / 8.0) / 1e9);
   }
   if (usable == 0) {
     std::fprintf(stderr, "no CUDA device of compute capability 8.0 or later\n");

@@ -31,9 +31,11 @@ gptoss_status Device::take_device_error() {
   const std::string v = std::to_string(e.value), lim = std::to_string(e.limit);
   switch (e.code) {
     case kErrTokenId:
-      return fail(gptoss_status_invalid_argument, "embedding: token id " + v + " out of range (vocabulary " + lim + ")");
+      return fail(gptoss_status_invalid_argument,
+                  "embedding: token id " + v + " out of range (vocabulary " + lim + ")");
     case kErrKvSlot:
-      return fail(gptoss_status_invalid_argument, "kv_write: slot " + v + " outside the KV cache (" + lim + " slots)");
+      return fail(gptoss_status_invalid_argument,
+                  "kv_write: slot " + v + " outside the KV cache (" + lim + " slots)");
     case kErrAttnSeq:
       return fail(gptoss_status_invalid_argument,
                   "attention: sequence " + v + " outside the call's " + lim + " rows, or longer than max_q");
@@ -88,7 +90,8 @@ const Discovery& discovery() {
       r.info.push_back(info);
     }
     if (r.ordinals.empty())
-      r.reason = n == 0 ? "no CUDA device" : "no CUDA device of compute capability 8.0 or later (" + skipped + ")";
+      r.reason =
+          n == 0 ? "no CUDA device" : "no CUDA device of compute capability 8.0 or later (" + skipped + ")";
     return r;
   }();
   return d;
@@ -125,8 +128,8 @@ gptoss_status device_open(int32_t device, uint32_t, Dev* dev_out) {
   const Discovery& d = discovery();
   if (dev_out == nullptr) return fail(gptoss_status_invalid_argument, "device_open: no output");
   if (device < 0 || size_t(device) >= d.ordinals.size())
-    return fail(gptoss_status_invalid_argument,
-                "no CUDA device " + std::to_string(device) + " (" + std::to_string(d.ordinals.size()) + " usable)");
+    return fail(gptoss_status_invalid_argument, "no CUDA device " + std::to_string(device) + " (" +
+                                                    std::to_string(d.ordinals.size()) + " usable)");
   auto* dev = new (std::nothrow) Device;
   if (dev == nullptr) return fail(gptoss_status_insufficient_memory, "device_open");
   dev->ordinal = d.ordinals[size_t(device)];
@@ -136,7 +139,8 @@ gptoss_status device_open(int32_t device, uint32_t, Dev* dev_out) {
   if (st == gptoss_status_success) {
     if (cudaError_t e = cudaHostAlloc(&mapped, sizeof(DeviceError), cudaHostAllocMapped); e != cudaSuccess) {
       st = fail(e, "device_open: error record");
-    } else if (cudaError_t e2 = cudaHostGetDevicePointer(reinterpret_cast<void**>(&dev->error_device), mapped, 0);
+    } else if (cudaError_t e2 =
+                   cudaHostGetDevicePointer(reinterpret_cast<void**>(&dev->error_device), mapped, 0);
                e2 != cudaSuccess) {
       cudaFreeHost(mapped);
       st = fail(e2, "device_open: error record");
@@ -162,7 +166,8 @@ void device_close(Dev dev_) {
   dev->activate();
   dev->uploader.reset();  // its thread ends after the copies it still had
   cudaDeviceSynchronize();
-  for (const auto& [p, bytes] : dev->allocations) cudaFree(reinterpret_cast<void*>(p));  // leaked by the caller
+  for (const auto& [p, bytes] : dev->allocations)
+    cudaFree(reinterpret_cast<void*>(p));  // leaked by the caller
   cudaFreeHost(dev->error_host);
   delete dev;
 }

@@ -2,11 +2,10 @@
 // Why cudaGetDeviceCount failed, in words: without any NVIDIA driver the runtime reports
 // cudaErrorInsufficientDriver ("driver version is insufficient"), which misleads; say that
 // the driver library is missing instead.
+#include <cuda_runtime_api.h>
 #include <dlfcn.h>
 
 #include <string>
-
-#include <cuda_runtime_api.h>
 
 namespace gptoss::cuda {
 

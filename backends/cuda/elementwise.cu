@@ -19,13 +19,15 @@ __device__ void report(DeviceError* err, int32_t code, int64_t value, int64_t li
 
 template <typename T>
 __device__ void store_elem(T* p, float v) {
-  if constexpr (sizeof(T) == 2) *p = f32_to_bf16(v);
-  else *p = v;
+  if constexpr (sizeof(T) == 2)
+    *p = f32_to_bf16(v);
+  else
+    *p = v;
 }
 
 // One block per token; threads take 8 consecutive elements at a time.
-__global__ void embedding_kernel(DenseView table, const int32_t* __restrict__ tokens,
-                                 float* __restrict__ out, DeviceError* err) {
+__global__ void embedding_kernel(DenseView table, const int32_t* __restrict__ tokens, float* __restrict__ out,
+                                 DeviceError* err) {
   const int64_t t = blockIdx.x;
   const int32_t id = tokens[t];
   float* o = out + t * table.cols;
@@ -57,8 +59,8 @@ __device__ float block_sum(float v, float* shared) {
 
 // One block per token row; threads stride over the row, the sum of squares reduced warp by
 // warp then across warps. fp32 throughout, the formula of ref_rmsnorm. out may be x.
-__global__ void rmsnorm_kernel(float* x, const float* __restrict__ residual,
-                               const float* __restrict__ scale, int64_t dim, float eps, float* out) {
+__global__ void rmsnorm_kernel(float* x, const float* __restrict__ residual, const float* __restrict__ scale,
+                               int64_t dim, float eps, float* out) {
   __shared__ float partial[32];
   float* xr = x + int64_t(blockIdx.x) * dim;
   float ss = 0.0f;
@@ -98,8 +100,8 @@ __device__ void rope_cos_sin(const RopeTable& table, int32_t position, float* cs
 
 // One block per token: each frequency's cos/sin once, then every (head, pair) of the token
 // rotated by one thread.
-__global__ void rope_kernel(float* __restrict__ x, const int32_t* __restrict__ positions,
-                            int64_t n_heads, RopeTable table) {
+__global__ void rope_kernel(float* __restrict__ x, const int32_t* __restrict__ positions, int64_t n_heads,
+                            RopeTable table) {
   __shared__ float cs[kMaxRopeHalf], sn[kMaxRopeHalf];
   const int half = table.half;
   rope_cos_sin(table, positions[blockIdx.x], cs, sn);
@@ -148,16 +150,16 @@ __global__ void rope_kv_write_kernel(float* __restrict__ q, const float* __restr
     }
   }
   if (slot_ok)
-    for (int64_t i = threadIdx.x; i < kv_dim; i += blockDim.x) store_elem(v_cache + slot * kv_dim + i, v[t * kv_dim + i]);
+    for (int64_t i = threadIdx.x; i < kv_dim; i += blockDim.x)
+      store_elem(v_cache + slot * kv_dim + i, v[t * kv_dim + i]);
 }
 
 // One thread per 8 elements of a token's row (per element for rows of other lengths); the K
 // and V rows of the token go to its slot.
 template <typename T>
-__global__ void kv_write_kernel(T* __restrict__ k_cache, T* __restrict__ v_cache,
-                                const float* __restrict__ k, const float* __restrict__ v,
-                                const int32_t* __restrict__ slots, int64_t n, int64_t kv_dim,
-                                int64_t n_slots, DeviceError* err) {
+__global__ void kv_write_kernel(T* __restrict__ k_cache, T* __restrict__ v_cache, const float* __restrict__ k,
+                                const float* __restrict__ v, const int32_t* __restrict__ slots, int64_t n,
+                                int64_t kv_dim, int64_t n_slots, DeviceError* err) {
   const int per = kv_dim % 8 == 0 ? 8 : 1;
   const int64_t chunks = kv_dim / per;
   const int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
@@ -184,15 +186,15 @@ int grid_for(int64_t n, int block) { return int((n + block - 1) / block); }
 
 }  // namespace
 
-cudaError_t launch_embedding(cudaStream_t s, DenseView table, const int32_t* tokens, int64_t n,
-                             float* out, DeviceError* err) {
+cudaError_t launch_embedding(cudaStream_t s, DenseView table, const int32_t* tokens, int64_t n, float* out,
+                             DeviceError* err) {
   if (n == 0) return cudaSuccess;
   embedding_kernel<<<unsigned(n), 256, 0, s>>>(table, tokens, out, err);
   return cudaGetLastError();
 }
 
-cudaError_t launch_rmsnorm(cudaStream_t s, float* x, const float* residual, const float* scale,
-                           int64_t n, int64_t dim, float eps, float* out) {
+cudaError_t launch_rmsnorm(cudaStream_t s, float* x, const float* residual, const float* scale, int64_t n,
+                           int64_t dim, float eps, float* out) {
   if (n == 0) return cudaSuccess;
   rmsnorm_kernel<<<unsigned(n), 256, 0, s>>>(x, residual, scale, dim, eps, out);
   return cudaGetLastError();
@@ -205,26 +207,24 @@ cudaError_t launch_add(cudaStream_t s, float* x, const float* y, int64_t n) {
   return cudaGetLastError();
 }
 
-cudaError_t launch_rope(cudaStream_t s, float* x, const int32_t* positions, int64_t n,
-                        int64_t n_heads, const RopeTable& table) {
+cudaError_t launch_rope(cudaStream_t s, float* x, const int32_t* positions, int64_t n, int64_t n_heads,
+                        const RopeTable& table) {
   if (n == 0) return cudaSuccess;
   rope_kernel<<<unsigned(n), 128, 0, s>>>(x, positions, n_heads, table);
   return cudaGetLastError();
 }
 
 cudaError_t launch_kv_write(cudaStream_t s, void* k_cache, void* v_cache, Dt dt, const float* k,
-                            const float* v, const int32_t* slots, int64_t n, int64_t kv_dim,
-                            int64_t n_slots, DeviceError* err) {
+                            const float* v, const int32_t* slots, int64_t n, int64_t kv_dim, int64_t n_slots,
+                            DeviceError* err) {
   if (n == 0) return cudaSuccess;
   const int blocks = grid_for(n * (kv_dim % 8 == 0 ? kv_dim / 8 : kv_dim), 256);
   if (dt == Dt::bf16)
-    kv_write_kernel<<<blocks, 256, 0, s>>>(static_cast<uint16_t*>(k_cache),
-                                          static_cast<uint16_t*>(v_cache), k, v, slots, n,
-                                          kv_dim, n_slots, err);
+    kv_write_kernel<<<blocks, 256, 0, s>>>(static_cast<uint16_t*>(k_cache), static_cast<uint16_t*>(v_cache),
+                                           k, v, slots, n, kv_dim, n_slots, err);
   else
-    kv_write_kernel<<<blocks, 256, 0, s>>>(static_cast<float*>(k_cache),
-                                          static_cast<float*>(v_cache), k, v, slots, n, kv_dim,
-                                          n_slots, err);
+    kv_write_kernel<<<blocks, 256, 0, s>>>(static_cast<float*>(k_cache), static_cast<float*>(v_cache), k, v,
+                                           slots, n, kv_dim, n_slots, err);
   return cudaGetLastError();
 }
 
@@ -243,8 +243,8 @@ cudaError_t launch_rope_kv_write(cudaStream_t s, float* q, const float* k, const
                                                      static_cast<uint16_t*>(v_cache), slots, n_slots, err);
   else
     rope_kv_write_kernel<<<unsigned(n), 128, 0, s>>>(q, k, v, positions, n_heads, n_kv_heads, table,
-                                                     static_cast<float*>(k_cache), static_cast<float*>(v_cache),
-                                                     slots, n_slots, err);
+                                                     static_cast<float*>(k_cache),
+                                                     static_cast<float*>(v_cache), slots, n_slots, err);
   return cudaGetLastError();
 }
 

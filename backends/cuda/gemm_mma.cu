@@ -33,18 +33,18 @@ enum class WKind { bf16, f32, mxfp4 };
 enum class Epi { dense, swiglu, down };
 
 struct GemmArgs {
-  const float* a;       // activations [*, k]
-  int64_t m;            // dense: rows of a
-  int64_t n;            // rows of W (per expert)
+  const float* a;  // activations [*, k]
+  int64_t m;       // dense: rows of a
+  int64_t n;       // rows of W (per expert)
   int64_t k;
-  const void* w;        // dense W [n, k]
-  Mxfp4View wq;         // MoE W
-  const float* bias;    // dense [n]; MoE [experts, n]; may be null
-  MoeRouting routing;   // MoE
-  int act_div;          // MoE: activation row of assignment a = a / act_div
-  float limit;          // SwiGLU clamp
-  float* out;           // dense [m, n]; swiglu act [n_assign, n / 2]; down y [n_assign, n]
-  SegTable segs;        // dense: the matrices (Q, K, V fused); w, n, bias, out come from them
+  const void* w;       // dense W [n, k]
+  Mxfp4View wq;        // MoE W
+  const float* bias;   // dense [n]; MoE [experts, n]; may be null
+  MoeRouting routing;  // MoE
+  int act_div;         // MoE: activation row of assignment a = a / act_div
+  float limit;         // SwiGLU clamp
+  float* out;          // dense [m, n]; swiglu act [n_assign, n / 2]; down y [n_assign, n]
+  SegTable segs;       // dense: the matrices (Q, K, V fused); w, n, bias, out come from them
 };
 
 __device__ float bias_at(const float* bias, int64_t i) { return bias != nullptr ? bias[i] : 0.0f; }
@@ -78,13 +78,14 @@ struct Staged<WKind::mxfp4> {
 };
 
 template <WKind WK>
-__device__ void load_step(const GemmArgs& g, const int32_t* a_rows, int64_t n0, int64_t w_row0,
-                          int64_t k0, Staged<WK>& st) {
+__device__ void load_step(const GemmArgs& g, const int32_t* a_rows, int64_t n0, int64_t w_row0, int64_t k0,
+                          Staged<WK>& st) {
   const int tid = threadIdx.x;
   {  // A: row tid / 4, 8 columns; zeros past K or for padding rows
     const int32_t ar = a_rows[tid / 4];
     const int64_t c = k0 + (tid % 4) * 8;
-    if (ar >= 0 && c < g.k) load8(g.a + int64_t(ar) * g.k + c, st.a);
+    if (ar >= 0 && c < g.k)
+      load8(g.a + int64_t(ar) * g.k + c, st.a);
     else
       for (int i = 0; i < 8; ++i) st.a[i] = 0.0f;
   }
@@ -94,12 +95,13 @@ __device__ void load_step(const GemmArgs& g, const int32_t* a_rows, int64_t n0, 
   if constexpr (WK == WKind::bf16) {
     const uint16_t* w = static_cast<const uint16_t*>(g.w) + (w_row0 + row) * g.k + c;
     for (int i = 0; i < 2; ++i)
-      st.w[i] = row_ok && c + 8 * i < g.k ? *reinterpret_cast<const uint4*>(w + 8 * i)
-                                          : make_uint4(0, 0, 0, 0);
+      st.w[i] =
+          row_ok && c + 8 * i < g.k ? *reinterpret_cast<const uint4*>(w + 8 * i) : make_uint4(0, 0, 0, 0);
   } else if constexpr (WK == WKind::f32) {
     const float* w = static_cast<const float*>(g.w) + (w_row0 + row) * g.k + c;
     for (int i = 0; i < 2; ++i) {
-      if (row_ok && c + 8 * i < g.k) load8(w + 8 * i, st.w + 8 * i);
+      if (row_ok && c + 8 * i < g.k)
+        load8(w + 8 * i, st.w + 8 * i);
       else
         for (int j = 0; j < 8; ++j) st.w[8 * i + j] = 0.0f;
     }
@@ -120,17 +122,17 @@ template <WKind WK>
 __device__ void store_step(const Staged<WK>& st, uint16_t* As, uint16_t* Bs) {
   const int tid = threadIdx.x;
   *reinterpret_cast<uint4*>(As + (tid / 4) * LDS + (tid % 4) * 8) =
-      make_uint4(pack_bf16x2(st.a[0], st.a[1]), pack_bf16x2(st.a[2], st.a[3]),
-                 pack_bf16x2(st.a[4], st.a[5]), pack_bf16x2(st.a[6], st.a[7]));
+      make_uint4(pack_bf16x2(st.a[0], st.a[1]), pack_bf16x2(st.a[2], st.a[3]), pack_bf16x2(st.a[4], st.a[5]),
+                 pack_bf16x2(st.a[6], st.a[7]));
   uint16_t* b = Bs + (tid / 2) * LDS + (tid % 2) * 16;
   if constexpr (WK == WKind::bf16) {
     reinterpret_cast<uint4*>(b)[0] = st.w[0];
     reinterpret_cast<uint4*>(b)[1] = st.w[1];
   } else if constexpr (WK == WKind::f32) {
     for (int i = 0; i < 2; ++i)
-      reinterpret_cast<uint4*>(b)[i] =
-          make_uint4(pack_bf16x2(st.w[8 * i], st.w[8 * i + 1]), pack_bf16x2(st.w[8 * i + 2], st.w[8 * i + 3]),
-                     pack_bf16x2(st.w[8 * i + 4], st.w[8 * i + 5]), pack_bf16x2(st.w[8 * i + 6], st.w[8 * i + 7]));
+      reinterpret_cast<uint4*>(b)[i] = make_uint4(
+          pack_bf16x2(st.w[8 * i], st.w[8 * i + 1]), pack_bf16x2(st.w[8 * i + 2], st.w[8 * i + 3]),
+          pack_bf16x2(st.w[8 * i + 4], st.w[8 * i + 5]), pack_bf16x2(st.w[8 * i + 6], st.w[8 * i + 7]));
   } else {
     const float s = 0.5f * e8m0_to_f32(st.scale);  // the int8 codes are 2v
     uint32_t q[4];
@@ -138,7 +140,8 @@ __device__ void store_step(const Staged<WK>& st, uint16_t* As, uint16_t* Bs) {
     e2m1x8_to_i8x8(st.codes.y, q + 2);
     uint32_t p[8];
     for (int i = 0; i < 8; ++i)
-      p[i] = pack_bf16x2(float(i8_at(q[i / 2], 2 * (i % 2))) * s, float(i8_at(q[i / 2], 2 * (i % 2) + 1)) * s);
+      p[i] =
+          pack_bf16x2(float(i8_at(q[i / 2], 2 * (i % 2))) * s, float(i8_at(q[i / 2], 2 * (i % 2) + 1)) * s);
     reinterpret_cast<uint4*>(b)[0] = make_uint4(p[0], p[1], p[2], p[3]);
     reinterpret_cast<uint4*>(b)[1] = make_uint4(p[4], p[5], p[6], p[7]);
   }
@@ -263,11 +266,10 @@ cudaError_t launch_gemm_dense(cudaStream_t s, const float* x, const LinearSegs& 
 }
 
 cudaError_t launch_gemm_moe(cudaStream_t s, bool stage1, const float* a, int act_div, Mxfp4View w,
-                            const float* bias, const MoeRouting& routing, int64_t max_tiles,
-                            float limit, float* out) {
+                            const float* bias, const MoeRouting& routing, int64_t max_tiles, float limit,
+                            float* out) {
   if (max_tiles == 0) return cudaSuccess;
-  if (routing.tile_m != BM || (stage1 && w.rows % 2 != 0) || w.cols % BK != 0)
-    return cudaErrorInvalidValue;
+  if (routing.tile_m != BM || (stage1 && w.rows % 2 != 0) || w.cols % BK != 0) return cudaErrorInvalidValue;
   GemmArgs g{};
   g.a = a;
   g.n = w.rows;

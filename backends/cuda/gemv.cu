@@ -18,7 +18,7 @@ constexpr int kWarps = 4;
 // (blockIdx.y picks which NT) share every weight load. Block: 4 warps, 16 rows of one of
 // the call's matrices (Q, K, V fused: seg_table).
 template <typename WT, int NT>
-__global__ void __launch_bounds__(kWarps * kWarpSize)
+__global__ void __launch_bounds__(kWarps* kWarpSize)
     gemv_kernel(const float* __restrict__ x, SegTable segs, int64_t k_dim, int64_t n_tok) {
   const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
   int64_t local;
@@ -78,8 +78,7 @@ __global__ void __launch_bounds__(kWarps * kWarpSize)
     for (int r = 0; r < kRowsPerWarp; ++r) {
       const float v = warp_sum<kWarpSize>(acc[r][t]);
       const int64_t row = row0 + r;
-      if (lane == 0 && row < n_rows)
-        out[(t0 + t) * n_rows + row] = v + (bias != nullptr ? bias[row] : 0.0f);
+      if (lane == 0 && row < n_rows) out[(t0 + t) * n_rows + row] = v + (bias != nullptr ? bias[row] : 0.0f);
     }
   }
 }
@@ -106,7 +105,8 @@ cudaError_t launch_gemv(cudaStream_t s, const float* x, const LinearSegs& segs, 
   if (n_tok == 0) return cudaSuccess;
   for (int j = 1; j < segs.n; ++j)
     if (segs.w[j].dt != segs.w[0].dt || segs.w[j].cols != segs.w[0].cols) return cudaErrorInvalidValue;
-  return segs.w[0].dt == Dt::bf16 ? launch_for<uint16_t>(s, x, segs, n_tok) : launch_for<float>(s, x, segs, n_tok);
+  return segs.w[0].dt == Dt::bf16 ? launch_for<uint16_t>(s, x, segs, n_tok)
+                                  : launch_for<float>(s, x, segs, n_tok);
 }
 
 }  // namespace gptoss::cuda

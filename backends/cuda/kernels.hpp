@@ -3,10 +3,10 @@
 // plugin ABI (ops.cpp maps slots onto them). Each returns the launch's error (cudaSuccess or
 // the configuration error); faults inside a kernel surface at the next synchronising call.
 // Activations are f32 row-major [tokens, features] as the ABI says.
+#include <cuda_runtime_api.h>
+
 #include <cstddef>
 #include <cstdint>
-
-#include <cuda_runtime_api.h>
 
 #include "device/moe_routing.cuh"
 
@@ -44,22 +44,22 @@ struct DeviceError {
 };
 enum DeviceErrorCode : int32_t {
   kErrNone = 0,
-  kErrTokenId = 1,      // token id >= vocabulary rows (or < 0)
-  kErrKvSlot = 2,       // KV slot outside the cache
-  kErrAttnSeq = 3,      // an attention sequence outside the call's rows or max_q
-  kErrPageTable = 4,    // an attention token's keys outside its page table or cache
-  kErrSampleRow = 5,    // a sample row's parameters out of range
+  kErrTokenId = 1,    // token id >= vocabulary rows (or < 0)
+  kErrKvSlot = 2,     // KV slot outside the cache
+  kErrAttnSeq = 3,    // an attention sequence outside the call's rows or max_q
+  kErrPageTable = 4,  // an attention token's keys outside its page table or cache
+  kErrSampleRow = 5,  // a sample row's parameters out of range
 };
 
 // ---- elementwise.cu ----------------------------------------------------------------------
 
 // out[t, :] = table[tokens[t], :] widened to f32.
-cudaError_t launch_embedding(cudaStream_t s, DenseView table, const int32_t* tokens, int64_t n,
-                             float* out, DeviceError* err);
+cudaError_t launch_embedding(cudaStream_t s, DenseView table, const int32_t* tokens, int64_t n, float* out,
+                             DeviceError* err);
 // out = x / sqrt(mean(x^2) + eps) * scale per row of `dim`. With `residual` non-null, first
 // x += residual (in place), then the norm of the sum.
-cudaError_t launch_rmsnorm(cudaStream_t s, float* x, const float* residual, const float* scale,
-                           int64_t n, int64_t dim, float eps, float* out);
+cudaError_t launch_rmsnorm(cudaStream_t s, float* x, const float* residual, const float* scale, int64_t n,
+                           int64_t dim, float eps, float* out);
 // x[i] += y[i].
 cudaError_t launch_add(cudaStream_t s, float* x, const float* y, int64_t n);
 
@@ -71,8 +71,8 @@ struct RopeTable {
   int32_t half;  // head_dim / 2
 };
 // NeoX rotation in place of x [n, n_heads * 2 * half] at positions[t].
-cudaError_t launch_rope(cudaStream_t s, float* x, const int32_t* positions, int64_t n,
-                        int64_t n_heads, const RopeTable& table);
+cudaError_t launch_rope(cudaStream_t s, float* x, const int32_t* positions, int64_t n, int64_t n_heads,
+                        const RopeTable& table);
 // rope(q, n_heads) in place, rope(k, n_kv_heads), then k and v rows into the caches at
 // slots[t]: launch_rope + launch_kv_write in one kernel (k itself is left as it was).
 cudaError_t launch_rope_kv_write(cudaStream_t s, float* q, const float* k, const float* v,
@@ -81,8 +81,8 @@ cudaError_t launch_rope_kv_write(cudaStream_t s, float* q, const float* k, const
                                  const int32_t* slots, int64_t n_slots, DeviceError* err);
 // k, v rows [n, kv_dim] into the caches at slots[t] (n_slots rows of kv_dim each).
 cudaError_t launch_kv_write(cudaStream_t s, void* k_cache, void* v_cache, Dt dt, const float* k,
-                            const float* v, const int32_t* slots, int64_t n, int64_t kv_dim,
-                            int64_t n_slots, DeviceError* err);
+                            const float* v, const int32_t* slots, int64_t n, int64_t kv_dim, int64_t n_slots,
+                            DeviceError* err);
 
 // ---- sampling.cu -------------------------------------------------------------------------
 
@@ -113,12 +113,13 @@ struct SampleResult {
 size_t sample_scratch_bytes(int64_t n_rows, int64_t vocab);
 // results[r] for rows[r] over logits [n_rows, vocab]; mask null or uint32 [n_rows, (vocab + 31) / 32].
 cudaError_t launch_sample(cudaStream_t s, const float* logits, const SampleRow* rows, const uint32_t* mask,
-                          int64_t n_rows, int64_t vocab, SampleResult* results, void* scratch, DeviceError* err);
+                          int64_t n_rows, int64_t vocab, SampleResult* results, void* scratch,
+                          DeviceError* err);
 
 // ---- attention.cu, attention_mma.cu (plugin ABI 2's sequence-based attention call) ------
 
-constexpr int kAttnHeadDim = 64;        // the tiled kernels' head size (every gpt-oss model)
-constexpr int kAttnMaxHeadDim = 256;    // other sizes up to this take a simple kernel
+constexpr int kAttnHeadDim = 64;         // the tiled kernels' head size (every gpt-oss model)
+constexpr int kAttnMaxHeadDim = 256;     // other sizes up to this take a simple kernel
 constexpr int kAttnDecodeMaxTokens = 8;  // calls of up to this many tokens split their keys
 
 // Layout of struct gptoss_attn_seq: query rows q_begin .. q_begin + n_q - 1 at positions
@@ -131,25 +132,25 @@ struct AttnSeq {
 };
 
 struct AttnSeqArgs {
-  const float* q;               // [n_tokens, n_heads * 64]
-  const void* k_cache;          // [n_slots, (n_heads / group) * 64], f32 or bf16
+  const float* q;       // [n_tokens, n_heads * 64]
+  const void* k_cache;  // [n_slots, (n_heads / group) * 64], f32 or bf16
   const void* v_cache;
   int64_t n_slots;
-  const AttnSeq* seqs;          // [n_seqs]
+  const AttnSeq* seqs;  // [n_seqs]
   int32_t n_seqs;
-  int32_t n_tokens;             // rows of q and out
-  int32_t max_q;                // the largest n_q (host hint)
-  int32_t q_blocks;             // set by the launcher
-  int32_t window;               // 0: causal; W: keys [max(0, p - W + 1), p]
-  const int32_t* page_table;    // [page_table_len]; -1 for released pages
+  int32_t n_tokens;           // rows of q and out
+  int32_t max_q;              // the largest n_q (host hint)
+  int32_t q_blocks;           // set by the launcher
+  int32_t window;             // 0: causal; W: keys [max(0, p - W + 1), p]
+  const int32_t* page_table;  // [page_table_len]; -1 for released pages
   int64_t page_table_len;
-  const float* sinks;           // [n_heads]
+  const float* sinks;  // [n_heads]
   int32_t n_heads;
-  int32_t group;                // query heads per KV head
+  int32_t group;  // query heads per KV head
   int32_t page_size;
   float scale;
-  float* out;                   // like q
-  float* partial;               // attention_scratch_bytes of scratch (attention.cu)
+  float* out;      // like q
+  float* partial;  // attention_scratch_bytes of scratch (attention.cu)
   DeviceError* err;
 };
 // Scratch of launch_attention: the split partials of decode-shaped calls.
@@ -168,8 +169,8 @@ constexpr int kMaxExperts = 256;
 constexpr int kMaxTopK = 16;
 // ids/weights [n, top_k]: the top_k experts of W x + bias (ties: lower index first) and the
 // softmax over their logits. w.rows <= kMaxExperts, top_k <= kMaxTopK.
-cudaError_t launch_router(cudaStream_t s, const float* x, DenseView w, const float* bias,
-                          int64_t n, int top_k, int32_t* ids, float* weights);
+cudaError_t launch_router(cudaStream_t s, const float* x, DenseView w, const float* bias, int64_t n,
+                          int top_k, int32_t* ids, float* weights);
 
 // ---- gemv.cu, gemm_mma.cu (dense) ------------------------------------------------------
 
@@ -202,24 +203,23 @@ cudaError_t launch_moe_group(cudaStream_t s, const int32_t* ids, int64_t n_assig
 // per step: one assignment per expert) or kMoeGemvTile. A token's result is the same either way.
 constexpr int kMoeGemvTile = 4;
 // x [n, k] -> q [n, k] int8 and d [n, k / 32] (k % 32 == 0).
-cudaError_t launch_quantize_q8(cudaStream_t s, const float* x, int64_t n, int64_t k, int8_t* q,
-                               float* d);
+cudaError_t launch_quantize_q8(cudaStream_t s, const float* x, int64_t n, int64_t k, int8_t* q, float* d);
 // Fast MoE projection over int8 activations (rows act_row = assignment / act_div).
 // stage1: SwiGLU of mlp1, written quantized to act_q [n_assign, I] / act_d [n_assign, I / 32];
 // else: y [n_assign, rows] = mlp2 act + bias.
-cudaError_t launch_moe_q8(cudaStream_t s, bool stage1, const int8_t* xq, const float* xd,
-                          int act_div, Mxfp4View w, const float* bias, const MoeRouting& routing,
-                          int64_t max_tiles, float limit, int8_t* act_q, float* act_d, float* y);
+cudaError_t launch_moe_q8(cudaStream_t s, bool stage1, const int8_t* xq, const float* xd, int act_div,
+                          Mxfp4View w, const float* bias, const MoeRouting& routing, int64_t max_tiles,
+                          float limit, int8_t* act_q, float* act_d, float* y);
 // Exact MoE projection over f32 activations; stage1 writes act [n_assign, I] f32, else
 // y [n_assign, rows].
 cudaError_t launch_moe_f32(cudaStream_t s, bool stage1, const float* x, int act_div, Mxfp4View w,
-                           const float* bias, const MoeRouting& routing, int64_t max_tiles,
-                           float limit, float* out);
+                           const float* bias, const MoeRouting& routing, int64_t max_tiles, float limit,
+                           float* out);
 // out[t, :] = sum_j weights[t, j] y[t * top_k + j, :] in order of j, over the assignments
 // whose expert lies in [first_expert, first_expert + experts).
-cudaError_t launch_moe_combine(cudaStream_t s, const float* y, const int32_t* ids,
-                               const float* weights, int64_t n, int top_k, int64_t dim,
-                               int32_t first_expert, int32_t experts, float* out);
+cudaError_t launch_moe_combine(cudaStream_t s, const float* y, const int32_t* ids, const float* weights,
+                               int64_t n, int top_k, int64_t dim, int32_t first_expert, int32_t experts,
+                               float* out);
 
 // ---- gemm_mma.cu (fast precision, many tokens) -----------------------------------------
 
@@ -229,7 +229,7 @@ constexpr int kGemmTileM = 64;
 cudaError_t launch_gemm_dense(cudaStream_t s, const float* x, const LinearSegs& segs, int64_t m);
 // As launch_moe_f32 (same outputs), on tensor cores; routing.tile_m == kGemmTileM.
 cudaError_t launch_gemm_moe(cudaStream_t s, bool stage1, const float* a, int act_div, Mxfp4View w,
-                            const float* bias, const MoeRouting& routing, int64_t max_tiles,
-                            float limit, float* out);
+                            const float* bias, const MoeRouting& routing, int64_t max_tiles, float limit,
+                            float* out);
 
 }  // namespace gptoss::cuda

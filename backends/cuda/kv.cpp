@@ -29,8 +29,9 @@ gptoss_status kv_create(gptoss_backend_device_t dev_, const gptoss_kv_desc* desc
   if (dev_ == nullptr || desc == nullptr || kv_out == nullptr || desc->struct_size < sizeof(gptoss_kv_desc))
     return fail(gptoss_status_invalid_argument, "kv_create: null argument");
   if (desc->dtype != gptoss_kv_dtype_f32 && desc->dtype != gptoss_kv_dtype_bf16)
-    return fail(gptoss_status_unsupported_argument, "kv_create: KV dtype " + std::to_string(int(desc->dtype)) +
-                                                        " (the CUDA backend keeps f32 or bf16)");
+    return fail(
+        gptoss_status_unsupported_argument,
+        "kv_create: KV dtype " + std::to_string(int(desc->dtype)) + " (the CUDA backend keeps f32 or bf16)");
   if (desc->n_layers == 0 || desc->n_kv_heads == 0 || desc->head_dim == 0 || desc->page_size == 0 ||
       n_pages > desc->max_pages)
     return fail(gptoss_status_invalid_argument, "kv_create: empty shape or more pages than max_pages");
@@ -49,8 +50,8 @@ gptoss_status kv_create(gptoss_backend_device_t dev_, const gptoss_kv_desc* desc
       if (cudaError_t e = cudaMalloc(&p, bytes); e != cudaSuccess) {
         release(*kv);
         delete kv;
-        return fail(e, "kv_create: " + std::to_string(desc->n_layers) + " layers of " + std::to_string(n_pages) +
-                           " pages");
+        return fail(e, "kv_create: " + std::to_string(desc->n_layers) + " layers of " +
+                           std::to_string(n_pages) + " pages");
       }
       side->push_back(p);
       kv->capacity.push_back(n_pages);
@@ -60,7 +61,8 @@ gptoss_status kv_create(gptoss_backend_device_t dev_, const gptoss_kv_desc* desc
 }
 
 gptoss_status kv_grow(gptoss_backend_device_t dev_, gptoss_backend_kv_t kv_, size_t n_pages) {
-  if (dev_ == nullptr || kv_ == nullptr) return fail(gptoss_status_invalid_argument, "kv_grow: null argument");
+  if (dev_ == nullptr || kv_ == nullptr)
+    return fail(gptoss_status_invalid_argument, "kv_grow: null argument");
   KvCache& kv = kv_of(kv_);
   if (n_pages < kv.pages || n_pages > kv.desc.max_pages)
     return fail(gptoss_status_invalid_argument, "kv_grow: " + std::to_string(n_pages) + " pages (now " +

@@ -26,7 +26,8 @@ gptoss_status Workspace::reserve(Device& dev, cudaStream_t s, size_t bytes, void
   // Grow by half again, so that a slowly growing need does not reallocate every call.
   const size_t want = std::max(bytes, size_ + size_ / 2);
   if (block_ != nullptr) {
-    if (cudaError_t e = cudaStreamSynchronize(s); e != cudaSuccess) return fail(e, "workspace: stream synchronize");
+    if (cudaError_t e = cudaStreamSynchronize(s); e != cudaSuccess)
+      return fail(e, "workspace: stream synchronize");
     cudaFree(block_);
     block_ = nullptr;
     size_ = 0;
@@ -58,7 +59,8 @@ void* Staging::take(size_t bytes) {
   bytes = (bytes + 255) / 256 * 256;
   if (blocks_.empty() || used_ + bytes > blocks_.back().second) {
     // A new, bigger block; the old ones may still be read by this step's copies.
-    const size_t size = std::max<size_t>({bytes, size_t(1) << 20, blocks_.empty() ? 0 : 2 * blocks_.back().second});
+    const size_t size =
+        std::max<size_t>({bytes, size_t(1) << 20, blocks_.empty() ? 0 : 2 * blocks_.back().second});
     void* p = nullptr;
     if (cudaHostAlloc(&p, size, cudaHostAllocDefault) != cudaSuccess) {
       cudaGetLastError();
@@ -75,7 +77,8 @@ void* Staging::take(size_t bytes) {
 namespace slots {
 
 gptoss_status buffer_alloc(Dev dev_, size_t bytes, Buf* buf_out) {
-  if (dev_ == nullptr || buf_out == nullptr || bytes == 0) return fail(gptoss_status_invalid_argument, "buffer_alloc");
+  if (dev_ == nullptr || buf_out == nullptr || bytes == 0)
+    return fail(gptoss_status_invalid_argument, "buffer_alloc");
   Device& dev = device_of(dev_);
   if (gptoss_status st = dev.activate(); st != gptoss_status_success) return st;
   void* p = nullptr;
@@ -125,7 +128,8 @@ gptoss_status buffer_write(Stm stream, Buf buf, size_t offset, const void* host,
     }
   }
   auto write = [&s, buf, offset, src, bytes] {
-    const cudaError_t e = cudaMemcpyAsync(ptr<char>(buf) + offset, src, bytes, cudaMemcpyHostToDevice, s.stream);
+    const cudaError_t e =
+        cudaMemcpyAsync(ptr<char>(buf) + offset, src, bytes, cudaMemcpyHostToDevice, s.stream);
     return e == cudaSuccess ? gptoss_status_success : fail(e, "buffer_write");
   };
   if (!s.graph.has_ops()) return write();
@@ -163,8 +167,8 @@ gptoss_status buffer_copy(Stm stream, Buf dst, size_t dst_offset, Buf src, size_
 
 // Device to device over NVLink or PCIe (cudaMemcpyPeerAsync); a step that copies between
 // devices runs eagerly (no graph).
-gptoss_status buffer_copy_peer(Stm src_stream, Buf src, size_t src_offset, Dev dst_dev, Buf dst, size_t dst_offset,
-                               size_t bytes) {
+gptoss_status buffer_copy_peer(Stm src_stream, Buf src, size_t src_offset, Dev dst_dev, Buf dst,
+                               size_t dst_offset, size_t bytes) {
   if (src_stream == nullptr || src == nullptr || dst_dev == nullptr || dst == nullptr)
     return fail(gptoss_status_invalid_argument, "buffer_copy_peer: null argument");
   Stream& s = stream_of(src_stream);
@@ -173,8 +177,8 @@ gptoss_status buffer_copy_peer(Stm src_stream, Buf src, size_t src_offset, Dev d
   not_replayable.overflow = true;
   return s.graph.op(not_replayable, [&s, src, src_offset, dst_ordinal, dst, dst_offset, bytes] {
     if (gptoss_status st = s.dev->activate(); st != gptoss_status_success) return st;
-    const cudaError_t e = cudaMemcpyPeerAsync(ptr<char>(dst) + dst_offset, dst_ordinal, ptr<char>(src) + src_offset,
-                                              s.dev->ordinal, bytes, s.stream);
+    const cudaError_t e = cudaMemcpyPeerAsync(ptr<char>(dst) + dst_offset, dst_ordinal,
+                                              ptr<char>(src) + src_offset, s.dev->ordinal, bytes, s.stream);
     return e == cudaSuccess ? gptoss_status_success : fail(e, "buffer_copy_peer");
   });
 }

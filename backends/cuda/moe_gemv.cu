@@ -106,10 +106,10 @@ __device__ void finish_rows(float (&acc)[R][kTile], float factor, const TileRows
 // and the block's scale) at a time, striding the row; the tile's tokens share every weight
 // load. Block: 8 warps = 64 rows; grid (rows / 64, tiles). kTile: the routing's tile_m.
 template <bool kStage1, int kTile>
-__global__ void __launch_bounds__(kWarps * kWarpSize, 2)
-    moe_q8_kernel(const int8_t* __restrict__ xq, const float* __restrict__ xd, int act_div,
-                  Mxfp4View w, const float* __restrict__ bias, MoeRouting routing, float limit,
-                  int8_t* __restrict__ act_q, float* __restrict__ act_d, float* __restrict__ y) {
+__global__ void __launch_bounds__(kWarps* kWarpSize, 2)
+    moe_q8_kernel(const int8_t* __restrict__ xq, const float* __restrict__ xd, int act_div, Mxfp4View w,
+                  const float* __restrict__ bias, MoeRouting routing, float limit, int8_t* __restrict__ act_q,
+                  float* __restrict__ act_d, float* __restrict__ y) {
   __shared__ float h[kRowsPerBlock][kTile];
   MoeTile tile;
   if (!moe_find_tile(routing, int32_t(blockIdx.y), tile)) return;
@@ -167,8 +167,8 @@ __global__ void __launch_bounds__(kWarps * kWarpSize, 2)
 }
 
 // Rows of x (f32, [n, k]) quantized per 32-block: one warp per block.
-__global__ void quantize_q8_kernel(const float* __restrict__ x, int64_t n, int64_t k,
-                                   int8_t* __restrict__ q, float* __restrict__ d) {
+__global__ void quantize_q8_kernel(const float* __restrict__ x, int64_t n, int64_t k, int8_t* __restrict__ q,
+                                   float* __restrict__ d) {
   const int lane = threadIdx.x % kWarpSize;
   const int64_t item = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / kWarpSize;
   const int64_t blocks = k / kQ8Block;
@@ -187,10 +187,9 @@ constexpr int kExactRowsPerBlock = kWarps * kExactRowsPerWarp;  // 32: pairs sta
 // to fp32 (2v * (scale / 2), exact) and multiplied with fp32 activations (L1-cached loads).
 // Block: 8 warps = 32 rows; grid (rows / 32, tiles). kTile: the routing's tile_m.
 template <bool kStage1, int kTile>
-__global__ void __launch_bounds__(kWarps * kWarpSize, 2)
-    moe_f32_kernel(const float* __restrict__ x, int act_div, Mxfp4View w,
-                   const float* __restrict__ bias, MoeRouting routing, float limit,
-                   float* __restrict__ out) {
+__global__ void __launch_bounds__(kWarps* kWarpSize, 2)
+    moe_f32_kernel(const float* __restrict__ x, int act_div, Mxfp4View w, const float* __restrict__ bias,
+                   MoeRouting routing, float limit, float* __restrict__ out) {
   __shared__ float h[kExactRowsPerBlock][kTile];
   MoeTile tile;
   if (!moe_find_tile(routing, int32_t(blockIdx.y), tile)) return;
@@ -226,7 +225,8 @@ __global__ void __launch_bounds__(kWarps * kWarpSize, 2)
       }
     }
   }
-  finish_rows<kStage1>(acc, 1.0f, tr, tile.expert, row0, n_rows, bias, h, warp * kExactRowsPerWarp, out, lane);
+  finish_rows<kStage1>(acc, 1.0f, tr, tile.expert, row0, n_rows, bias, h, warp * kExactRowsPerWarp, out,
+                       lane);
   if (!kStage1) return;
   __syncthreads();
   const int64_t n_units = n_rows / 2, unit0 = int64_t(blockIdx.x) * (kExactRowsPerBlock / 2);
@@ -240,8 +240,8 @@ __global__ void __launch_bounds__(kWarps * kWarpSize, 2)
 // One thread per (token, output element): the top_k expert outputs summed in order with
 // their router weights (as ref_moe); experts outside the weights' slice add nothing.
 __global__ void moe_combine_kernel(const float* __restrict__ y, const int32_t* __restrict__ ids,
-                                   const float* __restrict__ weights, int64_t n, int top_k,
-                                   int64_t dim, int32_t first_expert, int32_t experts, float* __restrict__ out) {
+                                   const float* __restrict__ weights, int64_t n, int top_k, int64_t dim,
+                                   int32_t first_expert, int32_t experts, float* __restrict__ out) {
   const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= n * dim) return;
   const int64_t t = i / dim, r = i % dim;
@@ -256,19 +256,18 @@ __global__ void moe_combine_kernel(const float* __restrict__ y, const int32_t* _
 
 }  // namespace
 
-cudaError_t launch_quantize_q8(cudaStream_t s, const float* x, int64_t n, int64_t k, int8_t* q,
-                               float* d) {
+cudaError_t launch_quantize_q8(cudaStream_t s, const float* x, int64_t n, int64_t k, int8_t* q, float* d) {
   const int64_t warps = n * (k / kQ8Block);
   if (warps == 0) return cudaSuccess;
   const int per_block = 8;
-  quantize_q8_kernel<<<unsigned((warps + per_block - 1) / per_block), per_block * kWarpSize, 0, s>>>(
-      x, n, k, q, d);
+  quantize_q8_kernel<<<unsigned((warps + per_block - 1) / per_block), per_block * kWarpSize, 0, s>>>(x, n, k,
+                                                                                                     q, d);
   return cudaGetLastError();
 }
 
-cudaError_t launch_moe_q8(cudaStream_t s, bool stage1, const int8_t* xq, const float* xd,
-                          int act_div, Mxfp4View w, const float* bias, const MoeRouting& routing,
-                          int64_t max_tiles, float limit, int8_t* act_q, float* act_d, float* y) {
+cudaError_t launch_moe_q8(cudaStream_t s, bool stage1, const int8_t* xq, const float* xd, int act_div,
+                          Mxfp4View w, const float* bias, const MoeRouting& routing, int64_t max_tiles,
+                          float limit, int8_t* act_q, float* act_d, float* y) {
   if (max_tiles == 0) return cudaSuccess;
   if ((stage1 && w.rows % kRowsPerBlock != 0) || (routing.tile_m != 1 && routing.tile_m != kMoeGemvTile))
     return cudaErrorInvalidValue;
@@ -278,24 +277,23 @@ cudaError_t launch_moe_q8(cudaStream_t s, bool stage1, const int8_t* xq, const f
   if (stage1 && one)
     moe_q8_kernel<true, 1><<<grid, block, 0, s>>>(xq, xd, act_div, w, bias, routing, limit, act_q, act_d, y);
   else if (stage1)
-    moe_q8_kernel<true, kMoeGemvTile><<<grid, block, 0, s>>>(xq, xd, act_div, w, bias, routing, limit,
-                                                            act_q, act_d, y);
+    moe_q8_kernel<true, kMoeGemvTile>
+        <<<grid, block, 0, s>>>(xq, xd, act_div, w, bias, routing, limit, act_q, act_d, y);
   else if (one)
     moe_q8_kernel<false, 1><<<grid, block, 0, s>>>(xq, xd, act_div, w, bias, routing, limit, act_q, act_d, y);
   else
-    moe_q8_kernel<false, kMoeGemvTile><<<grid, block, 0, s>>>(xq, xd, act_div, w, bias, routing, limit,
-                                                             act_q, act_d, y);
+    moe_q8_kernel<false, kMoeGemvTile>
+        <<<grid, block, 0, s>>>(xq, xd, act_div, w, bias, routing, limit, act_q, act_d, y);
   return cudaGetLastError();
 }
 
 cudaError_t launch_moe_f32(cudaStream_t s, bool stage1, const float* x, int act_div, Mxfp4View w,
-                           const float* bias, const MoeRouting& routing, int64_t max_tiles,
-                           float limit, float* out) {
+                           const float* bias, const MoeRouting& routing, int64_t max_tiles, float limit,
+                           float* out) {
   if (max_tiles == 0) return cudaSuccess;
   if ((stage1 && w.rows % 2 != 0) || (routing.tile_m != 1 && routing.tile_m != kMoeGemvTile))
     return cudaErrorInvalidValue;
-  const dim3 grid(unsigned((w.rows + kExactRowsPerBlock - 1) / kExactRowsPerBlock),
-                  unsigned(max_tiles));
+  const dim3 grid(unsigned((w.rows + kExactRowsPerBlock - 1) / kExactRowsPerBlock), unsigned(max_tiles));
   const dim3 block(kWarps * kWarpSize);
   const bool one = routing.tile_m == 1;
   if (stage1 && one)
@@ -309,13 +307,13 @@ cudaError_t launch_moe_f32(cudaStream_t s, bool stage1, const float* x, int act_
   return cudaGetLastError();
 }
 
-cudaError_t launch_moe_combine(cudaStream_t s, const float* y, const int32_t* ids,
-                               const float* weights, int64_t n, int top_k, int64_t dim,
-                               int32_t first_expert, int32_t experts, float* out) {
+cudaError_t launch_moe_combine(cudaStream_t s, const float* y, const int32_t* ids, const float* weights,
+                               int64_t n, int top_k, int64_t dim, int32_t first_expert, int32_t experts,
+                               float* out) {
   if (n == 0) return cudaSuccess;
   const int64_t total = n * dim;
   moe_combine_kernel<<<unsigned((total + 255) / 256), 256, 0, s>>>(y, ids, weights, n, top_k, dim,
-                                                                  first_expert, experts, out);
+                                                                   first_expert, experts, out);
   return cudaGetLastError();
 }
 

@@ -17,9 +17,9 @@ constexpr int kGroupThreads = 1024;
 // Expert ids are made relative to first_expert; ids outside [0, experts) then are another
 // device's (expert parallelism) and stay out of every list.
 __global__ void __launch_bounds__(kGroupThreads)
-    moe_group_kernel(const int32_t* __restrict__ ids, int64_t n_assign, int32_t experts,
-                     int32_t first_expert, int32_t tile_m, int32_t* __restrict__ offsets,
-                     int32_t* __restrict__ tile_offsets, int32_t* __restrict__ order) {
+    moe_group_kernel(const int32_t* __restrict__ ids, int64_t n_assign, int32_t experts, int32_t first_expert,
+                     int32_t tile_m, int32_t* __restrict__ offsets, int32_t* __restrict__ tile_offsets,
+                     int32_t* __restrict__ order) {
   __shared__ int32_t count[kMaxExperts];
   for (int e = threadIdx.x; e < experts; e += blockDim.x) count[e] = 0;
   __syncthreads();
@@ -84,7 +84,7 @@ cudaError_t launch_moe_group(cudaStream_t s, const int32_t* ids, int64_t n_assig
                              int32_t* order) {
   if (experts < 1 || experts > kMaxExperts || tile_m < 1) return cudaErrorInvalidValue;
   moe_group_kernel<<<1, kGroupThreads, 0, s>>>(ids, n_assign, experts, first_expert, tile_m, offsets,
-                                              tile_offsets, order);
+                                               tile_offsets, order);
   return cudaGetLastError();
 }
 

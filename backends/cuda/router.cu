@@ -14,9 +14,8 @@ constexpr int kRouterThreads = 256;
 // One block per token: warp w computes the logits of experts w, w + warps, ... (lanes take 8
 // consecutive columns at a time, then a warp sum); then warp 0 picks the top k from the
 // logits in shared memory, each lane holding experts lane, lane + 32, ...
-__global__ void router_kernel(const float* __restrict__ x, DenseView w,
-                              const float* __restrict__ bias, int top_k,
-                              int32_t* __restrict__ ids, float* __restrict__ weights) {
+__global__ void router_kernel(const float* __restrict__ x, DenseView w, const float* __restrict__ bias,
+                              int top_k, int32_t* __restrict__ ids, float* __restrict__ weights) {
   extern __shared__ float logits[];  // [w.rows]
   const int64_t t = blockIdx.x;
   const int64_t dim = w.cols;
@@ -75,13 +74,12 @@ __global__ void router_kernel(const float* __restrict__ x, DenseView w,
 
 }  // namespace
 
-cudaError_t launch_router(cudaStream_t s, const float* x, DenseView w, const float* bias,
-                          int64_t n, int top_k, int32_t* ids, float* weights) {
+cudaError_t launch_router(cudaStream_t s, const float* x, DenseView w, const float* bias, int64_t n,
+                          int top_k, int32_t* ids, float* weights) {
   if (n == 0) return cudaSuccess;
-  if (top_k < 1 || top_k > kMaxTopK || top_k > w.rows || w.rows > kMaxExperts)
-    return cudaErrorInvalidValue;
-  router_kernel<<<unsigned(n), kRouterThreads, size_t(w.rows) * sizeof(float), s>>>(x, w, bias, top_k,
-                                                                                 ids, weights);
+  if (top_k < 1 || top_k > kMaxTopK || top_k > w.rows || w.rows > kMaxExperts) return cudaErrorInvalidValue;
+  router_kernel<<<unsigned(n), kRouterThreads, size_t(w.rows) * sizeof(float), s>>>(x, w, bias, top_k, ids,
+                                                                                    weights);
   return cudaGetLastError();
 }
 

@@ -164,11 +164,12 @@ __global__ void __launch_bounds__(kThreads)
   __shared__ uint32_t chosen;
   const int r = blockIdx.x, tid = threadIdx.x;
   const SampleRow p = rows[r];
-  const Row row{logits + int64_t(r) * vocab, mask != nullptr ? mask + int64_t(r) * ((vocab + 31) / 32) : nullptr,
-                vocab};
+  const Row row{logits + int64_t(r) * vocab,
+                mask != nullptr ? mask + int64_t(r) * ((vocab + 31) / 32) : nullptr, vocab};
   SampleResult& out = results[r];
-  if (!(p.temperature >= 0.0f) || !(p.top_p > 0.0f && p.top_p <= 1.0f) || !(p.min_p >= 0.0f && p.min_p < 1.0f) ||
-      p.top_n > kSampleMaxTop || !(p.uniform >= 0.0 && p.uniform < 1.0)) {
+  if (!(p.temperature >= 0.0f) || !(p.top_p > 0.0f && p.top_p <= 1.0f) ||
+      !(p.min_p >= 0.0f && p.min_p < 1.0f) || p.top_n > kSampleMaxTop ||
+      !(p.uniform >= 0.0 && p.uniform < 1.0)) {
     if (tid == 0) {
       report_sample(err, r);
       out.token = UINT32_MAX, out.logprob = -INFINITY, out.n_top = 0;
@@ -335,7 +336,8 @@ size_t sample_scratch_bytes(int64_t n_rows, int64_t vocab) {
 }
 
 cudaError_t launch_sample(cudaStream_t s, const float* logits, const SampleRow* rows, const uint32_t* mask,
-                          int64_t n_rows, int64_t vocab, SampleResult* results, void* scratch, DeviceError* err) {
+                          int64_t n_rows, int64_t vocab, SampleResult* results, void* scratch,
+                          DeviceError* err) {
   if (n_rows == 0) return cudaSuccess;
   if (vocab < 1 || vocab > (int64_t(1) << 30)) return cudaErrorInvalidValue;
   int len = 1;

@@ -50,8 +50,8 @@ gptoss_status moe(Stm, Buf, Buf, Buf, Wt, Wt, Wt, Wt, size_t, size_t, size_t, si
 gptoss_status add(Stm, Buf, Buf, size_t);
 gptoss_status linear_qkv(Stm, Buf, Wt, Wt, Wt, Wt, Wt, Wt, size_t, size_t, size_t, size_t, Buf, Buf, Buf);
 gptoss_status add_rmsnorm(Stm, Buf, Buf, Wt, size_t, size_t, float, Buf);
-gptoss_status rope_kv_write(Stm, Buf, Buf, Buf, Buf, size_t, size_t, const gptoss_rope_params*, Kv,
-                            uint32_t, Buf);
+gptoss_status rope_kv_write(Stm, Buf, Buf, Buf, Buf, size_t, size_t, const gptoss_rope_params*, Kv, uint32_t,
+                            Buf);
 gptoss_status sample(Stm, Buf, Buf, Buf, const gptoss_sample_shape*, Buf);
 
 }  // namespace gptoss::cuda::slots

@@ -24,8 +24,10 @@ void StepGraph::begin(cudaStream_t stream, bool replayable, uint64_t epoch) {
   in_step_ = true;
   sigs_.clear();
   runs_.clear();
-  if (!replayable || !enabled()) mode_ = Mode::eager;
-  else mode_ = exec_ != nullptr ? Mode::replaying : Mode::start_capture;
+  if (!replayable || !enabled())
+    mode_ = Mode::eager;
+  else
+    mode_ = exec_ != nullptr ? Mode::replaying : Mode::start_capture;
 }
 
 void StepGraph::drop() {

@@ -12,13 +12,13 @@
 // kept but not run; at step_end the graph is launched. If a call differs (or a capture
 // fails), the step falls back to running its closures eagerly, and the graph is dropped, to
 // be captured again by the next step. Nothing is lost either way.
+#include <cuda_runtime_api.h>
+
 #include <cstdint>
 #include <cstring>
 #include <functional>
 #include <type_traits>
 #include <vector>
-
-#include <cuda_runtime_api.h>
 
 #include "gptoss/backend.h"
 
@@ -45,10 +45,16 @@ struct OpSignature {
   }
   // A struct with padding by its fields (its padding bytes are indeterminate).
   OpSignature& add(const gptoss_rope_params& p) {
-    return add(p.theta).add(p.scaling_factor).add(p.original_context).add(p.beta_fast).add(p.beta_slow).add(p.truncate);
+    return add(p.theta)
+        .add(p.scaling_factor)
+        .add(p.original_context)
+        .add(p.beta_fast)
+        .add(p.beta_slow)
+        .add(p.truncate);
   }
   bool operator==(const OpSignature& o) const {
-    return !overflow && !o.overflow && n == o.n && std::memcmp(word, o.word, sizeof(uint64_t) * size_t(n)) == 0;
+    return !overflow && !o.overflow && n == o.n &&
+           std::memcmp(word, o.word, sizeof(uint64_t) * size_t(n)) == 0;
   }
 };
 
@@ -84,7 +90,7 @@ class StepGraph {
   std::vector<OpSignature> sigs_;      // this step's calls
   std::vector<Run> runs_;              // and their closures
   cudaGraphExec_t exec_ = nullptr;
-  uint64_t epoch_ = 0;                 // of exec_
+  uint64_t epoch_ = 0;  // of exec_
 };
 
 }  // namespace gptoss::cuda

@@ -88,7 +88,8 @@ cudaError_t Uploader::copy(const Job& job) {
     next_ ^= 1;
     if (cudaError_t e = cudaEventSynchronize(done_[b]); e != cudaSuccess) return e;
     std::memcpy(stage_[b], src + done, n);
-    if (cudaError_t e = cudaMemcpyAsync(dst + done, stage_[b], n, cudaMemcpyHostToDevice, stream_); e != cudaSuccess)
+    if (cudaError_t e = cudaMemcpyAsync(dst + done, stage_[b], n, cudaMemcpyHostToDevice, stream_);
+        e != cudaSuccess)
       return e;
     if (cudaError_t e = cudaEventRecord(done_[b], stream_); e != cudaSuccess) return e;
     done += n;

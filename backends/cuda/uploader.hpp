@@ -6,6 +6,8 @@
 // Here a worker thread copies each tensor into one of two pinned 64 MiB buffers while the
 // other one's DMA runs, so that reading the file (page faults), the host copy and the PCIe
 // transfer overlap; the loading thread only queues jobs. wait() is the completion point.
+#include <cuda_runtime_api.h>
+
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
@@ -14,8 +16,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <cuda_runtime_api.h>
 
 #include "gptoss/backend.h"
 

@@ -37,11 +37,15 @@ bool is_vector_role(gptoss_tensor_role r) {
 
 size_t row_bytes_of(gptoss_dtype dtype, size_t cols) {
   switch (dtype) {
-    case gptoss_dtype_f32: return cols * 4;
+    case gptoss_dtype_f32:
+      return cols * 4;
     case gptoss_dtype_bf16:
-    case gptoss_dtype_f16: return cols * 2;
-    case gptoss_dtype_q8_0: return cols / 32 * 34;
-    case gptoss_dtype_mxfp4: return cols / 32 * 16;
+    case gptoss_dtype_f16:
+      return cols * 2;
+    case gptoss_dtype_q8_0:
+      return cols / 32 * 34;
+    case gptoss_dtype_mxfp4:
+      return cols / 32 * 16;
   }
   return 0;
 }
@@ -52,10 +56,17 @@ void widen_row(const gptoss_tensor_desc& d, size_t row, size_t cols, float* out)
   for (size_t i = 0; i < cols; ++i) {
     uint16_t h;
     switch (d.dtype) {
-      case gptoss_dtype_f32: std::memcpy(&out[i], p + 4 * i, 4); break;
-      case gptoss_dtype_bf16: std::memcpy(&h, p + 2 * i, 2), out[i] = cpu::bf16_to_f32(h); break;
-      case gptoss_dtype_f16: std::memcpy(&h, p + 2 * i, 2), out[i] = cpu::f16_to_f32(h); break;
-      default: break;
+      case gptoss_dtype_f32:
+        std::memcpy(&out[i], p + 4 * i, 4);
+        break;
+      case gptoss_dtype_bf16:
+        std::memcpy(&h, p + 2 * i, 2), out[i] = cpu::bf16_to_f32(h);
+        break;
+      case gptoss_dtype_f16:
+        std::memcpy(&h, p + 2 * i, 2), out[i] = cpu::f16_to_f32(h);
+        break;
+      default:
+        break;
     }
   }
   if (d.dtype == gptoss_dtype_q8_0)
@@ -74,7 +85,8 @@ gptoss_status upload(Device& dev, Weight& w, const void* parts[2], const size_t 
   }
   for (int i = 0; i < 2; ++i)
     if (sizes[i] > 0)
-      dev.uploader->enqueue(static_cast<char*>(w.block) + (i == 0 ? 0 : offset1), parts[i], sizes[i], keep, w.name);
+      dev.uploader->enqueue(static_cast<char*>(w.block) + (i == 0 ? 0 : offset1), parts[i], sizes[i], keep,
+                            w.name);
   // Between weights_begin and weights_end, a tensor whose host bytes persist (or that we
   // converted) is copied in the background; otherwise the host memory is valid during this
   // call only: wait for it.
@@ -97,8 +109,9 @@ gptoss_status weights_begin(gptoss_backend_device_t dev_, uint64_t total_bytes, 
   if (cudaError_t e = cudaMemGetInfo(&free_bytes, &total); e != cudaSuccess) return fail(e, "weights_begin");
   if (total_bytes > free_bytes)  // before gigabytes are read
     return fail(gptoss_status_insufficient_memory,
-                "the model's weights need " + std::to_string(total_bytes >> 20) + " MiB; " + dev.info.name + " has " +
-                    std::to_string(free_bytes >> 20) + " MiB free of " + std::to_string(total >> 20));
+                "the model's weights need " + std::to_string(total_bytes >> 20) + " MiB; " + dev.info.name +
+                    " has " + std::to_string(free_bytes >> 20) + " MiB free of " +
+                    std::to_string(total >> 20));
   dev.async_weights = true;
   return gptoss_status_success;
 }
@@ -116,7 +129,8 @@ gptoss_status weight_upload(gptoss_backend_device_t dev_, const gptoss_tensor_de
   if (dev == nullptr || desc == nullptr || weight_out == nullptr || desc->data == nullptr)
     return fail(gptoss_status_invalid_argument, "weight_upload: null argument");
   const std::string name = desc->name != nullptr ? desc->name : "(unnamed tensor)";
-  if (desc->ndim < 1 || desc->ndim > 4) return fail(gptoss_status_invalid_argument, name + ": ndim " + std::to_string(desc->ndim));
+  if (desc->ndim < 1 || desc->ndim > 4)
+    return fail(gptoss_status_invalid_argument, name + ": ndim " + std::to_string(desc->ndim));
   size_t rows = 1;
   for (uint32_t i = 0; i < desc->ndim; ++i) {
     if (desc->shape[i] <= 0) return fail(gptoss_status_invalid_argument, name + ": empty dimension");
@@ -124,7 +138,8 @@ gptoss_status weight_upload(gptoss_backend_device_t dev_, const gptoss_tensor_de
   }
   const size_t cols = size_t(desc->shape[desc->ndim - 1]);
   const bool blocked = desc->dtype == gptoss_dtype_q8_0 || desc->dtype == gptoss_dtype_mxfp4;
-  if (blocked && cols % 32 != 0) return fail(gptoss_status_unsupported_argument, name + ": row length not a multiple of 32");
+  if (blocked && cols % 32 != 0)
+    return fail(gptoss_status_unsupported_argument, name + ": row length not a multiple of 32");
   const size_t row_bytes = row_bytes_of(desc->dtype, cols);
   if (row_bytes == 0) return fail(gptoss_status_unsupported_argument, name + ": unknown dtype");
   if (desc->data_size != rows * row_bytes)

@@ -22,9 +22,7 @@ struct Coord {
 };
 
 // Element (row, first of two K columns) of A register r (0..3) on `lane`.
-GPTOSS_HD Coord a_coord(int lane, int r) {
-  return {lane / 4 + 8 * (r & 1), 2 * (lane % 4) + 8 * (r >> 1)};
-}
+GPTOSS_HD Coord a_coord(int lane, int r) { return {lane / 4 + 8 * (r & 1), 2 * (lane % 4) + 8 * (r >> 1)}; }
 // (first of two K rows, column n) of B register r (0..1) on `lane`.
 GPTOSS_HD Coord b_coord(int lane, int r) { return {2 * (lane % 4) + 8 * r, lane / 4}; }
 // (row, column) of accumulator i (0..3) on `lane`.

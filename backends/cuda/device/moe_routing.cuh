@@ -37,8 +37,10 @@ GPTOSS_HD bool moe_find_tile(const MoeRouting& r, int32_t j, MoeTile& tile) {
   int32_t lo = 0, hi = r.experts;  // the last e with tile_offsets[e] <= j lies in [lo, hi)
   while (hi - lo > 1) {
     const int32_t mid = (lo + hi) / 2;
-    if (r.tile_offsets[mid] <= j) lo = mid;
-    else hi = mid;
+    if (r.tile_offsets[mid] <= j)
+      lo = mid;
+    else
+      hi = mid;
   }
   const int32_t e = lo;
   tile.expert = e;
