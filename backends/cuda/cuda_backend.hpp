@@ -53,9 +53,6 @@ struct Device {
   std::map<uintptr_t, size_t> allocations;
   // Counts what moves memory a captured decode step may point into (see StepGraph).
   std::atomic<uint64_t> epoch{0};
-  // First bad-data report of any kernel (host-mapped, read at synchronising calls).
-  DeviceError* error_host = nullptr;
-  DeviceError* error_device = nullptr;
   std::unique_ptr<Uploader> uploader;  // weights: pinned staging on a thread of its own
   bool async_weights = false;          // between weights_begin and weights_end
 
@@ -63,8 +60,22 @@ struct Device {
   gptoss_status activate() const;
   // Bytes from p to the end of the allocation holding it (0 if none of this device's does).
   size_t extent(const void* p);
-  // After a synchronisation: a kernel's bad-data report becomes this call's status.
-  gptoss_status take_device_error();
+};
+
+// The first bad-data report of a stream's kernels (token id, KV slot, ...): host-mapped
+// memory the kernels write and the stream's synchronising calls read (ABI 2: a failure is
+// reported by the next synchronising call on that stream).
+class ErrorRecord {
+ public:
+  ~ErrorRecord();
+  gptoss_status create();
+  DeviceError* device() const { return device_; }
+  // After the stream was synchronised: the report as this call's status, then cleared.
+  gptoss_status take();
+
+ private:
+  DeviceError* host_ = nullptr;
+  DeviceError* device_ = nullptr;
 };
 
 // Scratch memory of a stream: one device block, grown (never shrunk) when an op needs more.
@@ -99,6 +110,7 @@ class Staging {
 struct Stream {
   Device* dev = nullptr;
   cudaStream_t stream = nullptr;
+  ErrorRecord errors;
   Workspace workspace;
   Staging staging;
   StepGraph graph;

@@ -24,10 +24,25 @@ size_t Device::extent(const void* p) {
   return a < it->first + it->second ? it->first + it->second - a : 0;
 }
 
-gptoss_status Device::take_device_error() {
-  const DeviceError e = *error_host;  // the stream was synchronised: the kernels' writes are visible
+ErrorRecord::~ErrorRecord() {
+  if (host_ != nullptr) cudaFreeHost(host_);
+}
+
+gptoss_status ErrorRecord::create() {
+  void* mapped = nullptr;
+  if (cudaError_t e = cudaHostAlloc(&mapped, sizeof(DeviceError), cudaHostAllocMapped); e != cudaSuccess)
+    return fail(e, "error record");
+  host_ = static_cast<DeviceError*>(mapped);
+  *host_ = DeviceError{};
+  if (cudaError_t e = cudaHostGetDevicePointer(reinterpret_cast<void**>(&device_), mapped, 0); e != cudaSuccess)
+    return fail(e, "error record");
+  return gptoss_status_success;
+}
+
+gptoss_status ErrorRecord::take() {
+  const DeviceError e = *host_;  // the stream was synchronised: the kernels' writes are visible
   if (e.code == kErrNone) return gptoss_status_success;
-  error_host->code = kErrNone;
+  host_->code = kErrNone;
   const std::string v = std::to_string(e.value), lim = std::to_string(e.limit);
   switch (e.code) {
     case kErrTokenId:
@@ -101,7 +116,7 @@ const Discovery& discovery() {
 // call's status.
 gptoss_status synchronize(Stream& s, const char* what) {
   if (cudaError_t e = cudaStreamSynchronize(s.stream); e != cudaSuccess) return fail(e, what);
-  return s.dev->take_device_error();
+  return s.errors.take();
 }
 
 }  // namespace
@@ -134,24 +149,10 @@ gptoss_status device_open(int32_t device, uint32_t, Dev* dev_out) {
   if (dev == nullptr) return fail(gptoss_status_insufficient_memory, "device_open");
   dev->ordinal = d.ordinals[size_t(device)];
   dev->info = d.info[size_t(device)];
-  gptoss_status st = dev->activate();
-  void* mapped = nullptr;
-  if (st == gptoss_status_success) {
-    if (cudaError_t e = cudaHostAlloc(&mapped, sizeof(DeviceError), cudaHostAllocMapped); e != cudaSuccess) {
-      st = fail(e, "device_open: error record");
-    } else if (cudaError_t e2 =
-                   cudaHostGetDevicePointer(reinterpret_cast<void**>(&dev->error_device), mapped, 0);
-               e2 != cudaSuccess) {
-      cudaFreeHost(mapped);
-      st = fail(e2, "device_open: error record");
-    }
-  }
-  if (st != gptoss_status_success) {
+  if (gptoss_status st = dev->activate(); st != gptoss_status_success) {
     delete dev;
     return st;
   }
-  dev->error_host = static_cast<DeviceError*>(mapped);
-  *dev->error_host = DeviceError{};
   dev->uploader = std::make_unique<Uploader>(dev->ordinal);
   char desc[256];
   device_describe(device, desc, sizeof desc);
@@ -168,7 +169,6 @@ void device_close(Dev dev_) {
   cudaDeviceSynchronize();
   for (const auto& [p, bytes] : dev->allocations)
     cudaFree(reinterpret_cast<void*>(p));  // leaked by the caller
-  cudaFreeHost(dev->error_host);
   delete dev;
 }
 
@@ -196,6 +196,10 @@ gptoss_status stream_create(Dev dev, Stm* stream_out) {
   auto* s = new (std::nothrow) Stream;
   if (s == nullptr) return fail(gptoss_status_insufficient_memory, "stream_create");
   s->dev = &device_of(dev);
+  if (gptoss_status st = s->errors.create(); st != gptoss_status_success) {
+    delete s;
+    return st;
+  }
   if (cudaError_t e = cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking); e != cudaSuccess) {
     delete s;
     return fail(e, "cudaStreamCreate");

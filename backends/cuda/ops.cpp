@@ -78,7 +78,7 @@ gptoss_status do_embedding(Stream& s, Wt w, Buf tokens, size_t n, Buf out) {
   if (n > 0 && (tokens == nullptr || out == nullptr)) return bad("embedding", "null buffer");
   return launched(s,
                   launch_embedding(s.stream, table, ptr<const int32_t>(tokens), int64_t(n), ptr<float>(out),
-                                   s.dev->error_device),
+                                   s.errors.device()),
                   "embedding");
 }
 
@@ -167,7 +167,7 @@ gptoss_status do_kv_write(Stream& s, Kv kv_, uint32_t layer, Buf k, Buf v, Buf s
   return launched(
       s,
       launch_kv_write(s.stream, kv.k[layer], kv.v[layer], kv.dt, ptr<const float>(k), ptr<const float>(v),
-                      ptr<const int32_t>(slots), int64_t(n), kv.kv_dim, kv.slots(), s.dev->error_device),
+                      ptr<const int32_t>(slots), int64_t(n), kv.kv_dim, kv.slots(), s.errors.device()),
       "kv_write");
 }
 
@@ -183,7 +183,7 @@ gptoss_status do_rope_kv(Stream& s, Buf q, Buf k, Buf v, Buf positions, size_t n
                   launch_rope_kv_write(s.stream, ptr<float>(q), ptr<const float>(k), ptr<const float>(v),
                                        ptr<const int32_t>(positions), int64_t(n), int64_t(n_heads),
                                        kv.desc.n_kv_heads, s.rope, kv.k[layer], kv.v[layer], kv.dt,
-                                       ptr<const int32_t>(slots), kv.slots(), s.dev->error_device),
+                                       ptr<const int32_t>(slots), kv.slots(), s.errors.device()),
                   "rope_kv_write");
 }
 
@@ -230,7 +230,7 @@ gptoss_status do_attention(Stream& s, Buf q, Kv kv_, uint32_t layer, Wt sinks, B
   a.page_size = int32_t(kv.desc.page_size);
   a.scale = shape.scale;
   a.out = ptr<float>(out);
-  a.err = s.dev->error_device;
+  a.err = s.errors.device();
   if (!s.dev->exact && hd == kAttnHeadDim && shape.n_tokens > uint32_t(kAttnDecodeMaxTokens) &&
       attention_mma_supported(a.group))
     return launched(s, launch_attention_mma(s.stream, a, kv.dt), "attention");
@@ -284,7 +284,7 @@ gptoss_status do_sample(Stream& s, Buf logits, Buf rows, Buf mask, gptoss_sample
   return launched(
       s,
       launch_sample(s.stream, ptr<const float>(logits), ptr<const SampleRow>(rows), ptr<const uint32_t>(mask),
-                    shape.n_rows, shape.vocab, ptr<SampleResult>(results), ws, s.dev->error_device),
+                    shape.n_rows, shape.vocab, ptr<SampleResult>(results), ws, s.errors.device()),
       "sample");
 }
 

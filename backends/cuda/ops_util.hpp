@@ -47,7 +47,7 @@ inline gptoss_status launched(Stream& s, cudaError_t e, const char* op) {
   if (!sync_each_op()) return gptoss_status_success;
   if (cudaError_t f = cudaStreamSynchronize(s.stream); f != cudaSuccess)
     return fail(f, std::string(op) + " (GPTOSS_CUDA_SYNC)");
-  return s.dev->take_device_error();
+  return s.errors.take();
 }
 
 inline gptoss_status bad(const char* op, const std::string& why) {
