@@ -14,8 +14,8 @@
 //   (max, sum, accumulator) with the sink, counted once.
 //   row kernel (prefill): 64 / G tokens per block, one split.
 // Per tile: 128 threads fetch the next tile's K and V rows (via the page table) into
-// registers while the current tile is used; score warp w owns rows w, w + 4, ... with lane j
-// = key j (tile = warp width), keeps the rows' running max and sum in registers and writes
+// registers while the current tile is used; score group w (TK = 32 lanes: a warp, or half a
+// wavefront) owns rows w, w + 4, ... with lane j = key j, keeps the rows' running max and sum in registers and writes
 // probabilities; then thread (row group, d) accumulates P.V for its rows at dimension d.
 #include <cmath>
 
@@ -30,11 +30,12 @@ namespace {
 constexpr int HD = kAttnHeadDim;
 constexpr int TK = kAttnTile;
 constexpr int kThreads = 128;
-constexpr int kScoreWarps = kThreads / kWarpSize;
+// Scores: groups of TK lanes, one key per lane (a warp on NVIDIA, half a CDNA wavefront).
+constexpr int kScoreGroups = kThreads / TK;
 constexpr int kRowGroups = kThreads / HD;
 constexpr int kChunks = 2 * TK * HD / 8;  // 8-element pieces of a K tile and a V tile
 constexpr int kChunksPerThread = kChunks / kThreads;
-static_assert(TK == kWarpSize, "score warps hold one key per lane (a HIP wave64 build needs a 64-key tile)");
+static_assert(kWarpSize % TK == 0, "a score group lies within one warp");
 static_assert(kChunks % kThreads == 0 && kThreads % HD == 0, "thread roles");
 
 __device__ void report(DeviceError* err, int32_t code, int64_t value, int64_t limit) {
@@ -67,9 +68,9 @@ __device__ void to_floats(const RawChunk<KT>& c, float v[8]) {
 
 template <typename KT, int ROWS>
 __global__ void __launch_bounds__(kThreads) attention_kernel(AttnSeqArgs a) {
-  constexpr int kRowsPerWarp = ROWS / kScoreWarps;
+  constexpr int kRowsPerGroup = ROWS / kScoreGroups;
   constexpr int kRowsPerThread = ROWS / kRowGroups;
-  static_assert(ROWS % kScoreWarps == 0 && ROWS % kRowGroups == 0, "rows");
+  static_assert(ROWS % kScoreGroups == 0 && ROWS % kRowGroups == 0, "rows");
   __shared__ __align__(16) float q_s[ROWS][HD];
   __shared__ __align__(16) float k_s[TK][HD + 4];  // +4: lanes j read rows j conflict-free
   __shared__ __align__(16) float v_s[TK][HD];
@@ -77,7 +78,7 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttnSeqArgs a) {
   __shared__ float corr_s[ROWS], m_s[ROWS], l_s[ROWS];
   __shared__ int32_t row_start[ROWS], row_pos[ROWS];
 
-  const int tid = threadIdx.x, warp = tid / kWarpSize, lane = tid % kWarpSize;
+  const int tid = threadIdx.x, group = tid / TK, lane = tid % TK;
   const int G = a.group, kvh = blockIdx.y, d = tid % HD, rg = tid / HD;
   const int64_t kv_dim = int64_t(a.n_heads / G) * HD;
   const KT* k_cache = static_cast<const KT*>(a.k_cache);
@@ -143,9 +144,9 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttnSeqArgs a) {
     }
   };
 
-  float m[kRowsPerWarp], l[kRowsPerWarp], acc[kRowsPerThread];
+  float m[kRowsPerGroup], l[kRowsPerGroup], acc[kRowsPerThread];
 #pragma unroll
-  for (int i = 0; i < kRowsPerWarp; ++i) m[i] = -INFINITY, l[i] = 0.0f;
+  for (int i = 0; i < kRowsPerGroup; ++i) m[i] = -INFINITY, l[i] = 0.0f;
 #pragma unroll
   for (int i = 0; i < kRowsPerThread; ++i) acc[i] = 0.0f;
 
@@ -162,17 +163,17 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttnSeqArgs a) {
     __syncthreads();  // q_s and row info (first tile), k_s and v_s
     if (tile + 1 < tile_end) fetch(tile + 1);
 
-    // Scores and the online softmax of the rows of this warp; lane = key.
+    // Scores and the online softmax of the rows of this group; lane = key.
     const int32_t kp = tile * TK + lane;
-    float s[kRowsPerWarp];
+    float s[kRowsPerGroup];
 #pragma unroll
-    for (int i = 0; i < kRowsPerWarp; ++i) s[i] = 0.0f;
+    for (int i = 0; i < kRowsPerGroup; ++i) s[i] = 0.0f;
 #pragma unroll
     for (int c = 0; c < HD; c += 4) {
       const float4 k4 = *reinterpret_cast<const float4*>(&k_s[lane][c]);
 #pragma unroll
-      for (int i = 0; i < kRowsPerWarp; ++i) {
-        const int r = warp + kScoreWarps * i;
+      for (int i = 0; i < kRowsPerGroup; ++i) {
+        const int r = group + kScoreGroups * i;
         if (r >= rows) break;
         const float4 q4 = *reinterpret_cast<const float4*>(&q_s[r][c]);
         s[i] = fmaf(q4.x, k4.x, s[i]);
@@ -182,18 +183,18 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttnSeqArgs a) {
       }
     }
 #pragma unroll
-    for (int i = 0; i < kRowsPerWarp; ++i) {
-      const int r = warp + kScoreWarps * i;
+    for (int i = 0; i < kRowsPerGroup; ++i) {
+      const int r = group + kScoreGroups * i;
       if (r >= rows) break;
       const bool visible = kp >= row_start[r] && kp <= row_pos[r];
       const float sv = visible ? s[i] * a.scale : -INFINITY;
-      const float mt = warp_max<kWarpSize>(sv);
+      const float mt = warp_max<TK>(sv);
       float corr = 1.0f, p = 0.0f;
       if (mt != -INFINITY) {  // the row sees a key here (same on every lane)
         const float m_new = fmaxf(m[i], mt);
         corr = expf(m[i] - m_new);  // m = -inf: 0, and the accumulator is 0 anyway
         p = visible ? expf(sv - m_new) : 0.0f;
-        l[i] = l[i] * corr + warp_sum<kWarpSize>(p);
+        l[i] = l[i] * corr + warp_sum<TK>(p);
         m[i] = m_new;
       }
       p_s[r][lane] = p;
@@ -223,8 +224,8 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttnSeqArgs a) {
   // The rows' max and sum to every thread; then the result, or this split's partial.
   if (lane == 0)
 #pragma unroll
-    for (int i = 0; i < kRowsPerWarp; ++i) {
-      const int r = warp + kScoreWarps * i;
+    for (int i = 0; i < kRowsPerGroup; ++i) {
+      const int r = group + kScoreGroups * i;
       if (r < rows) m_s[r] = m[i], l_s[r] = l[i];
     }
   __syncthreads();

@@ -22,6 +22,7 @@
 #include "kernels.hpp"
 
 namespace gptoss::cuda {
+#if !defined(GPTOSS_HIP)
 namespace {
 
 constexpr int HD = kAttnHeadDim;  // 64
@@ -242,4 +243,11 @@ cudaError_t launch_attention_mma(cudaStream_t s, AttnSeqArgs a, Dt kv_dt) {
   return cudaGetLastError();
 }
 
+#else  // HIP: no MFMA kernel yet; ops.cpp takes the fp32 attention (attention.cu) instead.
+
+bool attention_mma_supported(int32_t) { return false; }
+
+cudaError_t launch_attention_mma(cudaStream_t, AttnSeqArgs, Dt) { return cudaErrorNotSupported; }
+
+#endif
 }  // namespace gptoss::cuda

@@ -3,6 +3,7 @@
 // ops.cpp; kernels: *.cu.
 #include "cuda_backend.hpp"
 
+#include "driver_check.hpp"
 #include "slots.hpp"
 
 namespace gptoss::cuda {
@@ -10,7 +11,8 @@ namespace gptoss::cuda {
 const gptoss_host_api* g_host = nullptr;
 
 void log(gptoss_log_level level, const std::string& message) {
-  if (g_host != nullptr && g_host->log != nullptr) g_host->log(level, ("cuda backend: " + message).c_str());
+  if (g_host != nullptr && g_host->log != nullptr)
+    g_host->log(level, (std::string(kBackendName) + " backend: " + message).c_str());
 }
 
 namespace {
@@ -21,11 +23,13 @@ bool sticky(cudaError_t e) {
   switch (e) {
     case cudaErrorIllegalAddress:
     case cudaErrorLaunchFailure:
+#if !defined(GPTOSS_HIP)  // faults HIP reports as one of the above
     case cudaErrorHardwareStackError:
     case cudaErrorIllegalInstruction:
     case cudaErrorMisalignedAddress:
     case cudaErrorInvalidAddressSpace:
     case cudaErrorInvalidPc:
+#endif
     case cudaErrorECCUncorrectable:
     case cudaErrorAssert:
     case cudaErrorLaunchTimeout:
@@ -49,8 +53,10 @@ gptoss_status fail(cudaError_t e, const std::string& what) {
     case cudaErrorNoDevice:
     case cudaErrorInsufficientDriver:
     case cudaErrorNoKernelImageForDevice:
+#if !defined(GPTOSS_HIP)  // no HIP counterparts
     case cudaErrorUnsupportedPtxVersion:
     case cudaErrorDevicesUnavailable:
+#endif
       return gptoss_status_unsupported_system;
     default:
       return gptoss_status_internal;
@@ -66,7 +72,7 @@ const gptoss_backend_api kApi = {
     /* .struct_size          = */ sizeof(gptoss_backend_api),
     /* .abi_major            = */ GPTOSS_BACKEND_ABI_MAJOR,
     /* .abi_minor            = */ GPTOSS_BACKEND_ABI_MINOR,
-    /* .name                 = */ "cuda",
+    /* .name                 = */ kBackendName,
     /* .flags                = */ 0,
     /* .device_count         = */ slots::device_count,
     /* .device_describe      = */ slots::device_describe,

@@ -4,7 +4,7 @@
 //
 // Handles: a buffer (or a view of one) is the device address itself; a device, stream,
 // weight or KV cache is a pointer to the struct below; an event is a cudaEvent_t.
-#include <cuda_runtime_api.h>
+#include "gpu_runtime.hpp"
 
 #include <atomic>
 #include <cstddef>
@@ -37,8 +37,8 @@ gptoss_status fail(gptoss_status st, const std::string& message);
 
 struct DeviceInfo {
   std::string name;
-  int major = 0, minor = 0;
-  int sms = 0;
+  std::string arch;  // sm_90, gfx90a
+  int sms = 0;       // SMs (NVIDIA), compute units (AMD)
   size_t total_memory = 0;
   double peak_gbps = 0.0;  // memory clock x bus width
 };

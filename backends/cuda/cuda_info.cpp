@@ -1,20 +1,22 @@
-// gptoss-cuda-info: what the CUDA backend would see on this machine, as key=value lines for
-// scripts (scripts/gpu-check.sh, the GPU tests in ctest).
-//   gptoss-cuda-info            every usable device: name, compute capability, SMs, memory,
+// gptoss-cuda-info (gptoss-hip-info, built from this file by backends/hip): what the backend
+// would see on this machine, as key=value lines for scripts (scripts/gpu-check.sh, the GPU
+// tests in ctest).
+//   gptoss-cuda-info            every usable device: name, architecture, SMs or CUs, memory,
 //                               peak bandwidth; exit 0 if there is one
 //   gptoss-cuda-info --check    no output on success; exit 77 (ctest's "skipped") with the
 //                               reason on stderr when there is no usable device
-#include <cuda_runtime_api.h>
+#include "gpu_runtime.hpp"
 
 #include <cstdio>
 #include <cstring>
+#include <string>
 
 #include "driver_check.hpp"
 
 int main(int argc, char** argv) {
   const bool check = argc > 1 && std::strcmp(argv[1], "--check") == 0;
   if (argc > 2 || (argc == 2 && !check)) {
-    std::fprintf(stderr, "usage: gptoss-cuda-info [--check]\n");
+    std::fprintf(stderr, "usage: gptoss-%s-info [--check]\n", gptoss::cuda::kBackendName);
     return 2;
   }
   int n = 0;
@@ -25,9 +27,12 @@ int main(int argc, char** argv) {
   int usable = 0;
   for (int i = 0; i < n; ++i) {
     cudaDeviceProp p{};
-    if (cudaGetDeviceProperties(&p, i) != cudaSuccess || p.major < 8) {
-      std::fprintf(stderr, "device %d: %s, compute capability %d.%d: not usable (8.0 or later)\n", i, p.name,
-                   p.major, p.minor);
+    if (cudaError_t e = cudaGetDeviceProperties(&p, i); e != cudaSuccess) {
+      std::fprintf(stderr, "device %d: %s\n", i, cudaGetErrorString(e));
+      continue;
+    }
+    if (std::string why; !gptoss::cuda::device_usable(p, &why)) {
+      std::fprintf(stderr, "device %d: not usable: %s\n", i, why.c_str());
       continue;
     }
     ++usable;
@@ -39,13 +44,14 @@ int main(int argc, char** argv) {
     cudaSetDevice(i);
     cudaMemGetInfo(&free_bytes, &total_bytes);
     std::printf(
-        "device=%d\nname=%s\ncompute_capability=%d.%d\nsms=%d\nmemory_total_bytes=%zu\n"
+        "device=%d\nname=%s\narch=%s\ncompute_capability=%d.%d\nsms=%d\nmemory_total_bytes=%zu\n"
         "memory_free_bytes=%zu\npeak_bandwidth_gbps=%.0f\n",
-        i, p.name, p.major, p.minor, p.multiProcessorCount, total_bytes, free_bytes,
+        i, p.name, gptoss::cuda::arch_name(p).c_str(), p.major, p.minor, p.multiProcessorCount, total_bytes,
+        free_bytes,
         2.0 * clock_khz * 1e3 * (bus_bits / 8.0) / 1e9);
   }
   if (usable == 0) {
-    std::fprintf(stderr, "no CUDA device of compute capability 8.0 or later\n");
+    std::fprintf(stderr, "no %s device this build can run on\n", gptoss::cuda::kGpuApi);
     return 77;
   }
   return 0;

@@ -66,8 +66,9 @@ gptoss_status ErrorRecord::take() {
 
 namespace {
 
-// Devices this build can run on: compute capability 8.0 and later (SASS for the listed
-// architectures, PTX JIT for later ones). Found once; the reason when there are none.
+// Devices this build can run on (device_usable: compute capability 8.0 and later for CUDA,
+// SASS for the listed architectures and PTX JIT for later ones; the built gfx architectures
+// for HIP). Found once; the reason when there are none.
 struct Discovery {
   std::vector<int> ordinals;
   std::vector<DeviceInfo> info;
@@ -86,15 +87,13 @@ const Discovery& discovery() {
     for (int i = 0; i < n; ++i) {
       cudaDeviceProp p{};
       if (cudaGetDeviceProperties(&p, i) != cudaSuccess) continue;
-      if (p.major < 8) {
-        skipped += std::string(skipped.empty() ? "" : "; ") + p.name + " has compute capability " +
-                   std::to_string(p.major) + "." + std::to_string(p.minor);
+      if (std::string why; !device_usable(p, &why)) {
+        skipped += std::string(skipped.empty() ? "" : "; ") + why;
         continue;
       }
       DeviceInfo info;
       info.name = p.name;
-      info.major = p.major;
-      info.minor = p.minor;
+      info.arch = arch_name(p);
       info.sms = p.multiProcessorCount;
       info.total_memory = p.totalGlobalMem;
       int clock_khz = 0, bus_bits = 0;
@@ -106,7 +105,7 @@ const Discovery& discovery() {
     }
     if (r.ordinals.empty())
       r.reason =
-          n == 0 ? "no CUDA device" : "no CUDA device of compute capability 8.0 or later (" + skipped + ")";
+          std::string("no ") + kGpuApi + " device" + (n == 0 ? std::string() : " this build can run on (" + skipped + ")");
     return r;
   }();
   return d;
@@ -131,19 +130,21 @@ void device_describe(int32_t device, char* out, size_t capacity) {
   if (out == nullptr || capacity == 0) return;
   const Discovery& d = discovery();
   if (device < 0 || size_t(device) >= d.ordinals.size()) {
-    std::snprintf(out, capacity, "no CUDA device %d", int(device));
+    std::snprintf(out, capacity, "no %s device %d", kGpuApi, int(device));
     return;
   }
   const DeviceInfo& i = d.info[size_t(device)];
-  std::snprintf(out, capacity, "%s (sm_%d%d, %d SMs, %.1f GiB, %.0f GB/s peak)", i.name.c_str(), i.major,
-                i.minor, i.sms, double(i.total_memory) / double(1ull << 30), i.peak_gbps);
+  std::snprintf(out, capacity, "%s (%s, %d %s, %.1f GiB, %.0f GB/s peak)", i.name.c_str(), i.arch.c_str(), i.sms,
+                kUnits, double(i.total_memory) / double(1ull << 30),
+                i.peak_gbps);
 }
 
 gptoss_status device_open(int32_t device, uint32_t, Dev* dev_out) {
   const Discovery& d = discovery();
   if (dev_out == nullptr) return fail(gptoss_status_invalid_argument, "device_open: no output");
   if (device < 0 || size_t(device) >= d.ordinals.size())
-    return fail(gptoss_status_invalid_argument, "no CUDA device " + std::to_string(device) + " (" +
+    return fail(gptoss_status_invalid_argument, std::string("no ") + kGpuApi + " device " +
+                                                    std::to_string(device) + " (" +
                                                     std::to_string(d.ordinals.size()) + " usable)");
   auto* dev = new (std::nothrow) Device;
   if (dev == nullptr) return fail(gptoss_status_insufficient_memory, "device_open");

@@ -21,6 +21,7 @@
 #include "kernels.hpp"
 
 namespace gptoss::cuda {
+#if !defined(GPTOSS_HIP)
 namespace {
 
 constexpr int BM = kGemmTileM;  // 64 rows of A (tokens / assignments)
@@ -284,4 +285,16 @@ cudaError_t launch_gemm_moe(cudaStream_t s, bool stage1, const float* a, int act
                 : launch<WKind::mxfp4, Epi::down>(s, g, max_tiles);
 }
 
+#else  // HIP: no MFMA kernel yet; ops_util.hpp sends every call to the GEMV-style kernels.
+
+cudaError_t launch_gemm_dense(cudaStream_t, const float*, const LinearSegs&, int64_t) {
+  return cudaErrorNotSupported;
+}
+
+cudaError_t launch_gemm_moe(cudaStream_t, bool, const float*, int, Mxfp4View, const float*, const MoeRouting&,
+                            int64_t, float, float*) {
+  return cudaErrorNotSupported;
+}
+
+#endif
 }  // namespace gptoss::cuda

@@ -3,7 +3,7 @@
 // plugin ABI (ops.cpp maps slots onto them). Each returns the launch's error (cudaSuccess or
 // the configuration error); faults inside a kernel surface at the next synchronising call.
 // Activations are f32 row-major [tokens, features] as the ABI says.
-#include <cuda_runtime_api.h>
+#include "gpu_runtime.hpp"
 
 #include <cstddef>
 #include <cstdint>

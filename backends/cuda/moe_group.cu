@@ -64,15 +64,15 @@ __global__ void __launch_bounds__(kGroupThreads)
   }
   __syncwarp();
 
-  const unsigned lower = (1u << lane) - 1u;  // lanes below this one (warp width 32)
+  const LaneMask lower = lanes_below(lane);
   for (int64_t base = 0; base < n_assign; base += kWarpSize) {
     const int64_t a = base + lane;
     const int32_t e = a < n_assign ? ids[a] - first_expert : -1;
     const bool valid = e >= 0 && e < experts;
-    const unsigned peers = __match_any_sync(0xffffffffu, valid ? e : experts + lane);
-    if (valid) order[count[e] + __popc(peers & lower)] = int32_t(a);
+    const LaneMask peers = match_any(valid ? e : experts + lane);
+    if (valid) order[count[e] + lane_count(peers & lower)] = int32_t(a);
     __syncwarp();
-    if (valid && lane == __ffs(peers) - 1) count[e] += __popc(peers);
+    if (valid && lane == first_lane(peers)) count[e] += lane_count(peers);
     __syncwarp();
   }
 }

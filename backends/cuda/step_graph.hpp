@@ -12,7 +12,7 @@
 // kept but not run; at step_end the graph is launched. If a call differs (or a capture
 // fails), the step falls back to running its closures eagerly, and the graph is dropped, to
 // be captured again by the next step. Nothing is lost either way.
-#include <cuda_runtime_api.h>
+#include "gpu_runtime.hpp"
 
 #include <cstdint>
 #include <cstring>

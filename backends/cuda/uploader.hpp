@@ -6,7 +6,7 @@
 // Here a worker thread copies each tensor into one of two pinned 64 MiB buffers while the
 // other one's DMA runs, so that reading the file (page faults), the host copy and the PCIe
 // transfer overlap; the loading thread only queues jobs. wait() is the completion point.
-#include <cuda_runtime_api.h>
+#include "gpu_runtime.hpp"
 
 #include <condition_variable>
 #include <cstddef>

@@ -1,35 +1,57 @@
 #pragma once
 // The platform layer of the GPU kernels: every .cu file of this backend includes this header
-// and no CUDA header directly, so that a HIP build (issue 20) can compile the same sources
-// through its own branch here (CUDA names mapped to HIP names, as ggml does).
+// and no CUDA header directly, so that the HIP build (backends/hip, GPTOSS_HIP) compiles the
+// same sources through backends/hip/cuda_to_hip.h (CUDA names mapped to HIP names).
 //
 // Warp width: nothing in the kernels hard-codes 32 where a warp width is meant. Reductions
 // and shuffles take the width W as a template parameter; kernels that split work "one warp
-// per row" say so and use kWarpSize (32 on NVIDIA; a HIP build sets 64 for CDNA wavefronts).
+// per row" say so and use kWarpSize, GPTOSS_WARP_SIZE: 32 on NVIDIA, 64 for the CDNA
+// wavefronts of the HIP build (its CMakeLists sets it; a device pass checks it against the
+// target's own width).
 //
-// Host builds (g++, no __CUDACC__) see the portable parts only: the bit-level helpers marked
+// Host builds (g++, no GPU compiler) see the portable parts only: the bit-level helpers marked
 // GPTOSS_HD, with a host emulation of the byte permute, so tests/backends/cuda can check them
 // against the CPU reference without a GPU.
 #include <cstdint>
 #include <cstring>
 
-#if defined(__CUDACC__)
+#if defined(GPTOSS_HIP)
+#include "cuda_to_hip.h"
+#elif defined(__CUDACC__)
 #include <cuda_runtime.h>
+#endif
+
+// GPTOSS_GPU_CODE: compiled by a GPU compiler (nvcc or hipcc), device code may follow.
+#if defined(__CUDACC__) || defined(__HIPCC__)
+#define GPTOSS_GPU_CODE 1
 #define GPTOSS_HD __host__ __device__ __forceinline__
 #define GPTOSS_DEV __device__ __forceinline__
 #else
+#define GPTOSS_GPU_CODE 0
 #define GPTOSS_HD inline
+#endif
+
+#if !defined(GPTOSS_WARP_SIZE)
+#define GPTOSS_WARP_SIZE 32
+#endif
+#if defined(__HIP_DEVICE_COMPILE__)
+static_assert(GPTOSS_WARP_SIZE == __AMDGCN_WAVEFRONT_SIZE, "GPTOSS_WARP_SIZE: the target's wavefront");
 #endif
 
 namespace gptoss::cuda {
 
-constexpr int kWarpSize = 32;
+constexpr int kWarpSize = GPTOSS_WARP_SIZE;
 
 // r.byte[n] = {y:x}.byte[s.nibble[n] & 7] for n < 4 (PTX prmt in its default mode; only the
 // low 3 bits of each selector nibble count, the upper 16 bits of s are ignored).
 GPTOSS_HD uint32_t byte_perm(uint32_t x, uint32_t y, uint32_t s) {
 #if defined(__CUDA_ARCH__)
   return __byte_perm(x, y, s);
+#elif defined(__HIP_DEVICE_COMPILE__)
+  // v_perm_b32: one selector byte per result byte, bytes 0..3 from its second operand and
+  // 4..7 from its first; selectors 0..7 mean what prmt's do.
+  const uint32_t sel = (s & 0x7u) | (s & 0x70u) << 4 | (s & 0x700u) << 8 | (s & 0x7000u) << 12;
+  return __builtin_amdgcn_perm(y, x, sel);
 #else
   const uint64_t xy = uint64_t(y) << 32 | x;
   uint32_t r = 0;
@@ -42,6 +64,8 @@ GPTOSS_HD uint32_t byte_perm(uint32_t x, uint32_t y, uint32_t s) {
 GPTOSS_HD int32_t dot4_i8(uint32_t a, uint32_t b, int32_t c) {
 #if defined(__CUDA_ARCH__)
   return __dp4a(int(a), int(b), c);
+#elif defined(__HIP_DEVICE_COMPILE__) && defined(__gfx90a__)
+  return __builtin_amdgcn_sdot4(int(a), int(b), c, false);  // v_dot4_i32_i8, no clamp
 #else
   for (int n = 0; n < 4; ++n) c += int32_t(int8_t(a >> (8 * n))) * int32_t(int8_t(b >> (8 * n)));
   return c;
@@ -49,7 +73,7 @@ GPTOSS_HD int32_t dot4_i8(uint32_t a, uint32_t b, int32_t c) {
 }
 
 GPTOSS_HD float bits_to_float(uint32_t u) {
-#if defined(__CUDA_ARCH__)
+#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)  // HIP has the same intrinsic
   return __uint_as_float(u);
 #else
   float f;
@@ -59,7 +83,7 @@ GPTOSS_HD float bits_to_float(uint32_t u) {
 }
 
 GPTOSS_HD uint32_t float_to_bits(float f) {
-#if defined(__CUDA_ARCH__)
+#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)  // HIP has the same intrinsic
   return __float_as_uint(f);
 #else
   uint32_t u;
@@ -68,7 +92,7 @@ GPTOSS_HD uint32_t float_to_bits(float f) {
 #endif
 }
 
-#if defined(__CUDACC__)
+#if GPTOSS_GPU_CODE
 // Reductions over groups of W consecutive lanes (W a power of two <= the warp width); every
 // lane of the group gets the result. Butterfly order, so the result is the same on every lane.
 template <int W>
@@ -106,6 +130,50 @@ GPTOSS_DEV void warp_argmax(float& v, int32_t& i) {
 template <int W>
 GPTOSS_DEV float shfl(float v, int src_lane) {
   return __shfl_sync(0xffffffffu, v, src_lane, W);
+}
+
+// A set of lanes of the warp, bit n for lane n: as wide as the warp.
+#if defined(GPTOSS_HIP)
+using LaneMask = unsigned long long;
+#else
+using LaneMask = uint32_t;
+#endif
+static_assert(sizeof(LaneMask) * 8 == kWarpSize, "one bit per lane");
+
+GPTOSS_DEV LaneMask lanes_below(int lane) { return (LaneMask(1) << lane) - 1; }
+
+GPTOSS_DEV int lane_count(LaneMask m) {
+#if defined(GPTOSS_HIP)
+  return __popcll(m);
+#else
+  return __popc(m);
+#endif
+}
+
+GPTOSS_DEV int first_lane(LaneMask m) {
+#if defined(GPTOSS_HIP)
+  return __ffsll(m) - 1;
+#else
+  return __ffs(int(m)) - 1;
+#endif
+}
+
+// The lanes whose v equals this lane's; every lane of the warp must call it.
+GPTOSS_DEV LaneMask match_any(int32_t v) {
+#if defined(GPTOSS_HIP)
+  // CDNA has no match instruction: one ballot per distinct value, led by the lowest lane
+  // not yet matched (peers always holds the lane itself once matched).
+  LaneMask peers = 0;
+  for (;;) {
+    const LaneMask open = __ballot(peers == 0);
+    if (open == 0) return peers;
+    const int32_t lead = __shfl(v, first_lane(open));
+    const LaneMask same = __ballot(v == lead);
+    if (v == lead) peers = same;
+  }
+#else
+  return __match_any_sync(0xffffffffu, v);
+#endif
 }
 #endif
 

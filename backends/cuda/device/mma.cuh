@@ -4,6 +4,9 @@
 // tile A (row-major, K contiguous) by a 16x8 bf16 tile B (stored as 8 rows of 16 K values,
 // i.e. the weight matrix's own row-major layout) into a 16x8 fp32 accumulator.
 //
+// The HIP build has no MFMA counterpart yet (v_mfma_f32_32x32x8bf16_1k would be it, with its
+// own wave64 fragment layout): it compiles none of this header's users' kernels.
+//
 // mma.sync.m16n8k16 (sm_80 and later). Fragments, with g = lane / 4 and c = lane % 4 (PTX ISA,
 // "Matrix Fragments for mma.m16n8k16 with floating point type"); bf16 pairs are consecutive
 // K values, the lower K in the low half:
@@ -28,7 +31,7 @@ GPTOSS_HD Coord b_coord(int lane, int r) { return {2 * (lane % 4) + 8 * r, lane 
 // (row, column) of accumulator i (0..3) on `lane`.
 GPTOSS_HD Coord c_coord(int lane, int i) { return {lane / 4 + 8 * (i >> 1), 2 * (lane % 4) + (i & 1)}; }
 
-#if defined(__CUDACC__)
+#if GPTOSS_GPU_CODE && !defined(GPTOSS_HIP)
 // c += A B for one m16n8k16 tile.
 GPTOSS_DEV void mma_bf16_16x8x16(float c[4], const uint32_t a[4], const uint32_t b[2]) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800

@@ -8,7 +8,7 @@
 
 namespace gptoss::cuda {
 
-#if defined(__CUDACC__)
+#if GPTOSS_GPU_CODE
 GPTOSS_DEV void load8(const float* p, float v[8]) {
   const float4 a = *reinterpret_cast<const float4*>(p);
   const float4 b = *reinterpret_cast<const float4*>(p + 4);

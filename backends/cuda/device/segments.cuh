@@ -28,7 +28,7 @@ inline SegTable seg_table(const LinearSegs& s, int64_t rows_per_block) {
   return t;
 }
 
-#if defined(__CUDACC__)
+#if GPTOSS_GPU_CODE
 // The segment of block b and b's index within it.
 GPTOSS_DEV int seg_of(const SegTable& t, int64_t b, int64_t* local) {
   int j = 0;
