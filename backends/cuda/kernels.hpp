@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "device/moe_routing.cuh"
 
@@ -50,6 +51,19 @@ enum DeviceErrorCode : int32_t {
   kErrPageTable = 4,  // an attention token's keys outside its page table or cache
   kErrSampleRow = 5,  // a sample row's parameters out of range
 };
+
+// The wave64 emulation of the CUDA build (GPTOSS_CUDA_WAVE64=1, read once; gemv.cu): the
+// GEMV-style kernels (gemv.cu, moe_gemv.cu) run with 64-lane logical warps of two hardware
+// warps each, the width the HIP build runs them with on CDNA wavefronts. Always false there.
+bool wave64_emulation();
+
+// f(std::integral_constant<int, W>{}) with the logical warp width W of this launch.
+template <typename F>
+cudaError_t with_warp_width(F&& f) {
+  if constexpr (kWarpSize < 64)
+    if (wave64_emulation()) return f(std::integral_constant<int, 64>{});
+  return f(std::integral_constant<int, kWarpSize>{});
+}
 
 // ---- elementwise.cu ----------------------------------------------------------------------
 

@@ -59,10 +59,11 @@ __device__ TileRows<kTile> tile_rows(const MoeRouting& routing, const MoeTile& t
   return tr;
 }
 
-// Quantizes 32 values held by lanes 0..31 of a warp (lanes beyond 32 hold 0 and store
-// nothing) into q[0..32) and *d.
-__device__ void quantize_block32(float v, int lane, int8_t* q, float* d) {
-  const float amax = warp_max<kWarpSize>(fabsf(v));
+// Quantizes 32 values held by lanes 0..31 of a warp of W lanes (lanes beyond 32, as in a
+// 64-lane wavefront, hold 0 and store nothing) into q[0..32) and *d.
+template <int W>
+__device__ void quantize_block32(float v, int lane, int8_t* q, float* d, float* pair) {
+  const float amax = group_max<W>(fabsf(v), pair);
   const float dd = amax / 127.0f;
   const float id = q8_inverse_scale(dd);
   if (lane < kQ8Block) q[lane] = int8_t(fminf(fmaxf(rintf(v * id), -127.0f), 127.0f));
@@ -80,17 +81,17 @@ __device__ float load_half_block(const Mxfp4View& w, int64_t row, int64_t b, int
 
 // The warp's R row sums per token (times `factor`) plus the expert's bias: stage 1 keeps them
 // in h[h_row0 + r] (lane 0), stage 2 writes out[assignment, row].
-template <bool kStage1, int R, int kTile>
+template <bool kStage1, int W, int R, int kTile>
 __device__ void finish_rows(float (&acc)[R][kTile], float factor, const TileRows<kTile>& tr, int32_t expert,
                             int64_t row0, int64_t n_rows, const float* bias, float (*h)[kTile], int h_row0,
-                            float* out, int lane) {
+                            float* out, int lane, float* pair) {
 #pragma unroll
   for (int r = 0; r < R; ++r) {
     const int64_t row = row0 + r;
     const float b = bias != nullptr && row < n_rows ? bias[int64_t(expert) * n_rows + row] : 0.0f;
 #pragma unroll
     for (int t = 0; t < kTile; ++t) {
-      const float v = factor * warp_sum<kWarpSize>(acc[r][t]) + b;
+      const float v = factor * group_sum<W>(acc[r][t], pair) + b;
       if (kStage1) {
         if (lane == 0) h[h_row0 + r][t] = v;
       } else if (lane == 0 && t < tr.count && row < n_rows) {
@@ -102,19 +103,21 @@ __device__ void finish_rows(float (&acc)[R][kTile], float factor, const TileRows
 
 // ---- fast: int8 activations x MXFP4 weights --------------------------------------------
 
-// One warp per 8 rows of one expert; lanes take half-blocks (16 elements: 8 bytes of codes
-// and the block's scale) at a time, striding the row; the tile's tokens share every weight
-// load. Block: 8 warps = 64 rows; grid (rows / 64, tiles). kTile: the routing's tile_m.
-template <bool kStage1, int kTile>
-__global__ void __launch_bounds__(kWarps* kWarpSize, 2)
+// One warp (W lanes: device/compat.cuh, logical warps) per 8 rows of one expert; lanes take
+// half-blocks (16 elements: 8 bytes of codes and the block's scale) at a time, striding the
+// row; the tile's tokens share every weight load. Block: 8 warps = 64 rows; grid (rows / 64,
+// tiles). kTile: the routing's tile_m.
+template <bool kStage1, int kTile, int W>
+__global__ void __launch_bounds__(kWarps* W, 64 / W)
     moe_q8_kernel(const int8_t* __restrict__ xq, const float* __restrict__ xd, int act_div, Mxfp4View w,
                   const float* __restrict__ bias, MoeRouting routing, float limit, int8_t* __restrict__ act_q,
                   float* __restrict__ act_d, float* __restrict__ y) {
   __shared__ float h[kRowsPerBlock][kTile];
+  __shared__ float pair[kMaxBlockWarps];
   MoeTile tile;
   if (!moe_find_tile(routing, int32_t(blockIdx.y), tile)) return;
   const TileRows<kTile> tr = tile_rows<kTile>(routing, tile, act_div);
-  const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
+  const int warp = threadIdx.x / W, lane = threadIdx.x % W;
   const int64_t n_rows = w.rows, k_dim = w.cols, n_blocks = k_dim / 32;
   const int64_t row0 = int64_t(blockIdx.x) * kRowsPerBlock + warp * kRowsPerWarp;
   const int64_t expert_row0 = int64_t(tile.expert) * n_rows;
@@ -125,7 +128,7 @@ __global__ void __launch_bounds__(kWarps* kWarpSize, 2)
 #pragma unroll
     for (int t = 0; t < kTile; ++t) acc[r][t] = 0.0f;
 
-  for (int64_t hb = lane; hb < 2 * n_blocks; hb += kWarpSize) {
+  for (int64_t hb = lane; hb < 2 * n_blocks; hb += W) {
     const int64_t b = hb >> 1, half = hb & 1;
     uint4 xv[kTile];
     float xs[kTile];
@@ -151,7 +154,8 @@ __global__ void __launch_bounds__(kWarps* kWarpSize, 2)
     }
   }
   // Row sums (x 1/2: the codes were 2v) plus bias; stage 2 ends here.
-  finish_rows<kStage1>(acc, 0.5f, tr, tile.expert, row0, n_rows, bias, h, warp * kRowsPerWarp, y, lane);
+  finish_rows<kStage1, W>(acc, 0.5f, tr, tile.expert, row0, n_rows, bias, h, warp * kRowsPerWarp, y, lane,
+                          pair);
   if (!kStage1) return;
   // Stage 1 epilogue: the block's 64 rows are 32 SwiGLU units = one q8 block of act. Warp t
   // takes token t; lane u unit u.
@@ -161,21 +165,23 @@ __global__ void __launch_bounds__(kWarps* kWarpSize, 2)
     const int u = lane < kQ8Block ? lane : 0;
     const float v = lane < kQ8Block ? swiglu(h[2 * u][t], h[2 * u + 1][t], limit) : 0.0f;
     const int64_t a = tr.assign[t];
-    quantize_block32(v, lane, act_q + a * n_units + unit_block * kQ8Block,
-                     act_d + a * (n_units / kQ8Block) + unit_block);
+    quantize_block32<W>(v, lane, act_q + a * n_units + unit_block * kQ8Block,
+                        act_d + a * (n_units / kQ8Block) + unit_block, pair);
   }
 }
 
-// Rows of x (f32, [n, k]) quantized per 32-block: one warp per block.
+// Rows of x (f32, [n, k]) quantized per 32-block: one warp of W lanes per block.
+template <int W>
 __global__ void quantize_q8_kernel(const float* __restrict__ x, int64_t n, int64_t k, int8_t* __restrict__ q,
                                    float* __restrict__ d) {
-  const int lane = threadIdx.x % kWarpSize;
-  const int64_t item = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / kWarpSize;
+  __shared__ float pair[kMaxBlockWarps];
+  const int lane = threadIdx.x % W;
+  const int64_t item = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / W;
   const int64_t blocks = k / kQ8Block;
   if (item >= n * blocks) return;  // whole warp
   const int64_t row = item / blocks, b = item % blocks;
   const float v = lane < kQ8Block ? x[row * k + b * kQ8Block + lane] : 0.0f;
-  quantize_block32(v, lane, q + row * k + b * kQ8Block, d + row * blocks + b);
+  quantize_block32<W>(v, lane, q + row * k + b * kQ8Block, d + row * blocks + b, pair);
 }
 
 // ---- exact: fp32 activations x MXFP4 weights decoded to fp32 --------------------------
@@ -183,18 +189,19 @@ __global__ void quantize_q8_kernel(const float* __restrict__ x, int64_t n, int64
 constexpr int kExactRowsPerWarp = 4;
 constexpr int kExactRowsPerBlock = kWarps * kExactRowsPerWarp;  // 32: pairs stay together
 
-// One warp per 4 rows of one expert; lanes take half-blocks as above, the weights decoded
-// to fp32 (2v * (scale / 2), exact) and multiplied with fp32 activations (L1-cached loads).
-// Block: 8 warps = 32 rows; grid (rows / 32, tiles). kTile: the routing's tile_m.
-template <bool kStage1, int kTile>
-__global__ void __launch_bounds__(kWarps* kWarpSize, 2)
+// One warp (W lanes) per 4 rows of one expert; lanes take half-blocks as above, the weights
+// decoded to fp32 (2v * (scale / 2), exact) and multiplied with fp32 activations (L1-cached
+// loads). Block: 8 warps = 32 rows; grid (rows / 32, tiles). kTile: the routing's tile_m.
+template <bool kStage1, int kTile, int W>
+__global__ void __launch_bounds__(kWarps* W, 64 / W)
     moe_f32_kernel(const float* __restrict__ x, int act_div, Mxfp4View w, const float* __restrict__ bias,
                    MoeRouting routing, float limit, float* __restrict__ out) {
   __shared__ float h[kExactRowsPerBlock][kTile];
+  __shared__ float pair[kMaxBlockWarps];
   MoeTile tile;
   if (!moe_find_tile(routing, int32_t(blockIdx.y), tile)) return;
   const TileRows<kTile> tr = tile_rows<kTile>(routing, tile, act_div);
-  const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
+  const int warp = threadIdx.x / W, lane = threadIdx.x % W;
   const int64_t n_rows = w.rows, k_dim = w.cols, n_blocks = k_dim / 32;
   const int64_t row0 = int64_t(blockIdx.x) * kExactRowsPerBlock + warp * kExactRowsPerWarp;
   const int64_t expert_row0 = int64_t(tile.expert) * n_rows;
@@ -205,7 +212,7 @@ __global__ void __launch_bounds__(kWarps* kWarpSize, 2)
 #pragma unroll
     for (int t = 0; t < kTile; ++t) acc[r][t] = 0.0f;
 
-  for (int64_t hb = lane; hb < 2 * n_blocks; hb += kWarpSize) {
+  for (int64_t hb = lane; hb < 2 * n_blocks; hb += W) {
     const int64_t b = hb >> 1, half = hb & 1, col = b * 32 + half * 16;
 #pragma unroll
     for (int r = 0; r < kExactRowsPerWarp; ++r) {
@@ -225,8 +232,8 @@ __global__ void __launch_bounds__(kWarps* kWarpSize, 2)
       }
     }
   }
-  finish_rows<kStage1>(acc, 1.0f, tr, tile.expert, row0, n_rows, bias, h, warp * kExactRowsPerWarp, out,
-                       lane);
+  finish_rows<kStage1, W>(acc, 1.0f, tr, tile.expert, row0, n_rows, bias, h, warp * kExactRowsPerWarp, out,
+                          lane, pair);
   if (!kStage1) return;
   __syncthreads();
   const int64_t n_units = n_rows / 2, unit0 = int64_t(blockIdx.x) * (kExactRowsPerBlock / 2);
@@ -260,9 +267,11 @@ cudaError_t launch_quantize_q8(cudaStream_t s, const float* x, int64_t n, int64_
   const int64_t warps = n * (k / kQ8Block);
   if (warps == 0) return cudaSuccess;
   const int per_block = 8;
-  quantize_q8_kernel<<<unsigned((warps + per_block - 1) / per_block), per_block * kWarpSize, 0, s>>>(x, n, k,
-                                                                                                     q, d);
-  return cudaGetLastError();
+  return with_warp_width([&](auto width) {
+    constexpr int W = decltype(width)::value;
+    quantize_q8_kernel<W><<<unsigned((warps + per_block - 1) / per_block), per_block * W, 0, s>>>(x, n, k, q, d);
+    return cudaGetLastError();
+  });
 }
 
 cudaError_t launch_moe_q8(cudaStream_t s, bool stage1, const int8_t* xq, const float* xd, int act_div,
@@ -272,19 +281,22 @@ cudaError_t launch_moe_q8(cudaStream_t s, bool stage1, const int8_t* xq, const f
   if ((stage1 && w.rows % kRowsPerBlock != 0) || (routing.tile_m != 1 && routing.tile_m != kMoeGemvTile))
     return cudaErrorInvalidValue;
   const dim3 grid(unsigned((w.rows + kRowsPerBlock - 1) / kRowsPerBlock), unsigned(max_tiles));
-  const dim3 block(kWarps * kWarpSize);
   const bool one = routing.tile_m == 1;
-  if (stage1 && one)
-    moe_q8_kernel<true, 1><<<grid, block, 0, s>>>(xq, xd, act_div, w, bias, routing, limit, act_q, act_d, y);
-  else if (stage1)
-    moe_q8_kernel<true, kMoeGemvTile>
-        <<<grid, block, 0, s>>>(xq, xd, act_div, w, bias, routing, limit, act_q, act_d, y);
-  else if (one)
-    moe_q8_kernel<false, 1><<<grid, block, 0, s>>>(xq, xd, act_div, w, bias, routing, limit, act_q, act_d, y);
-  else
-    moe_q8_kernel<false, kMoeGemvTile>
-        <<<grid, block, 0, s>>>(xq, xd, act_div, w, bias, routing, limit, act_q, act_d, y);
-  return cudaGetLastError();
+  return with_warp_width([&](auto width) {
+    constexpr int W = decltype(width)::value;
+    const dim3 block(kWarps * W);
+    if (stage1 && one)
+      moe_q8_kernel<true, 1, W><<<grid, block, 0, s>>>(xq, xd, act_div, w, bias, routing, limit, act_q, act_d, y);
+    else if (stage1)
+      moe_q8_kernel<true, kMoeGemvTile, W>
+          <<<grid, block, 0, s>>>(xq, xd, act_div, w, bias, routing, limit, act_q, act_d, y);
+    else if (one)
+      moe_q8_kernel<false, 1, W><<<grid, block, 0, s>>>(xq, xd, act_div, w, bias, routing, limit, act_q, act_d, y);
+    else
+      moe_q8_kernel<false, kMoeGemvTile, W>
+          <<<grid, block, 0, s>>>(xq, xd, act_div, w, bias, routing, limit, act_q, act_d, y);
+    return cudaGetLastError();
+  });
 }
 
 cudaError_t launch_moe_f32(cudaStream_t s, bool stage1, const float* x, int act_div, Mxfp4View w,
@@ -294,17 +306,20 @@ cudaError_t launch_moe_f32(cudaStream_t s, bool stage1, const float* x, int act_
   if ((stage1 && w.rows % 2 != 0) || (routing.tile_m != 1 && routing.tile_m != kMoeGemvTile))
     return cudaErrorInvalidValue;
   const dim3 grid(unsigned((w.rows + kExactRowsPerBlock - 1) / kExactRowsPerBlock), unsigned(max_tiles));
-  const dim3 block(kWarps * kWarpSize);
   const bool one = routing.tile_m == 1;
-  if (stage1 && one)
-    moe_f32_kernel<true, 1><<<grid, block, 0, s>>>(x, act_div, w, bias, routing, limit, out);
-  else if (stage1)
-    moe_f32_kernel<true, kMoeGemvTile><<<grid, block, 0, s>>>(x, act_div, w, bias, routing, limit, out);
-  else if (one)
-    moe_f32_kernel<false, 1><<<grid, block, 0, s>>>(x, act_div, w, bias, routing, limit, out);
-  else
-    moe_f32_kernel<false, kMoeGemvTile><<<grid, block, 0, s>>>(x, act_div, w, bias, routing, limit, out);
-  return cudaGetLastError();
+  return with_warp_width([&](auto width) {
+    constexpr int W = decltype(width)::value;
+    const dim3 block(kWarps * W);
+    if (stage1 && one)
+      moe_f32_kernel<true, 1, W><<<grid, block, 0, s>>>(x, act_div, w, bias, routing, limit, out);
+    else if (stage1)
+      moe_f32_kernel<true, kMoeGemvTile, W><<<grid, block, 0, s>>>(x, act_div, w, bias, routing, limit, out);
+    else if (one)
+      moe_f32_kernel<false, 1, W><<<grid, block, 0, s>>>(x, act_div, w, bias, routing, limit, out);
+    else
+      moe_f32_kernel<false, kMoeGemvTile, W><<<grid, block, 0, s>>>(x, act_div, w, bias, routing, limit, out);
+    return cudaGetLastError();
+  });
 }
 
 cudaError_t launch_moe_combine(cudaStream_t s, const float* y, const int32_t* ids, const float* weights,

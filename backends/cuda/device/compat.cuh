@@ -132,6 +132,66 @@ GPTOSS_DEV float shfl(float v, int src_lane) {
   return __shfl_sync(0xffffffffu, v, src_lane, W);
 }
 
+// ---- Logical warps ------------------------------------------------------------------------
+// Kernels that split work "one warp per ..." without shuffling between lanes of a row group
+// (gemv.cu, moe_gemv.cu) are templated on their warp width W: kWarpSize in production, and
+// W = 64 on NVIDIA for the wave64 emulation (GPTOSS_CUDA_WAVE64=1, kernels.hpp), where a
+// logical warp is two hardware warps, so that the index math of the HIP build's wavefronts
+// runs on an NVIDIA GPU before it meets an MI250. Reductions over such a pair cross through
+// shared memory (`pair`: one float per hardware warp of the block) behind a named barrier of
+// the pair's 64 threads; a block holds at most 15 pairs (barrier 0 is __syncthreads).
+constexpr int kMaxBlockWarps = 32;
+
+#if !defined(GPTOSS_HIP)
+GPTOSS_DEV void pair_barrier(int pair) {
+  asm volatile("bar.sync %0, %1;" ::"r"(1 + pair), "r"(2 * kWarpSize) : "memory");
+}
+
+// Combines v of the two hardware warps of a logical 64-lane warp (lane 0's of each), the
+// lower warp's first, so that both warps get the same value.
+template <typename Op>
+GPTOSS_DEV float pair_combine(float v, float* pair, Op op) {
+  const int hw = threadIdx.x / kWarpSize, p = hw / 2;
+  if (threadIdx.x % kWarpSize == 0) pair[hw] = v;
+  pair_barrier(p);
+  const float r = op(pair[2 * p], pair[2 * p + 1]);
+  pair_barrier(p);  // pair[] is written again by the next reduction
+  return r;
+}
+#endif
+
+template <int W>
+GPTOSS_DEV float group_sum(float v, float* pair) {
+  if constexpr (W <= kWarpSize) {
+    (void)pair;
+    return warp_sum<W>(v);
+  } else {
+#if defined(GPTOSS_HIP)
+    static_assert(W <= kWarpSize, "no logical warps wider than a wavefront");
+    return v;
+#else
+    static_assert(W == 2 * kWarpSize, "a logical warp is at most two hardware warps");
+    return pair_combine(warp_sum<kWarpSize>(v), pair, [](float a, float b) { return a + b; });
+#endif
+  }
+}
+
+template <int W>
+GPTOSS_DEV float group_max(float v, float* pair) {
+  if constexpr (W <= kWarpSize) {
+    (void)pair;
+    return warp_max<W>(v);
+  } else {
+#if defined(GPTOSS_HIP)
+    static_assert(W <= kWarpSize, "no logical warps wider than a wavefront");
+    return v;
+#else
+    static_assert(W == 2 * kWarpSize, "a logical warp is at most two hardware warps");
+    return pair_combine(warp_max<kWarpSize>(v), pair, [](float a, float b) { return fmaxf(a, b); });
+#endif
+  }
+}
+
 // A set of lanes of the warp, bit n for lane n: as wide as the warp.
 #if defined(GPTOSS_HIP)
 using LaneMask = unsigned long long;
