@@ -7,6 +7,8 @@
 // keeps those for calls of at most kGemvMaxTokens tokens (decode: memory-bound, where the
 // GEMV reads each weight once per call), except that the MoE takes int8 activations
 // (moe_gemv.cu fast); larger calls go to the tensor cores (gemm_mma.cu, attention_mma.cu).
+// The HIP build has no matrix-unit kernels yet: kGemvMaxTokens (ops_util.hpp) keeps every call
+// there on the GEMV-style kernels and attention_mma_supported() is false.
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
