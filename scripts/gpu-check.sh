@@ -3,12 +3,13 @@
 # one table at the end: op conformance, logits conformance, the GPU tests, and gptoss-bench on
 # synthetic 20b (and 120b when the GPU and the disk can hold it).
 #
-#   bash scripts/gpu-check.sh            installs what is missing, builds with CUDA for this
+#   bash scripts/gpu-check.sh            installs what is missing, builds cuda or hip for this
 #                                        GPU, runs everything (20-60 minutes, mostly writing
 #                                        and loading the synthetic models)
 #   bash scripts/gpu-check.sh --dry-run  says which GPU it finds and what it would run
 #
-# Without a usable NVIDIA GPU it says so and exits 0, having changed nothing.
+# Without a usable NVIDIA GPU (cuda backend) or AMD GPU (ROCm: hip backend) it says so and
+# exits 0, having changed nothing.
 # Environment: GPU_CHECK_MODELS (folder for the synthetic models; default models/ here),
 # GPU_CHECK_BUILD (build folder; default build-gpu), GPU_CHECK_SKIP_120B=1.
 # Logs and the JSON of every run: $GPU_CHECK_BUILD/gpu-check/.
@@ -26,44 +27,60 @@ models="${GPU_CHECK_MODELS:-$root/models}"
 out="$build/gpu-check"
 
 # ---- a GPU? -----------------------------------------------------------------------------
-if ! command -v nvidia-smi >/dev/null 2>&1; then
-  echo "gpu-check: no NVIDIA GPU here (nvidia-smi not found): nothing to check."
+# NVIDIA (nvidia-smi) runs the cuda backend; AMD (ROCm: /dev/kfd, rocminfo, rocm-smi) the hip
+# backend. The table is the same.
+be=""
+if command -v nvidia-smi >/dev/null 2>&1 &&
+   gpus="$(nvidia-smi --query-gpu=index,name,memory.total --format=csv,noheader 2>&1)" && [ -n "$gpus" ]; then
+  be=cuda
+  gpu_mib="$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits -i 0 | tr -d ' ')"
+elif [ -e /dev/kfd ] && command -v rocminfo >/dev/null 2>&1 &&
+     gpus="$(rocminfo 2>/dev/null | sed -n 's/^ *Name: *\(gfx[0-9a-f]*\).*/\1/p')" && [ -n "$gpus" ]; then
+  be=hip
+  gfx="$(echo "$gpus" | head -1)"
+  # VRAM of GPU 0 in MiB (rocm-smi's CSV: device,total bytes,...); a 64 GiB GCD if unknown.
+  gpu_mib="$(rocm-smi --showmeminfo vram --csv 2>/dev/null | awk -F, 'NR==2 {printf "%d", $2 / 1048576}')"
+  gpu_mib="${gpu_mib:-65536}"
+fi
+if [ -z "$be" ]; then
+  echo "gpu-check: no usable NVIDIA GPU (nvidia-smi) or AMD GPU (/dev/kfd + rocminfo) here: nothing to check."
   exit 0
 fi
-if ! gpus="$(nvidia-smi --query-gpu=index,name,memory.total --format=csv,noheader 2>&1)" || [ -z "$gpus" ]; then
-  echo "gpu-check: no usable NVIDIA GPU here (nvidia-smi: ${gpus:-no device}): nothing to check."
-  exit 0
-fi
-echo "gpu-check: found"
+echo "gpu-check: found ($be backend)"
 echo "$gpus" | sed 's/^/  GPU /'
-gpu_mib="$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits -i 0 | tr -d ' ')"
 if [ "$dry" = 1 ]; then
-  echo "gpu-check: would install missing packages (scripts/setup.sh), build $build with CUDA for"
-  echo "  this GPU, run gptoss-conformance (backend-ops, logits) and the cuda.* ctest tests, write"
+  echo "gpu-check: would install missing packages (scripts/setup.sh), build $build with $be for"
+  echo "  this GPU, run gptoss-conformance (backend-ops, logits) and the $be.* ctest tests, write"
   echo "  synthetic 20b$( [ "$gpu_mib" -ge 75000 ] && echo " and 120b") under $models and run gptoss-bench."
   exit 0
 fi
 
 # ---- dependencies and build -------------------------------------------------------------
 bash scripts/setup.sh
-nvcc="$(command -v nvcc || true)"
-[ -z "$nvcc" ] && [ -x /usr/local/cuda/bin/nvcc ] && nvcc=/usr/local/cuda/bin/nvcc
-if [ -z "$nvcc" ]; then
-  echo "gpu-check: no CUDA compiler; installing Debian's nvidia-cuda-toolkit"
-  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-  if ! { $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq nvidia-cuda-toolkit; }; then
-    echo "gpu-check: could not install a CUDA toolkit: install one (nvcc 11.8 or later) and run again" >&2
-    exit 1
-  fi
-  nvcc="$(command -v nvcc)"
-fi
 mkdir -p "$out"
-echo "== build ($build, nvcc $("$nvcc" --version | sed -n 's/.*release \([0-9.]*\).*/\1/p'), this GPU's architecture)"
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_COMPILER="$nvcc" \
-      -DCMAKE_CUDA_ARCHITECTURES=native >"$out/cmake.log" 2>&1 || { cat "$out/cmake.log"; exit 1; }
+if [ "$be" = cuda ]; then
+  nvcc="$(command -v nvcc || true)"
+  [ -z "$nvcc" ] && [ -x /usr/local/cuda/bin/nvcc ] && nvcc=/usr/local/cuda/bin/nvcc
+  if [ -z "$nvcc" ]; then
+    echo "gpu-check: no CUDA compiler; installing Debian's nvidia-cuda-toolkit"
+    SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+    if ! { $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq nvidia-cuda-toolkit; }; then
+      echo "gpu-check: could not install a CUDA toolkit: install one (nvcc 11.8 or later) and run again" >&2
+      exit 1
+    fi
+    nvcc="$(command -v nvcc)"
+  fi
+  echo "== build ($build, nvcc $("$nvcc" --version | sed -n 's/.*release \([0-9.]*\).*/\1/p'), this GPU's architecture)"
+  gpu_flags=(-DCMAKE_CUDA_COMPILER="$nvcc" -DCMAKE_CUDA_ARCHITECTURES=native -DGPTOSS_HIP=OFF)
+else
+  echo "== build ($build, hipcc for $gfx; scripts/setup.sh installed Debian's hipcc)"
+  gpu_flags=(-DGPTOSS_HIP=ON -DGPTOSS_HIP_ARCHITECTURES="$gfx" -DGPTOSS_BUILD_CUDA=OFF)
+fi
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release "${gpu_flags[@]}" >"$out/cmake.log" 2>&1 ||
+  { cat "$out/cmake.log"; exit 1; }
 cmake --build "$build" -j"$(nproc)" >"$out/build.log" 2>&1 || { tail -50 "$out/build.log"; exit 1; }
 bin="$build/bin"
-"$bin/gptoss-cuda-info" | tee "$out/device.txt"
+"$bin/gptoss-$be-info" | tee "$out/device.txt"
 peak="$(sed -n 's/^peak_bandwidth_gbps=//p' "$out/device.txt" | head -1)"
 tok="$root/third_party/tokenizer/tokenizer.json"
 logits_dir="$root/../shared/conformance/logits"
@@ -91,9 +108,15 @@ info() { run_check info "$@"; }
 # Every slot against the CPU's scalar reference, in both precisions, at every shape set; then
 # the real shapes timed (median of 20 calls per case, for the log).
 if "$bin/gptoss-conformance" 2>&1 | grep -q backend-ops; then
-  check backend-ops-exact "$bin/gptoss-conformance" backend-ops -b cuda --shapes all
-  check backend-ops-fast "$bin/gptoss-conformance" backend-ops -b cuda --shapes all --precision fast
-  info backend-ops-timed "$bin/gptoss-conformance" backend-ops -b cuda --shapes real,big --precision fast --perf 20
+  check backend-ops-exact "$bin/gptoss-conformance" backend-ops -b "$be" --shapes all
+  check backend-ops-fast "$bin/gptoss-conformance" backend-ops -b "$be" --shapes all --precision fast
+  info backend-ops-timed "$bin/gptoss-conformance" backend-ops -b "$be" --shapes real,big --precision fast --perf 20
+  if [ "$be" = cuda ]; then  # the HIP build's 64-lane warps, emulated (docs/backends.md)
+    for p in exact fast; do
+      check "backend-ops-wave64-$p" env GPTOSS_CUDA_WAVE64=1 "$bin/gptoss-conformance" backend-ops -b cuda \
+        --shapes all --precision "$p"
+    done
+  fi
 else
   printf 'backend-ops\tSKIP\tthis build has no backend-ops (plugin ABI 2)\n' >>"$results"
 fi
@@ -103,21 +126,29 @@ fi
 # llama.cpp does, on the CPU backend too: see README).
 if [ -d "$logits_dir" ]; then
   for p in exact fast; do
-    check "logits-$p-kv-f32" "$bin/gptoss-conformance" logits --backend cuda --precision "$p" \
+    check "logits-$p-kv-f32" "$bin/gptoss-conformance" logits --backend "$be" --precision "$p" \
       --tokenizer-json "$tok" "$logits_dir"
-    info "logits-$p-kv-bf16" "$bin/gptoss-conformance" logits --backend cuda --precision "$p" --kv bf16 \
+    info "logits-$p-kv-bf16" "$bin/gptoss-conformance" logits --backend "$be" --precision "$p" --kv bf16 \
       --tokenizer-json "$tok" "$logits_dir"
   done
 else
   printf 'logits\tSKIP\t%s not found\n' "$logits_dir" >>"$results"
 fi
-check ctest-cuda ctest --test-dir "$build" -R '^cuda\.' -E 'conformance' --output-on-failure
+check ctest-$be ctest --test-dir "$build" -R "^$be\\." -E 'conformance' --output-on-failure
 
 # ---- speed ------------------------------------------------------------------------------
-# Peak GPU memory while a command runs (nvidia-smi every 0.5 s), in MiB, into $2.
+# Peak GPU memory while a command runs (nvidia-smi or rocm-smi every 0.5 s), in MiB, into $2.
+# (rocm-smi's CSV: device, VRAM total bytes, VRAM used bytes; not yet seen on an MI250.)
+memory_used_mib() {
+  if [ "$be" = cuda ]; then
+    nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -i 0
+  else
+    rocm-smi --showmeminfo vram --csv 2>/dev/null | awk -F, 'NR==2 {printf "%d\n", $3 / 1048576}'
+  fi
+}
 with_memory() {
   local log="$1"; shift
-  ( while :; do nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -i 0; sleep 0.5; done ) >"$log" &
+  ( while :; do memory_used_mib; sleep 0.5; done ) >"$log" &
   local sampler=$!
   local rc=0
   "$@" || rc=$?
@@ -128,7 +159,7 @@ with_memory() {
 bench() {  # name, model dir, gptoss-bench arguments...
   local name="$1" model="$2"; shift 2
   echo "== bench $name"
-  if with_memory "$out/$name.mem" "$bin/gptoss-bench" -m "$model" --backend cuda --peak-gbps "$peak" \
+  if with_memory "$out/$name.mem" "$bin/gptoss-bench" -m "$model" --backend "$be" --peak-gbps "$peak" \
        --kv bf16 --output json "$@" >"$out/$name.json" 2>"$out/$name.err"; then
     cat "$out/$name.json"
   else
