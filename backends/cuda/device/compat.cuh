@@ -160,36 +160,33 @@ GPTOSS_DEV float pair_combine(float v, float* pair, Op op) {
 }
 #endif
 
+// op over a logical warp of W lanes (butterfly within the hardware warp, then across the
+// pair); every lane gets the result.
+template <int W, typename Op>
+GPTOSS_DEV float group_reduce(float v, float* pair, Op op) {
+  constexpr int H = W < kWarpSize ? W : kWarpSize;  // lanes of one hardware warp
+#if defined(GPTOSS_HIP)
+  static_assert(W <= kWarpSize, "no logical warps wider than a wavefront");
+#else
+  static_assert(W <= 2 * kWarpSize, "a logical warp is at most two hardware warps");
+#endif
+#pragma unroll
+  for (int off = H / 2; off > 0; off /= 2) v = op(v, __shfl_xor_sync(0xffffffffu, v, off, H));
+#if !defined(GPTOSS_HIP)
+  if constexpr (W > kWarpSize) return pair_combine(v, pair, op);
+#endif
+  (void)pair;
+  return v;
+}
+
 template <int W>
 GPTOSS_DEV float group_sum(float v, float* pair) {
-  if constexpr (W <= kWarpSize) {
-    (void)pair;
-    return warp_sum<W>(v);
-  } else {
-#if defined(GPTOSS_HIP)
-    static_assert(W <= kWarpSize, "no logical warps wider than a wavefront");
-    return v;
-#else
-    static_assert(W == 2 * kWarpSize, "a logical warp is at most two hardware warps");
-    return pair_combine(warp_sum<kWarpSize>(v), pair, [](float a, float b) { return a + b; });
-#endif
-  }
+  return group_reduce<W>(v, pair, [](float a, float b) { return a + b; });
 }
 
 template <int W>
 GPTOSS_DEV float group_max(float v, float* pair) {
-  if constexpr (W <= kWarpSize) {
-    (void)pair;
-    return warp_max<W>(v);
-  } else {
-#if defined(GPTOSS_HIP)
-    static_assert(W <= kWarpSize, "no logical warps wider than a wavefront");
-    return v;
-#else
-    static_assert(W == 2 * kWarpSize, "a logical warp is at most two hardware warps");
-    return pair_combine(warp_max<kWarpSize>(v), pair, [](float a, float b) { return fmaxf(a, b); });
-#endif
-  }
+  return group_reduce<W>(v, pair, [](float a, float b) { return fmaxf(a, b); });
 }
 
 // A set of lanes of the warp, bit n for lane n: as wide as the warp.
