@@ -42,16 +42,20 @@ namespace gptoss::cuda {
 
 constexpr int kWarpSize = GPTOSS_WARP_SIZE;
 
+// prmt's selector s (one nibble per result byte, low 3 bits used) as a selector of CDNA's
+// v_perm_b32 (one byte per result byte; 0..7 pick from {first operand : second operand}, so
+// byte_perm(x, y, s) is v_perm_b32(y, x, perm_selector(s))). Host-tested against the ISA.
+GPTOSS_HD uint32_t perm_selector(uint32_t s) {
+  return (s & 0x7u) | (s & 0x70u) << 4 | (s & 0x700u) << 8 | (s & 0x7000u) << 12;
+}
+
 // r.byte[n] = {y:x}.byte[s.nibble[n] & 7] for n < 4 (PTX prmt in its default mode; only the
 // low 3 bits of each selector nibble count, the upper 16 bits of s are ignored).
 GPTOSS_HD uint32_t byte_perm(uint32_t x, uint32_t y, uint32_t s) {
 #if defined(__CUDA_ARCH__)
   return __byte_perm(x, y, s);
 #elif defined(__HIP_DEVICE_COMPILE__)
-  // v_perm_b32: one selector byte per result byte, bytes 0..3 from its second operand and
-  // 4..7 from its first; selectors 0..7 mean what prmt's do.
-  const uint32_t sel = (s & 0x7u) | (s & 0x70u) << 4 | (s & 0x700u) << 8 | (s & 0x7000u) << 12;
-  return __builtin_amdgcn_perm(y, x, sel);
+  return __builtin_amdgcn_perm(y, x, perm_selector(s));  // v_perm_b32
 #else
   const uint64_t xy = uint64_t(y) << 32 | x;
   uint32_t r = 0;
@@ -65,7 +69,7 @@ GPTOSS_HD int32_t dot4_i8(uint32_t a, uint32_t b, int32_t c) {
 #if defined(__CUDA_ARCH__)
   return __dp4a(int(a), int(b), c);
 #elif defined(__HIP_DEVICE_COMPILE__) && defined(__gfx90a__)
-  return __builtin_amdgcn_sdot4(int(a), int(b), c, false);  // v_dot4_i32_i8, no clamp
+  return __builtin_amdgcn_sdot4(int(a), int(b), c, false);  // v_dot4c_i32_i8 on gfx90a; no clamp
 #else
   for (int n = 0; n < 4; ++n) c += int32_t(int8_t(a >> (8 * n))) * int32_t(int8_t(b >> (8 * n)));
   return c;

@@ -30,6 +30,38 @@ TEST_CASE("cuda: byte_perm picks bytes by the low 3 bits of each selector nibble
   CHECK(cu::byte_perm(x, y, 0xffff8c9eu) == 0x00441166u);  // bit 3 and the upper half ignored
 }
 
+// CDNA's v_perm_b32 D = perm(S0, S1, sel) as the "AMD Instinct MI200 ISA" defines it: byte i
+// of D is picked by byte i of sel from the 8 bytes {S0 : S1} (0..3: S1's, 4..7: S0's);
+// 8..11 replicate a sign bit, 12 gives 0x00, 13..255 give 0xff.
+static uint32_t v_perm_b32(uint32_t s0, uint32_t s1, uint32_t sel) {
+  const uint64_t in = uint64_t(s0) << 32 | s1;
+  uint32_t d = 0;
+  for (int i = 0; i < 4; ++i) {
+    const uint32_t b = (sel >> (8 * i)) & 0xff;
+    uint32_t out;
+    if (b < 8)
+      out = uint32_t(in >> (8 * b)) & 0xff;
+    else if (b < 12)
+      out = ((in >> (16 * (b - 8) + 15)) & 1) ? 0xff : 0x00;
+    else
+      out = b == 12 ? 0x00 : 0xff;
+    d |= out << (8 * i);
+  }
+  return d;
+}
+
+TEST_CASE("hip: byte_perm through v_perm_b32 picks the bytes prmt picks", "[cuda][formats]") {
+  std::mt19937 rng(20);
+  for (int i = 0; i < 100000; ++i) {
+    const uint32_t x = rng(), y = rng(), s = rng();  // upper selector bits and bit 3 random too
+    REQUIRE(v_perm_b32(y, x, cu::perm_selector(s)) == cu::byte_perm(x, y, s));
+  }
+  // The E2M1 decode's own selectors (code nibbles; the sign pick 0x3210 | sign bits >> 1).
+  for (uint32_t q = 0; q < 65536; ++q)
+    REQUIRE(v_perm_b32(cu::kE2m1x2Pos1, cu::kE2m1x2Pos0, cu::perm_selector(q)) ==
+            cu::byte_perm(cu::kE2m1x2Pos0, cu::kE2m1x2Pos1, q));
+}
+
 TEST_CASE("cuda: E2M1 codes decode to twice the CPU's values, in element order", "[cuda][formats]") {
   // Every 16-bit group of four codes.
   for (uint32_t q = 0; q < 65536; ++q) {
