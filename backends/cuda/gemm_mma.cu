@@ -11,6 +11,8 @@
 // accumulator pair of a thread is a glu/linear column pair) or nothing (mlp2: y per
 // assignment; moe_combine sums a token's experts).
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 
 #include "device/compat.cuh"
 #include "device/formats.cuh"
@@ -21,14 +23,15 @@
 #include "kernels.hpp"
 
 namespace gptoss::cuda {
-#if !defined(GPTOSS_HIP)
 namespace {
 
 constexpr int BM = kGemmTileM;  // 64 rows of A (tokens / assignments)
 constexpr int BN = 128;         // rows of W (outputs)
 constexpr int BK = 32;          // K per step: one MXFP4 block per W row
 constexpr int LDS = BK + 8;     // bf16 per shared row: fragment loads hit 32 distinct banks
-constexpr int kThreads = 256;   // 8 warps: 2 (M) x 4 (N), each a 32 x 32 tile
+constexpr int kThreads = 256;   // 8 warps (4 wavefronts): 2 (M) x 4 (2) of 32 x 32 (32 x 64)
+constexpr int kWarpsN = kThreads / kWarpSize / 2;
+constexpr int WN = BN / kWarpsN;  // columns per warp: 4 MMA tiles of 8 (mma.sync) or 16 (MFMA)
 
 enum class WKind { bf16, f32, mxfp4 };
 enum class Epi { dense, swiglu, down };
@@ -150,8 +153,9 @@ __device__ void store_step(const Staged<WK>& st, uint16_t* As, uint16_t* Bs) {
 
 // Block: a BM x BN output tile, K in steps of BK through double-buffered shared memory: the
 // next step's global loads are issued into registers before the current step's MMAs and
-// stored (converted to bf16) after them. Warp (wm, wn) owns rows wm*32.., columns wn*32..:
-// 2 x 4 MMA tiles of 16 x 8.
+// stored (converted to bf16) after them. Warp (wm, wn) owns rows wm*32.., columns wn*WN..:
+// 2 x 4 MMA tiles of 16 x 8 (mma.sync: 8 warps); in the HIP build, wavefront (wm, wn) owns
+// 2 x 4 MFMA tiles of 16 x 16 (4 wavefronts). Loads, stores and the pipeline are shared.
 template <WKind WK, Epi E>
 __global__ void __launch_bounds__(kThreads) gemm_kernel(GemmArgs args) {
   GemmArgs g = args;
@@ -160,7 +164,7 @@ __global__ void __launch_bounds__(kThreads) gemm_kernel(GemmArgs args) {
   __shared__ int32_t a_rows[BM];    // activation row of tile row i (-1: padding)
   __shared__ int32_t out_rows[BM];  // output row of tile row i (-1: none)
   const int tid = threadIdx.x, warp = tid / kWarpSize, lane = tid % kWarpSize;
-  const int wm = warp / 4, wn = warp % 4;
+  const int wm = warp / kWarpsN, wn = warp % kWarpsN;
   int64_t n0 = int64_t(blockIdx.x) * BN;
   int32_t expert = 0;
   if constexpr (E == Epi::dense) {
@@ -204,21 +208,57 @@ __global__ void __launch_bounds__(kThreads) gemm_kernel(GemmArgs args) {
     if (s + 1 < steps) load_step<WK>(g, a_rows, n0, w_row0, (s + 1) * BK, st);
 #pragma unroll
     for (int kk = 0; kk < BK; kk += 16) {
+#if defined(GPTOSS_HIP)
+      mfma::Frag af[2], bf[4];
+#pragma unroll
+      for (int mi = 0; mi < 2; ++mi) af[mi] = mfma::load_a(As[cur] + (wm * 32 + mi * 16) * LDS + kk, LDS, lane);
+#pragma unroll
+      for (int ni = 0; ni < 4; ++ni) bf[ni] = mfma::load_b(Bs[cur] + (wn * WN + ni * 16) * LDS + kk, LDS, lane);
+#pragma unroll
+      for (int mi = 0; mi < 2; ++mi)
+#pragma unroll
+        for (int ni = 0; ni < 4; ++ni) mfma::mma_bf16_16x16x16(acc[mi][ni], af[mi], bf[ni]);
+#else
       uint32_t af[2][4], bf[4][2];
 #pragma unroll
       for (int mi = 0; mi < 2; ++mi) mma::load_a(af[mi], As[cur] + (wm * 32 + mi * 16) * LDS + kk, LDS, lane);
 #pragma unroll
-      for (int ni = 0; ni < 4; ++ni) mma::load_b(bf[ni], Bs[cur] + (wn * 32 + ni * 8) * LDS + kk, LDS, lane);
+      for (int ni = 0; ni < 4; ++ni) mma::load_b(bf[ni], Bs[cur] + (wn * WN + ni * 8) * LDS + kk, LDS, lane);
 #pragma unroll
       for (int mi = 0; mi < 2; ++mi)
 #pragma unroll
         for (int ni = 0; ni < 4; ++ni) mma::mma_bf16_16x8x16(acc[mi][ni], af[mi], bf[ni]);
+#endif
     }
     // Buffer cur ^ 1 was last read in step s - 1, before the barrier that ended it.
     if (s + 1 < steps) store_step<WK>(st, As[cur ^ 1], Bs[cur ^ 1]);
     __syncthreads();
   }
 
+  const float* bias = g.bias != nullptr ? g.bias + (E == Epi::dense ? 0 : w_row0) : nullptr;
+#if defined(GPTOSS_HIP)
+  // Epilogue: accumulator v of a lane is one element; its column's neighbour (c ^ 1, same
+  // row) is on lane ^ 1, fetched before any lane leaves.
+#pragma unroll
+  for (int mi = 0; mi < 2; ++mi)
+#pragma unroll
+    for (int ni = 0; ni < 4; ++ni)
+#pragma unroll
+      for (int v = 0; v < 4; ++v) {
+        const mfma::Coord p = mfma::c_coord(lane, v);
+        const float val = acc[mi][ni][v], next = __shfl_xor(val, 1);
+        const int32_t orow = out_rows[wm * 32 + mi * 16 + p.row];
+        const int64_t col = n0 + wn * WN + ni * 16 + p.col;
+        if (orow < 0 || col >= g.n) continue;
+        if constexpr (E == Epi::swiglu) {  // glu at even columns, linear after it (n is even)
+          if (col % 2 == 0)
+            g.out[int64_t(orow) * (g.n / 2) + col / 2] =
+                swiglu(val + bias_at(bias, col), next + bias_at(bias, col + 1), g.limit);
+        } else {
+          g.out[int64_t(orow) * g.n + col] = val + bias_at(bias, col);
+        }
+      }
+#else
   // Epilogue: accumulators 2h, 2h + 1 of a thread are columns (c, c + 1), c even, of one row.
 #pragma unroll
   for (int mi = 0; mi < 2; ++mi)
@@ -228,10 +268,9 @@ __global__ void __launch_bounds__(kThreads) gemm_kernel(GemmArgs args) {
       for (int h = 0; h < 2; ++h) {
         const mma::Coord p = mma::c_coord(lane, 2 * h);
         const int32_t orow = out_rows[wm * 32 + mi * 16 + p.row];
-        const int64_t col = n0 + wn * 32 + ni * 8 + p.col;
+        const int64_t col = n0 + wn * WN + ni * 8 + p.col;
         if (orow < 0 || col >= g.n) continue;
         const float v0 = acc[mi][ni][2 * h], v1 = acc[mi][ni][2 * h + 1];
-        const float* bias = g.bias != nullptr ? g.bias + (E == Epi::dense ? 0 : w_row0) : nullptr;
         const float b0 = bias_at(bias, col);
         if constexpr (E == Epi::swiglu) {  // n is even: col + 1 < n
           g.out[int64_t(orow) * (g.n / 2) + col / 2] = swiglu(v0 + b0, v1 + bias_at(bias, col + 1), g.limit);
@@ -240,6 +279,7 @@ __global__ void __launch_bounds__(kThreads) gemm_kernel(GemmArgs args) {
           if (col + 1 < g.n) g.out[int64_t(orow) * g.n + col + 1] = v1 + bias_at(bias, col + 1);
         }
       }
+#endif
 }
 
 template <WKind WK, Epi E>
@@ -251,6 +291,18 @@ cudaError_t launch(cudaStream_t s, const GemmArgs& g, int64_t m_tiles) {
 }
 
 }  // namespace
+
+bool matrix_units_enabled() {
+#if defined(GPTOSS_HIP)
+  static const bool on = [] {
+    const char* v = std::getenv("GPTOSS_HIP_MFMA");
+    return v != nullptr && std::strcmp(v, "1") == 0;
+  }();
+  return on;
+#else
+  return true;
+#endif
+}
 
 cudaError_t launch_gemm_dense(cudaStream_t s, const float* x, const LinearSegs& segs, int64_t m) {
   if (m == 0) return cudaSuccess;
@@ -285,16 +337,4 @@ cudaError_t launch_gemm_moe(cudaStream_t s, bool stage1, const float* a, int act
                 : launch<WKind::mxfp4, Epi::down>(s, g, max_tiles);
 }
 
-#else  // HIP: no MFMA kernel yet; ops_util.hpp sends every call to the GEMV-style kernels.
-
-cudaError_t launch_gemm_dense(cudaStream_t, const float*, const LinearSegs&, int64_t) {
-  return cudaErrorNotSupported;
-}
-
-cudaError_t launch_gemm_moe(cudaStream_t, bool, const float*, int, Mxfp4View, const float*, const MoeRouting&,
-                            int64_t, float, float*) {
-  return cudaErrorNotSupported;
-}
-
-#endif
 }  // namespace gptoss::cuda

@@ -7,8 +7,8 @@
 // keeps those for calls of at most kGemvMaxTokens tokens (decode: memory-bound, where the
 // GEMV reads each weight once per call), except that the MoE takes int8 activations
 // (moe_gemv.cu fast); larger calls go to the tensor cores (gemm_mma.cu, attention_mma.cu).
-// The HIP build has no matrix-unit kernels yet: kGemvMaxTokens (ops_util.hpp) keeps every call
-// there on the GEMV-style kernels and attention_mma_supported() is false.
+// The HIP build runs its MFMA GEMM only with GPTOSS_HIP_MFMA=1 (gemv_sized, ops_util.hpp) and
+// has no matrix-unit attention: attention_mma_supported() is false there.
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -110,7 +110,7 @@ gptoss_status run_linear(Stream& s, Buf x, const LinearSegs& segs, size_t n_toke
     return gptoss_status_success;
   }
   // (Rows of a length not a multiple of 8, which no real model has, take the GEMV.)
-  if (s.dev->exact || n_tokens <= kGemvMaxTokens || n_in % 8 != 0)
+  if (s.dev->exact || gemv_sized(n_tokens) || n_in % 8 != 0)
     return launched(s, launch_gemv(s.stream, ptr<const float>(x), segs, int64_t(n_tokens)), op);
   return launched(s, launch_gemm_dense(s.stream, ptr<const float>(x), segs, int64_t(n_tokens)), op);
 }

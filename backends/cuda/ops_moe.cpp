@@ -79,7 +79,7 @@ gptoss_status mxfp4_linear(Stream& s, const float* x, const Weight& w, const flo
   if (n_tokens == 0) return gptoss_status_success;
   const Mxfp4View m = w.mxfp4;
   const int64_t n = int64_t(n_tokens);
-  const bool exact = s.dev->exact, few = n_tokens <= kGemvMaxTokens;
+  const bool exact = s.dev->exact, few = gemv_sized(n_tokens);
   const int32_t tile_m = !exact && !few ? kGemmTileM : (n == 1 ? 1 : kMoeGemvTile);
   auto layout = [&](Carve& c, int32_t*& ids, MoeRouting& r, int8_t*& xq, float*& xd) {
     ids = c.take<int32_t>(size_t(n));
@@ -149,7 +149,7 @@ gptoss_status do_moe(Stream& s, Buf x, Buf ids, Buf gates, Wt mlp1, Wt mlp1_bias
     const size_t n = std::min(kMoeMaxTokens, n_tokens - t0);
     if (gptoss_status st = moe_pass(s, ptr<const float>(x) + t0 * dim, ptr<const int32_t>(ids) + t0 * top_k,
                                     ptr<const float>(gates) + t0 * top_k, w1, b1, w2, b2, n, top_k, limit,
-                                    n_tokens <= kGemvMaxTokens, ptr<float>(out) + t0 * dim);
+                                    gemv_sized(n_tokens), ptr<float>(out) + t0 * dim);
         st != gptoss_status_success)
       return st;
   }

@@ -14,14 +14,10 @@ namespace gptoss::cuda::ops {
 using namespace slots;
 
 // Fast-precision calls of at most this many tokens take the GEMV-style kernels, larger ones
-// the matrix units (ops.cpp). The HIP build has no MFMA kernels yet (gemm_mma.cu and
-// attention_mma.cu are mma.sync code): there every call takes the GEMV-style kernels, which
-// are shared with the CUDA build.
-#if defined(GPTOSS_HIP)
-constexpr size_t kGemvMaxTokens = SIZE_MAX;
-#else
+// the matrix units (ops.cpp) where matrix_units_enabled() (kernels.hpp: not by default in
+// the HIP build, whose MFMA path has not run yet).
 constexpr size_t kGemvMaxTokens = 8;
-#endif
+inline bool gemv_sized(size_t n_tokens) { return n_tokens <= kGemvMaxTokens || !matrix_units_enabled(); }
 constexpr size_t kMoeMaxTokens = 4096;  // tokens per MoE pass (see moe)
 
 enum class Op : uint32_t {

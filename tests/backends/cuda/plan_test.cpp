@@ -1,5 +1,6 @@
-// Index arithmetic of the CUDA kernels that can be checked on the host (no GPU in CI): the
-// tensor-core fragment maps, the MoE tile routing and the attention key splits.
+// Index arithmetic of the GPU kernels that can be checked on the host (no GPU in CI): the
+// tensor-core (CUDA) and MFMA (HIP) fragment maps, the MoE tile routing and the attention key
+// splits.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -51,6 +52,38 @@ TEST_CASE("cuda: m16n8k16 fragment maps are the PTX ones and cover each tile onc
   for (const auto& [row, col] : a) CHECK((row < 16 && col < 16));
   for (const auto& [row, col] : b) CHECK((row < 16 && col < 8));
   for (const auto& [row, col] : c) CHECK((row < 16 && col < 8));
+}
+
+TEST_CASE("hip: 16x16x16 MFMA fragment maps cover each tile once, as the epilogue reads them", "[cuda][plan]") {
+  // CDNA2 v_mfma_f32_16x16x16bf16_1k: lane 37 (r = 5, q = 2) as a worked example.
+  CHECK(cu::mfma::a_coord(37, 0).row == 5);
+  CHECK(cu::mfma::a_coord(37, 3).col == 11);
+  CHECK(cu::mfma::b_coord(37, 1).row == 9);
+  CHECK(cu::mfma::b_coord(37, 1).col == 5);
+  CHECK(cu::mfma::c_coord(37, 2).row == 10);
+  CHECK(cu::mfma::c_coord(37, 2).col == 5);
+  std::set<std::pair<int, int>> a, b, c;
+  for (int lane = 0; lane < 64; ++lane)
+    for (int v = 0; v < 4; ++v) {
+      const auto pa = cu::mfma::a_coord(lane, v), pb = cu::mfma::b_coord(lane, v);
+      const auto pc = cu::mfma::c_coord(lane, v);
+      a.insert({pa.row, pa.col});
+      b.insert({pb.row, pb.col});
+      c.insert({pc.row, pc.col});
+      // load_a / load_b read a lane's four values as one 8-byte word: consecutive K.
+      CHECK(pa.col == cu::mfma::a_coord(lane, 0).col + v);
+      CHECK(pa.row == cu::mfma::a_coord(lane, 0).row);
+      CHECK(pb.row == cu::mfma::b_coord(lane, 0).row + v);
+      CHECK(pb.col == cu::mfma::b_coord(lane, 0).col);
+      // The GEMM epilogue's SwiGLU pairs: column c ^ 1 of the same row is on lane ^ 1.
+      const auto pn = cu::mfma::c_coord(lane ^ 1, v);
+      CHECK(pn.row == pc.row);
+      CHECK(pn.col == (pc.col ^ 1));
+    }
+  CHECK(a.size() == 16 * 16);
+  CHECK(b.size() == 16 * 16);
+  CHECK(c.size() == 16 * 16);
+  for (const auto& [row, col] : c) CHECK((row < 16 && col < 16));
 }
 
 // The routing moe_group.cu builds (offsets, tiles, stable order), built here on the host.
