@@ -53,8 +53,9 @@ enum DeviceErrorCode : int32_t {
 };
 
 // The wave64 emulation of the CUDA build (GPTOSS_CUDA_WAVE64=1, read once; gemv.cu): the
-// GEMV-style kernels (gemv.cu, moe_gemv.cu) run with 64-lane logical warps of two hardware
-// warps each, the width the HIP build runs them with on CDNA wavefronts. Always false there.
+// GEMV-style kernels (gemv.cu, moe_gemv.cu) and the router run with 64-lane logical warps of
+// two hardware warps each, the width the HIP build runs them with on CDNA wavefronts. Always
+// false there.
 bool wave64_emulation();
 
 // f(std::integral_constant<int, W>{}) with the logical warp width W of this launch.

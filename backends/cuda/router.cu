@@ -11,22 +11,26 @@ namespace {
 
 constexpr int kRouterThreads = 256;
 
-// One block per token: warp w computes the logits of experts w, w + warps, ... (lanes take 8
-// consecutive columns at a time, then a warp sum); then warp 0 picks the top k from the
-// logits in shared memory, each lane holding experts lane, lane + 32, ...
+// One block per token: warp w (of W lanes: device/compat.cuh, logical warps) computes the
+// logits of experts w, w + warps, ... (lanes take 8 consecutive columns at a time, then a
+// warp sum); then warp 0 picks the top k from the logits in shared memory, each lane holding
+// experts lane, lane + W, ... (lanes without an expert hold -inf and no index).
+template <int W>
 __global__ void router_kernel(const float* __restrict__ x, DenseView w, const float* __restrict__ bias,
                               int top_k, int32_t* __restrict__ ids, float* __restrict__ weights) {
   extern __shared__ float logits[];  // [w.rows]
+  __shared__ float pair[kMaxBlockWarps];
+  __shared__ ArgMax pair_best[kMaxBlockWarps];
   const int64_t t = blockIdx.x;
   const int64_t dim = w.cols;
   const int n_experts = int(w.rows);
-  const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
-  const int n_warps = blockDim.x / kWarpSize;
+  const int warp = threadIdx.x / W, lane = threadIdx.x % W;
+  const int n_warps = blockDim.x / W;
   const float* xr = x + t * dim;
   for (int e = warp; e < n_experts; e += n_warps) {
     float acc = 0.0f;
     if (dim % 8 == 0) {
-      for (int64_t c = int64_t(lane) * 8; c < dim; c += int64_t(kWarpSize) * 8) {
+      for (int64_t c = int64_t(lane) * 8; c < dim; c += int64_t(W) * 8) {
         float wv[8], xv[8];
         load8(w, e, c, wv);
         load8(xr + c, xv);
@@ -34,9 +38,9 @@ __global__ void router_kernel(const float* __restrict__ x, DenseView w, const fl
         for (int i = 0; i < 8; ++i) acc += xv[i] * wv[i];
       }
     } else {  // rows of any length (never a real model's)
-      for (int64_t c = lane; c < dim; c += kWarpSize) acc += xr[c] * load1(w, e, c);
+      for (int64_t c = lane; c < dim; c += W) acc += xr[c] * load1(w, e, c);
     }
-    acc = warp_sum<kWarpSize>(acc);
+    acc = group_sum<W>(acc, pair);
     if (lane == 0) logits[e] = acc + (bias != nullptr ? bias[e] : 0.0f);
   }
   __syncthreads();
@@ -47,7 +51,7 @@ __global__ void router_kernel(const float* __restrict__ x, DenseView w, const fl
   for (int k = 0; k < top_k; ++k) {
     float best = -INFINITY;
     int32_t best_id = INT32_MAX;
-    for (int e = lane; e < n_experts; e += kWarpSize) {
+    for (int e = lane; e < n_experts; e += W) {
       bool taken = false;
       for (int j = 0; j < k; ++j) taken |= top_id[j] == e;
       const float v = logits[e];
@@ -56,7 +60,7 @@ __global__ void router_kernel(const float* __restrict__ x, DenseView w, const fl
         best_id = e;
       }
     }
-    warp_argmax<kWarpSize>(best, best_id);
+    group_argmax<W>(best, best_id, pair_best);
     top_value[k] = best;
     top_id[k] = best_id;
   }
@@ -78,9 +82,11 @@ cudaError_t launch_router(cudaStream_t s, const float* x, DenseView w, const flo
                           int top_k, int32_t* ids, float* weights) {
   if (n == 0) return cudaSuccess;
   if (top_k < 1 || top_k > kMaxTopK || top_k > w.rows || w.rows > kMaxExperts) return cudaErrorInvalidValue;
-  router_kernel<<<unsigned(n), kRouterThreads, size_t(w.rows) * sizeof(float), s>>>(x, w, bias, top_k, ids,
-                                                                                    weights);
-  return cudaGetLastError();
+  return with_warp_width([&](auto width) {
+    router_kernel<decltype(width)::value>
+        <<<unsigned(n), kRouterThreads, size_t(w.rows) * sizeof(float), s>>>(x, w, bias, top_k, ids, weights);
+    return cudaGetLastError();
+  });
 }
 
 }  // namespace gptoss::cuda

@@ -137,8 +137,8 @@ GPTOSS_DEV float shfl(float v, int src_lane) {
 }
 
 // ---- Logical warps ------------------------------------------------------------------------
-// Kernels that split work "one warp per ..." without shuffling between lanes of a row group
-// (gemv.cu, moe_gemv.cu) are templated on their warp width W: kWarpSize in production, and
+// Kernels that split work "one warp per ..." and only reduce across a warp (gemv.cu,
+// moe_gemv.cu, router.cu) are templated on their warp width W: kWarpSize in production, and
 // W = 64 on NVIDIA for the wave64 emulation (GPTOSS_CUDA_WAVE64=1, kernels.hpp), where a
 // logical warp is two hardware warps, so that the index math of the HIP build's wavefronts
 // runs on an NVIDIA GPU before it meets an MI250. Reductions over such a pair cross through
@@ -153,12 +153,12 @@ GPTOSS_DEV void pair_barrier(int pair) {
 
 // Combines v of the two hardware warps of a logical 64-lane warp (lane 0's of each), the
 // lower warp's first, so that both warps get the same value.
-template <typename Op>
-GPTOSS_DEV float pair_combine(float v, float* pair, Op op) {
+template <typename T, typename Op>
+GPTOSS_DEV T pair_combine(T v, T* pair, Op op) {
   const int hw = threadIdx.x / kWarpSize, p = hw / 2;
   if (threadIdx.x % kWarpSize == 0) pair[hw] = v;
   pair_barrier(p);
-  const float r = op(pair[2 * p], pair[2 * p + 1]);
+  const T r = op(pair[2 * p], pair[2 * p + 1]);
   pair_barrier(p);  // pair[] is written again by the next reduction
   return r;
 }
@@ -191,6 +191,25 @@ GPTOSS_DEV float group_sum(float v, float* pair) {
 template <int W>
 GPTOSS_DEV float group_max(float v, float* pair) {
   return group_reduce<W>(v, pair, [](float a, float b) { return fmaxf(a, b); });
+}
+
+// warp_argmax over a logical warp of W lanes; `pair` as above, one entry per hardware warp.
+struct ArgMax {
+  float v;
+  int32_t i;
+};
+template <int W>
+GPTOSS_DEV void group_argmax(float& v, int32_t& i, ArgMax* pair) {
+  warp_argmax<(W < kWarpSize ? W : kWarpSize)>(v, i);
+#if !defined(GPTOSS_HIP)
+  if constexpr (W > kWarpSize) {
+    const ArgMax r = pair_combine(ArgMax{v, i}, pair, [](ArgMax a, ArgMax b) {
+      return b.v > a.v || (b.v == a.v && b.i < a.i) ? b : a;
+    });
+    v = r.v, i = r.i;
+  }
+#endif
+  (void)pair;
 }
 
 // A set of lanes of the warp, bit n for lane n: as wide as the warp.
