@@ -15,8 +15,8 @@
 //   row kernel (prefill): 64 / G tokens per block, one split.
 // Per tile: 128 threads fetch the next tile's K and V rows (via the page table) into
 // registers while the current tile is used; score group w (TK = 32 lanes: a warp, or half a
-// wavefront) owns rows w, w + 4, ... with lane j = key j, keeps the rows' running max and sum in registers and writes
-// probabilities; then thread (row group, d) accumulates P.V for its rows at dimension d.
+// wavefront) owns rows w, w + 4, ... with lane j = key j, keeps the rows' running max and sum in registers
+// and writes probabilities; then thread (row group, d) accumulates P.V for its rows at dimension d.
 #include <cmath>
 
 #include "device/attention_plan.cuh"

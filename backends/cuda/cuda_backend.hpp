@@ -4,8 +4,6 @@
 //
 // Handles: a buffer (or a view of one) is the device address itself; a device, stream,
 // weight or KV cache is a pointer to the struct below; an event is a cudaEvent_t.
-#include "gpu_runtime.hpp"
-
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -16,6 +14,7 @@
 #include <vector>
 
 #include "gptoss/backend.h"
+#include "gpu_runtime.hpp"
 #include "kernels.hpp"
 #include "step_graph.hpp"
 #include "uploader.hpp"

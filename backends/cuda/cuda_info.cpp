@@ -5,13 +5,12 @@
 //                               peak bandwidth; exit 0 if there is one
 //   gptoss-cuda-info --check    no output on success; exit 77 (ctest's "skipped") with the
 //                               reason on stderr when there is no usable device
-#include "gpu_runtime.hpp"
-
 #include <cstdio>
 #include <cstring>
 #include <string>
 
 #include "driver_check.hpp"
+#include "gpu_runtime.hpp"
 
 int main(int argc, char** argv) {
   const bool check = argc > 1 && std::strcmp(argv[1], "--check") == 0;
@@ -47,8 +46,7 @@ int main(int argc, char** argv) {
         "device=%d\nname=%s\narch=%s\ncompute_capability=%d.%d\nsms=%d\nmemory_total_bytes=%zu\n"
         "memory_free_bytes=%zu\npeak_bandwidth_gbps=%.0f\n",
         i, p.name, gptoss::cuda::arch_name(p).c_str(), p.major, p.minor, p.multiProcessorCount, total_bytes,
-        free_bytes,
-        2.0 * clock_khz * 1e3 * (bus_bits / 8.0) / 1e9);
+        free_bytes, 2.0 * clock_khz * 1e3 * (bus_bits / 8.0) / 1e9);
   }
   if (usable == 0) {
     std::fprintf(stderr, "no %s device this build can run on\n", gptoss::cuda::kGpuApi);

@@ -34,7 +34,8 @@ gptoss_status ErrorRecord::create() {
     return fail(e, "error record");
   host_ = static_cast<DeviceError*>(mapped);
   *host_ = DeviceError{};
-  if (cudaError_t e = cudaHostGetDevicePointer(reinterpret_cast<void**>(&device_), mapped, 0); e != cudaSuccess)
+  if (cudaError_t e = cudaHostGetDevicePointer(reinterpret_cast<void**>(&device_), mapped, 0);
+      e != cudaSuccess)
     return fail(e, "error record");
   return gptoss_status_success;
 }
@@ -104,8 +105,8 @@ const Discovery& discovery() {
       r.info.push_back(info);
     }
     if (r.ordinals.empty())
-      r.reason =
-          std::string("no ") + kGpuApi + " device" + (n == 0 ? std::string() : " this build can run on (" + skipped + ")");
+      r.reason = std::string("no ") + kGpuApi + " device" +
+                 (n == 0 ? std::string() : " this build can run on (" + skipped + ")");
     return r;
   }();
   return d;
@@ -134,9 +135,8 @@ void device_describe(int32_t device, char* out, size_t capacity) {
     return;
   }
   const DeviceInfo& i = d.info[size_t(device)];
-  std::snprintf(out, capacity, "%s (%s, %d %s, %.1f GiB, %.0f GB/s peak)", i.name.c_str(), i.arch.c_str(), i.sms,
-                kUnits, double(i.total_memory) / double(1ull << 30),
-                i.peak_gbps);
+  std::snprintf(out, capacity, "%s (%s, %d %s, %.1f GiB, %.0f GB/s peak)", i.name.c_str(), i.arch.c_str(),
+                i.sms, kUnits, double(i.total_memory) / double(1ull << 30), i.peak_gbps);
 }
 
 gptoss_status device_open(int32_t device, uint32_t, Dev* dev_out) {

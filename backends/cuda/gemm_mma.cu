@@ -211,9 +211,11 @@ __global__ void __launch_bounds__(kThreads) gemm_kernel(GemmArgs args) {
 #if defined(GPTOSS_HIP)
       mfma::Frag af[2], bf[4];
 #pragma unroll
-      for (int mi = 0; mi < 2; ++mi) af[mi] = mfma::load_a(As[cur] + (wm * 32 + mi * 16) * LDS + kk, LDS, lane);
+      for (int mi = 0; mi < 2; ++mi)
+        af[mi] = mfma::load_a(As[cur] + (wm * 32 + mi * 16) * LDS + kk, LDS, lane);
 #pragma unroll
-      for (int ni = 0; ni < 4; ++ni) bf[ni] = mfma::load_b(Bs[cur] + (wn * WN + ni * 16) * LDS + kk, LDS, lane);
+      for (int ni = 0; ni < 4; ++ni)
+        bf[ni] = mfma::load_b(Bs[cur] + (wn * WN + ni * 16) * LDS + kk, LDS, lane);
 #pragma unroll
       for (int mi = 0; mi < 2; ++mi)
 #pragma unroll

@@ -3,13 +3,12 @@
 // plugin ABI (ops.cpp maps slots onto them). Each returns the launch's error (cudaSuccess or
 // the configuration error); faults inside a kernel surface at the next synchronising call.
 // Activations are f32 row-major [tokens, features] as the ABI says.
-#include "gpu_runtime.hpp"
-
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
 
 #include "device/moe_routing.cuh"
+#include "gpu_runtime.hpp"
 
 namespace gptoss::cuda {
 

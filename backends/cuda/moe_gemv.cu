@@ -269,7 +269,8 @@ cudaError_t launch_quantize_q8(cudaStream_t s, const float* x, int64_t n, int64_
   const int per_block = 8;
   return with_warp_width([&](auto width) {
     constexpr int W = decltype(width)::value;
-    quantize_q8_kernel<W><<<unsigned((warps + per_block - 1) / per_block), per_block * W, 0, s>>>(x, n, k, q, d);
+    quantize_q8_kernel<W>
+        <<<unsigned((warps + per_block - 1) / per_block), per_block * W, 0, s>>>(x, n, k, q, d);
     return cudaGetLastError();
   });
 }
@@ -286,12 +287,14 @@ cudaError_t launch_moe_q8(cudaStream_t s, bool stage1, const int8_t* xq, const f
     constexpr int W = decltype(width)::value;
     const dim3 block(kWarps * W);
     if (stage1 && one)
-      moe_q8_kernel<true, 1, W><<<grid, block, 0, s>>>(xq, xd, act_div, w, bias, routing, limit, act_q, act_d, y);
+      moe_q8_kernel<true, 1, W>
+          <<<grid, block, 0, s>>>(xq, xd, act_div, w, bias, routing, limit, act_q, act_d, y);
     else if (stage1)
       moe_q8_kernel<true, kMoeGemvTile, W>
           <<<grid, block, 0, s>>>(xq, xd, act_div, w, bias, routing, limit, act_q, act_d, y);
     else if (one)
-      moe_q8_kernel<false, 1, W><<<grid, block, 0, s>>>(xq, xd, act_div, w, bias, routing, limit, act_q, act_d, y);
+      moe_q8_kernel<false, 1, W>
+          <<<grid, block, 0, s>>>(xq, xd, act_div, w, bias, routing, limit, act_q, act_d, y);
     else
       moe_q8_kernel<false, kMoeGemvTile, W>
           <<<grid, block, 0, s>>>(xq, xd, act_div, w, bias, routing, limit, act_q, act_d, y);

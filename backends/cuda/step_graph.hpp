@@ -12,8 +12,6 @@
 // kept but not run; at step_end the graph is launched. If a call differs (or a capture
 // fails), the step falls back to running its closures eagerly, and the graph is dropped, to
 // be captured again by the next step. Nothing is lost either way.
-#include "gpu_runtime.hpp"
-
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -21,6 +19,7 @@
 #include <vector>
 
 #include "gptoss/backend.h"
+#include "gpu_runtime.hpp"
 
 namespace gptoss::cuda {
 

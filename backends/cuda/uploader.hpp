@@ -6,8 +6,6 @@
 // Here a worker thread copies each tensor into one of two pinned 64 MiB buffers while the
 // other one's DMA runs, so that reading the file (page faults), the host copy and the PCIe
 // transfer overlap; the loading thread only queues jobs. wait() is the completion point.
-#include "gpu_runtime.hpp"
-
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
@@ -18,6 +16,7 @@
 #include <vector>
 
 #include "gptoss/backend.h"
+#include "gpu_runtime.hpp"
 
 namespace gptoss::cuda {
 

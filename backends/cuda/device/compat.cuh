@@ -55,7 +55,7 @@ GPTOSS_HD uint32_t byte_perm(uint32_t x, uint32_t y, uint32_t s) {
 #if defined(__CUDA_ARCH__)
   return __byte_perm(x, y, s);
 #elif defined(__HIP_DEVICE_COMPILE__)
-  return __builtin_amdgcn_perm(y, x, perm_selector(s));  // v_perm_b32
+  return __builtin_amdgcn_perm(y, x, perm_selector(s));     // v_perm_b32
 #else
   const uint64_t xy = uint64_t(y) << 32 | x;
   uint32_t r = 0;
