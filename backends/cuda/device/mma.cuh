@@ -15,7 +15,8 @@
 //   B: b[0] = B[k = 2c, 2c+1][n = g]                       b[1] = B[k = 2c+8, +9][n = g]
 //   C: c[0] = C[g][2c]  c[1] = C[g][2c+1]  c[2] = C[g+8][2c]  c[3] = C[g+8][2c+1]
 // The coordinate functions below state the same table in code; they are host-testable and
-// tests/backends/cuda/mma_layout_test.cpp checks that a multiply through them is a matmul.
+// tests/backends/cuda/plan_test.cpp checks them against worked examples and that they cover
+// each tile once.
 #include "compat.cuh"
 
 namespace gptoss::cuda::mma {
