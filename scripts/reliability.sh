@@ -30,7 +30,8 @@ done
 
 echo "== build (ThreadSanitizer)"
 tsan_build="${GPTOSS_TSAN_BUILD:-build-tsan}"
-cmake -S . -B "$tsan_build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPTOSS_TSAN=ON >/dev/null
+cmake -S . -B "$tsan_build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPTOSS_TSAN=ON \
+  -DGPTOSS_BUILD_CUDA=OFF -DGPTOSS_HIP=OFF >/dev/null
 targets=()
 for t in "${tsan_tests[@]}"; do targets+=("${t%% *}"); done
 cmake --build "$tsan_build" -j"$jobs" --target "${targets[@]}" >/dev/null

@@ -24,6 +24,8 @@ struct Options {
   bool use_mmap = true;
   bool kv_bf16 = false;  // --kv bf16
   size_t batch = 1;      // -b N: also decode N sequences together
+  std::string backend;   // --backend NAME; empty: the library's default ("auto")
+  double peak_gbps = 0;  // --peak-gbps G: decode against this bandwidth, no host read test
 };
 
 struct Stat {

@@ -22,6 +22,8 @@ void usage() {
                "                    [--kv f32|bf16 (KV cache dtype; default f32)]\n"
                "                    [-b N (also: N sequences decoding together, aggregate t/s)]\n"
                "                    [--mmap 0|1 (1: map the files; 0: read them into huge pages)]\n"
+               "                    [--backend auto|cpu|cuda|hip] [--peak-gbps G (a device's memory\n"
+               "                     bandwidth: decode as %% of it, instead of a host read test)]\n"
                "                    [-v (library log on stderr; with GPTOSS_CPU_PROFILE=1 also\n"
                "                     time and weight GB/s per op)]\n"
                "                    [--output md|json]\n"
@@ -64,6 +66,16 @@ int main(int argc, char** argv) {
     else if (a == "-t" || a == "--threads") o.threads = unsigned(count());
     else if (a == "-r" || a == "--repetitions") o.reps = count();
     else if (a == "--tokenizer-json") o.tokenizer_json = value();
+    else if (a == "--backend") o.backend = value();
+    else if (a == "--peak-gbps") {
+      const char* v = value();
+      char* end = nullptr;
+      o.peak_gbps = std::strtod(v, &end);
+      if (end == v || *end != '\0' || !(o.peak_gbps > 0)) {
+        std::fprintf(stderr, "gptoss-bench: --peak-gbps must be a positive number, got %s\n", v);
+        return 2;
+      }
+    }
     else if (a == "--kernels") o.kernels = true;
     else if (a == "--read-probe") o.read_probe = true;
     else if (a == "--constrained") o.constrained = true;

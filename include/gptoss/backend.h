@@ -6,6 +6,9 @@
  * A plugin is a shared library exporting:
  *   uint32_t gptoss_backend_score(void);   optional; 0 = cannot run on this machine,
  *                                           higher = preferred by "auto"
+ *   const char* gptoss_backend_unavailable_reason(void);
+ *                                           optional; when the score is 0, why (e.g. "no CUDA
+ *                                           device"), for the host's log; static storage
  *   enum gptoss_status gptoss_backend_init(const struct gptoss_host_api* host,
  *                                          const struct gptoss_backend_api** api_out);
  *
@@ -548,6 +551,7 @@ struct gptoss_backend_api {
 };
 
 typedef uint32_t (*gptoss_backend_score_fn)(void);
+typedef const char* (*gptoss_backend_unavailable_reason_fn)(void);
 typedef enum gptoss_status (*gptoss_backend_init_fn)(const struct gptoss_host_api* host,
                                                      const struct gptoss_backend_api** api_out);
 

@@ -80,7 +80,13 @@ PluginProbe probe_plugin(const std::string& path) {
   uint32_t score = 1;
   if (auto score_fn = reinterpret_cast<gptoss_backend_score_fn>(dlsym(h, "gptoss_backend_score")))
     score = score_fn();
-  if (score == 0) return refuse("score() is 0: cannot run on this machine");
+  if (score == 0) {
+    std::string why = "score() is 0: cannot run on this machine";
+    if (auto reason_fn = reinterpret_cast<gptoss_backend_unavailable_reason_fn>(
+            dlsym(h, "gptoss_backend_unavailable_reason")))
+      if (const char* r = reason_fn(); r != nullptr && *r != '\0') why += std::string(" (") + r + ")";
+    return refuse(why);
+  }
   const gptoss_backend_api* api = nullptr;
   const gptoss_status st = init(&kHostApi, &api);
   if (st != gptoss_status_success || api == nullptr)

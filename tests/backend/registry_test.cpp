@@ -22,7 +22,7 @@ TEST_CASE("registry refuses each kind of broken plugin with a clear reason", "[b
   };
   const Case cases[] = {
       {"no_init", "no gptoss_backend_init symbol"},
-      {"score_zero", "score() is 0"},
+      {"score_zero", "score() is 0: cannot run on this machine (no fake device here)"},
       {"abi_major_1", "ABI major version 1 (this libgptoss speaks 2; rebuild the plugin"},
       {"init_fails", "gptoss_backend_init failed: unsupported_system"},
       {"small_table", "required slot 'stream_create' missing"},

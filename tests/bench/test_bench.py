@@ -62,6 +62,21 @@ class BenchTest(unittest.TestCase):
         r = run(*SMALL, "-b", "2")
         self.assertIn("| tg4 x 2 sequences |", r.stdout)
 
+    def test_backend_and_peak_bandwidth(self):
+        # --peak-gbps: decode against a device's bandwidth, no host read test; --backend names
+        # the backend the model loads on (an unknown one is an error that names it).
+        r = run(*SMALL, "--backend", "cpu", "--peak-gbps", "1000", "--output", "json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        out = json.loads(r.stdout)
+        self.assertEqual((out["backend"], out["bandwidth_gbs"]), ("cpu", 1000))
+        pct = out["bandwidth_pct"]["mean"]
+        self.assertAlmostEqual(pct, 100 * out["achieved_gbs"] / 1000, delta=0.05 * pct + 1e-6)
+        r = run(*SMALL, "--backend", "cpu", "--peak-gbps", "1000")
+        self.assertIn("% of peak BW", r.stdout)
+        r = run(*SMALL, "--backend", "nosuch")
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("unknown backend 'nosuch'", r.stderr)
+
     def test_markdown_table(self):
         r = run(*SMALL, "--mmap", "0")
         self.assertEqual(r.returncode, 0, r.stderr)
@@ -120,6 +135,8 @@ class BenchTest(unittest.TestCase):
                      ["-m", MODEL, "--mmap", "2"], ["-m", MODEL, "--output", "xml"], ["--bogus"],
                      ["-m", MODEL, "-r", "0"], ["-m", MODEL, "--kv", "f16"], ["-m", MODEL, "--kv"],
                      ["-m", MODEL, "-b", "0"], ["-m", MODEL, "-b", "65"],
+                     ["-m", MODEL, "--peak-gbps", "0"], ["-m", MODEL, "--peak-gbps", "fast"],
+                     ["-m", MODEL, "--backend"],
                      ["--read-probe"], ["--read-probe", "-m", MODEL, "-n", "0"],
                      ["--constrained"], ["--constrained", "-m", MODEL, "-n", "0"]):
             r = run(*args)

@@ -2,7 +2,8 @@
 model (greedy unless a test says otherwise).
 
 Environment (set by CTest): GPTOSS_CLI (the executable), GPTOSS_TEST_MODEL (HF directory),
-GPTOSS_TEST_TOKENIZER (tokenizer.json; the model directory has none)."""
+GPTOSS_TEST_TOKENIZER (tokenizer.json; the model directory has none), GPTOSS_TEST_BACKEND
+(optional: every model-running test on that backend, e.g. cuda)."""
 
 import json
 import os
@@ -20,6 +21,8 @@ CLI = os.environ.get("GPTOSS_CLI", str(REPO / "build/bin/gptoss"))
 MODEL = os.environ.get("GPTOSS_TEST_MODEL", str(REPO.parent / "shared/conformance/logits/model-hf"))
 TOKENIZER = os.environ.get("GPTOSS_TEST_TOKENIZER", str(REPO / "third_party/tokenizer/tokenizer.json"))
 MODEL_ARGS = ["--model", MODEL, "--tokenizer", TOKENIZER, "--context", "512"]
+if os.environ.get("GPTOSS_TEST_BACKEND"):
+    MODEL_ARGS += ["--backend", os.environ["GPTOSS_TEST_BACKEND"]]
 GREEDY = ["--temperature", "0"]
 STATS = re.compile(r"\[prompt (\d+) tok, prefill [\d.]+ tok/s \| generated (\d+) tok, "
                    r"decode [\d.]+ tok/s \| first token [\d.]+ s")

@@ -42,6 +42,7 @@ TEST_CASE("conformance tool: bad options are usage errors that name them", "[too
       {"logits --format onnx " + d, "option --format takes hf|gguf|both, not 'onnx'"},
       {"logits --format", "option --format needs hf|gguf|both"},
       {"logits --tokenizer-json " + d, "option --tokenizer-json needs a value"},
+      {"logits --backend " + d, "option --backend needs a value"},
       {"logits --kv --verbose " + d, "option --kv needs f32|bf16"},
       {"logits --frobnicate " + d, "unknown option --frobnicate for logits"},
       {"tokenizer --precision fast " + d, "unknown option --precision for tokenizer"},
@@ -67,4 +68,12 @@ TEST_CASE("conformance tool: good options reach the subcommand", "[tools]") {
   CHECK(r.rc == 1);
   CHECK_THAT(r.output, Catch::Contains("no manifest.json in"));
   CHECK_THAT(r.output, Catch::Contains("0 passed, 1 failed"));
+}
+
+TEST_CASE("conformance tool: --backend names the backend the model loads on", "[tools]") {
+  TempDir dir;
+  const Run r = conformance(dir, "logits --backend nosuch --tokenizer-json '" + gptoss::test::tokenizer_json() +
+                                     "' '" + gptoss::test::logits_dir() + "'");
+  CHECK(r.rc == 1);
+  CHECK_THAT(r.output, Catch::Contains("unknown backend 'nosuch'"));
 }

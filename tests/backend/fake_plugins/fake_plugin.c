@@ -29,6 +29,10 @@ GPTOSS_PLUGIN_EXPORT uint32_t gptoss_backend_score(void) {
 #endif
 }
 
+#ifdef FAKE_SCORE_ZERO
+GPTOSS_PLUGIN_EXPORT const char* gptoss_backend_unavailable_reason(void) { return "no fake device here"; }
+#endif
+
 GPTOSS_PLUGIN_EXPORT enum gptoss_status gptoss_backend_init(const struct gptoss_host_api* host,
                                                             const struct gptoss_backend_api** out) {
   (void)host;

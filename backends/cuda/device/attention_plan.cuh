@@ -1,0 +1,41 @@
+#pragma once
+// How attention splits its keys, shared by the kernels, the merge and the host (scratch
+// sizes), and host-testable.
+//
+// Keys are visited in tiles of kAttnTile positions aligned to absolute positions (tile i is
+// [32 i, 32 i + 32)), whatever the query rows of a block: a row's running softmax then sees
+// the same tiles in the same order in every call, so a token's result does not depend on
+// which other tokens share the call (batched decode equals one at a time, bit for bit).
+// A tile with no visible key for a row changes nothing for that row.
+//
+// Decode splits one token's tiles over up to kAttnMaxSplits blocks (flash-decoding), by its
+// own span only (never by how many tokens the call has): at least kAttnMinTilesPerSplit tiles
+// per split, so short spans stay in one block and need no merge.
+#include "compat.cuh"
+
+namespace gptoss::cuda {
+
+constexpr int kAttnTile = 32;
+constexpr int kAttnMaxSplits = 16;
+constexpr int kAttnMinTilesPerSplit = 4;
+
+// Tiles covering key positions [lo, hi) (hi > lo), absolute-aligned.
+GPTOSS_HD int32_t attn_first_tile(int32_t lo) { return lo / kAttnTile; }
+GPTOSS_HD int32_t attn_tile_count(int32_t lo, int32_t hi) {
+  return hi > lo ? (hi - 1) / kAttnTile - lo / kAttnTile + 1 : 0;
+}
+
+GPTOSS_HD int32_t attn_tiles_per_split(int32_t n_tiles) {
+  const int32_t even = (n_tiles + kAttnMaxSplits - 1) / kAttnMaxSplits;
+  return even > kAttnMinTilesPerSplit ? even : kAttnMinTilesPerSplit;
+}
+
+// Splits of a decode token whose keys are [kv_start, pos] (1 when there are no keys).
+GPTOSS_HD int32_t attn_splits(int32_t kv_start, int32_t pos) {
+  const int32_t n = attn_tile_count(kv_start, pos + 1);
+  if (n <= 0) return 1;
+  const int32_t per = attn_tiles_per_split(n);
+  return (n + per - 1) / per;
+}
+
+}  // namespace gptoss::cuda
