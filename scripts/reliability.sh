@@ -16,6 +16,7 @@ jobs="$(nproc 2>/dev/null || echo 2)"
 # built in the TSan build and run from its bin/. A new threaded component is one more line.
 tsan_tests=(
   "gptoss-tests [concurrency]"
+  "gptoss-server-tests [concurrency]"
 )
 
 failed=0

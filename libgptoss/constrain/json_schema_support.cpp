@@ -265,17 +265,18 @@ bool provably_disjoint(const Json& root, const Json& schema_a, const Json& schem
   if (a.is_boolean() || b.is_boolean())
     return (a.is_boolean() && !a.get<bool>()) || (b.is_boolean() && !b.get<bool>());
   if (!a.is_object() || !b.is_object()) return false;
+  // `y = y`: clang 14 (the fuzz build) cannot capture a structured binding by reference.
   for (auto [x, y] : {std::pair{&a, &b}, std::pair{&b, &a}}) {
     if (auto bs = branches(*x); !bs.empty())
       return std::all_of(bs.begin(), bs.end(),
-                         [&](const Json* br) { return provably_disjoint(root, *br, *y, depth + 1); });
+                         [&, y = y](const Json* br) { return provably_disjoint(root, *br, *y, depth + 1); });
     if (has(*x, "allOf") && (*x)["allOf"].is_array() && (*x)["allOf"].size() == 1)
       return provably_disjoint(root, (*x)["allOf"][0], *y, depth + 1);
   }
   for (auto [x, y] : {std::pair{&a, &b}, std::pair{&b, &a}})
     if (auto values = enum_values(*x))
       return std::all_of(values->begin(), values->end(),
-                         [&](const Json& v) { return value_excluded(root, v, *y, depth + 1); });
+                         [&, y = y](const Json& v) { return value_excluded(root, v, *y, depth + 1); });
   const auto ta = admitted_types(root, a, depth + 1), tb = admitted_types(root, b, depth + 1);
   std::vector<std::string> common;
   std::set_intersection(ta.begin(), ta.end(), tb.begin(), tb.end(), std::back_inserter(common));

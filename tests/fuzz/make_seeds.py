@@ -8,7 +8,12 @@ tests/fuzz/dict/<name>.dict) from the project's own data:
                       entries (a complete one is 27 MB);
   tokenizer_codec     texts of the shared tokenizer conformance cases (one per category);
   harmony_parser      token sequences of the shared Harmony conformance cases;
-  harmony_render      conversations of the shared Harmony conformance cases.
+  harmony_render      conversations of the shared Harmony conformance cases;
+  json_schema         the JSON Schemas of the constrained-decoding tests (tests/constrain), the
+                      tool parameters and formats of the server's tests and docs, each followed
+                      by a NUL and a few bytes that choose tokens to accept;
+  server_request      request bodies of the server's parsing tests (tests/server/parse_test.cpp)
+                      and of docs/server.md.
 
 Seeds are named seed-*. Two other kinds of corpus files are never touched here: regress-*,
 inputs that once failed, and cov-*, inputs distilled from local campaigns (each adds coverage
@@ -21,11 +26,13 @@ Usage (from the repository root, after a release build):
 
   python3 tests/fuzz/make_seeds.py --make-model build/bin/gptoss-make-model \\
       [--shared ../shared] [--tokenizer-json third_party/tokenizer/tokenizer.json]
+  python3 tests/fuzz/make_seeds.py --only json_schema,server_request   # no build needed
 """
 import argparse
 import json
 import os
 import pathlib
+import re
 import shutil
 import struct
 import subprocess
@@ -137,6 +144,32 @@ def codec_seeds(shared):
 
 # --- Harmony -----------------------------------------------------------------------------------
 
+JSON_TOKENS = ["{", "}", "[", "]", ",", ":", '"', "null", "true", "false", "0", "-1", "1e400",
+               "18446744073709551616", '"\\u0000"', '"\\ud800"']
+JSON_SCHEMA_KEYWORDS = [
+    "type", "object", "array", "string", "integer", "number", "boolean", "properties", "required",
+    "additionalProperties", "items", "minItems", "maxItems", "enum", "const", "minimum", "maximum",
+    "exclusiveMinimum", "exclusiveMaximum", "anyOf", "oneOf", "allOf", "$ref", "#", "#/$defs/",
+    "#/definitions/", "$defs", "definitions", "title", "description", "default", "examples",
+    "$schema", "$id", "$comment", "pattern", "format", "minLength", "maxLength", "not",
+    "contains", "uniqueItems", "prefixItems", "additionalItems", "patternProperties",
+    "propertyNames", "minProperties", "maxProperties", "multipleOf", "if", "then", "else",
+    "dependentRequired", "unevaluatedProperties", "$dynamicRef", "nullable", "1e308", "-1e308",
+    "0.1", "9007199254740993", "10000"]
+SERVER_REQUEST_KEYS = [
+    "model", "input", "instructions", "messages", "prompt", "role", "content", "type", "text",
+    "input_text", "output_text", "reasoning_text", "refusal", "message", "reasoning", "summary",
+    "function_call", "function_call_output", "call_id", "name", "arguments", "output", "id",
+    "phase", "commentary", "tools", "function", "parameters", "strict", "tool_choice", "auto",
+    "none", "required", "parallel_tool_calls", "effort", "low", "medium", "high", "text",
+    "format", "json_schema", "json_object", "schema", "response_format", "temperature", "top_p",
+    "seed", "presence_penalty", "frequency_penalty", "max_output_tokens", "max_tokens",
+    "max_completion_tokens", "max_reasoning_tokens", "stop", "stream", "stream_options",
+    "include_usage", "logprobs", "top_logprobs", "include", "message.output_text.logprobs", "n",
+    "best_of", "echo", "suffix", "store", "previous_response_id", "metadata", "truncation",
+    "user", "system", "developer", "user", "assistant", "tool", "tool_calls", "tool_call_id",
+    "reasoning_content", "web_search_preview", "image_url", "input_image"]
+
 ROLES = {None: 0, "system": 1, "developer": 2, "user": 3, "assistant": 4, "tool": 5}
 
 
@@ -175,16 +208,84 @@ def byte_level_table():
     return {b: chr(c) for b, c in zip(bs, cs)}
 
 
+# --- constrained decoding and the server ------------------------------------------------------
+
+ROOT = HERE.parents[1]
+RAW_STRING = re.compile(r'R"([^(]*)\((.*?)\)\1"', re.S)
+
+
+def raw_strings(path):
+    """The C++ raw string literals of a file, in order."""
+    return [m.group(2) for m in RAW_STRING.finditer((ROOT / path).read_text())]
+
+
+def json_or_none(text):
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
+def nested_schemas(value):
+    """Values of "parameters" and "schema" keys anywhere in a parsed document."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if k in ("parameters", "schema") and isinstance(v, (dict, bool)):
+                yield v
+            yield from nested_schemas(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from nested_schemas(v)
+
+
+def docs_request_bodies():
+    """The bodies of the curl examples (-d '...') of docs/server.md."""
+    return re.findall(r"-d '(.*?)'", (ROOT / "docs/server.md").read_text(), re.S)
+
+
+def json_schema_seeds():
+    schemas = []
+    for path in ("tests/constrain/json_schema_test.cpp", "tests/constrain/mask_soundness_test.cpp"):
+        schemas += [v for v in map(json_or_none, raw_strings(path)) if isinstance(v, (dict, bool))]
+    for path in ("tests/constrain/harmony_grammar_test.cpp", "tests/server/parse_test.cpp",
+                 "tests/server/format_test.cpp"):
+        for doc in map(json_or_none, raw_strings(path)):
+            schemas += list(nested_schemas(doc))
+    for body in map(json_or_none, docs_request_bodies()):
+        schemas += list(nested_schemas(body))
+    texts = dict.fromkeys(json.dumps(s, ensure_ascii=False) for s in schemas)
+    # After the NUL: 3-byte choices of the harness's walk (the k-th allowed token).
+    walk = b"\0" + bytes(range(1, 25))
+    return {f"{i:03d}": t.encode() + walk for i, t in enumerate(texts)}
+
+
+def server_request_seeds():
+    bodies = raw_strings("tests/server/parse_test.cpp") + docs_request_bodies()
+    return {f"{i:03d}": b.encode() for i, b in enumerate(dict.fromkeys(bodies))}
+
+
 # --- main ----------------------------------------------------------------------------------------
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--make-model", required=True)
+    ap.add_argument("--make-model", help="gptoss-make-model (the checkpoint seeds need it)")
+    ap.add_argument("--only", help="comma-separated corpus names: json_schema, server_request")
     ap.add_argument("--shared", default=str(HERE.parents[1] / "../shared"))
     ap.add_argument("--tokenizer-json", default=str(HERE.parents[1] / "third_party/tokenizer/tokenizer.json"))
     ap.add_argument("--config-20b", default="/work/models/20b/model-hf/config.json")
     a = ap.parse_args()
     shared = pathlib.Path(a.shared)
+    only = set(a.only.split(",")) if a.only else {"json_schema", "server_request", "all"}
+    if "json_schema" in only:
+        write_seeds("json_schema", json_schema_seeds())
+        write_dict("json_schema", JSON_TOKENS + JSON_SCHEMA_KEYWORDS)
+    if "server_request" in only:
+        write_seeds("server_request", server_request_seeds())
+        write_dict("server_request", JSON_TOKENS + SERVER_REQUEST_KEYS)
+    if "all" not in only:
+        return
+    if not a.make_model:
+        ap.error("--make-model is needed for the checkpoint seeds (or --only)")
 
     st_seeds, gguf_seeds, tensor_names, config = checkpoint_seeds(a.make_model, pathlib.Path(a.config_20b))
     write_seeds("safetensors", st_seeds)
@@ -196,8 +297,7 @@ def main():
     write_seeds("harmony_parser", parser)
     write_seeds("harmony_render", render)
 
-    json_tokens = ["{", "}", "[", "]", ",", ":", '"', "null", "true", "false", "0", "-1",
-                   "1e400", "18446744073709551616", '"\\u0000"', '"\\ud800"']
+    json_tokens = JSON_TOKENS
     write_dict("safetensors", json_tokens + [FILE_SEPARATOR, "__metadata__", "dtype", "shape",
                "data_offsets", "weight_map", "BF16", "F16", "F32", "U8", "I64", "F8_E4M3",
                "model.safetensors", "model-00001-of-00002.safetensors", "_blocks", "_scales",

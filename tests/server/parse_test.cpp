@@ -238,3 +238,43 @@ TEST_CASE("completions: prompts, echo, logprobs and their mistakes", "[server][p
     CHECK(e.param() == param);
   }
 }
+
+TEST_CASE("hostile bodies are 400s with short messages for every endpoint", "[server][parse][bad-input]") {
+  // Found by the server_request fuzz harness (tests/fuzz/corpus/server_request/regress-*): a
+  // number beyond a double escaped as nlohmann's out_of_range (a 500); 20,000 levels of
+  // nesting overflowed the stack when the request was dumped; messages quoted whole values.
+  const std::string deep = std::string(20000, '[') + std::string(20000, ']');
+  for (const std::string& body : {std::string(R"({"model": "m", "input": "hi", "messages": [], "prompt": "a", "top_p": 1e400})"),
+                                 R"({"model": "m", "metadata": {"k": )" + deep + "}}",
+                                 R"({"model": "m", "input": ")" + std::string(20000, 'b') + "\x01\"}"}) {
+    for (auto parse : {+[](std::string_view b) { (void)parse_responses_request(b); },
+                       +[](std::string_view b) { (void)parse_chat_request(b); },
+                       +[](std::string_view b) { (void)parse_completions_request(b); }}) {
+      const ApiError e = error_of(parse, body);
+      CHECK(e.status() == 400);
+      CHECK(e.code() == "invalid_json");
+      CHECK(std::string(e.what()).size() < 600);
+    }
+  }
+  // The deepest body accepted still dumps (the server echoes it back).
+  const std::string ok_depth = std::string(115, '[') + std::string(115, ']');
+  const auto r = parse_responses_request(R"({"model": "m", "input": "hi", "tools": [{"type": "function", "name": "f",
+      "parameters": {"type": "object", "properties": {"a": {"default": )" + ok_depth + "}}}}]}");
+  CHECK(!r.tools_echo.dump().empty());
+
+  const std::string long_name(20000, 'a');
+  const std::vector<std::pair<std::string, std::string>> quoting = {
+      {R"({"model": "m", "input": "hi", "tools": [{"type": "function", "name": ")" + long_name + "\"}]}", "tools[0].name"},
+      {R"({"model": "m", "input": [{"role": ")" + long_name + "\", \"content\": \"x\"}]}", "input[0].role"},
+      {R"({"model": "m", "input": "hi", "tool_choice": ")" + long_name + "\"}", "tool_choice"},
+      {R"({"model": "m", "input": [{"role": "user", "content": [{"type": ")" + long_name + "\"}]}]}",
+       "input[0].content[0].type"},
+  };
+  for (const auto& [body, param] : quoting) {
+    INFO(param);
+    const ApiError e = error_of(parse_responses_request, body);
+    CHECK(e.param() == param);
+    CHECK(std::string(e.what()).size() < 300);
+    CHECK_THAT(e.what(), Catch::Contains("(20000 bytes)"));
+  }
+}

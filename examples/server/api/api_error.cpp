@@ -26,4 +26,10 @@ ApiError server_error(const std::string& message) {
   return ApiError(500, "server_error", message, {}, "server_error");
 }
 
+std::string excerpt(std::string_view s, size_t max_bytes) {
+  if (s.size() <= max_bytes) return std::string(s);
+  while (max_bytes > 0 && (static_cast<unsigned char>(s[max_bytes]) & 0xC0) == 0x80) --max_bytes;
+  return std::string(s.substr(0, max_bytes)) + "... (" + std::to_string(s.size()) + " bytes)";
+}
+
 }  // namespace gptoss_server

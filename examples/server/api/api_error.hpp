@@ -6,6 +6,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace gptoss_server {
 
@@ -34,5 +35,9 @@ ApiError not_found(const std::string& message, const std::string& param = {},
                    const std::string& code = {});
 // 500 server_error: a real internal failure.
 ApiError server_error(const std::string& message);
+
+// `s` cut to about `max_bytes` (on a UTF-8 character boundary) with "..." and its length:
+// messages quote what the client sent without growing with it (a 1 MB tool name).
+std::string excerpt(std::string_view s, size_t max_bytes = 64);
 
 }  // namespace gptoss_server

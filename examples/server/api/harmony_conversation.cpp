@@ -94,7 +94,7 @@ json harmony_conversation(const ChatSetup& setup, const std::vector<Conversation
       case Kind::function_call_output: {
         auto it = call_names.find(item.call_id);
         if (it == call_names.end())
-          throw invalid_request("No tool call found for function call output with call_id '" + item.call_id +
+          throw invalid_request("No tool call found for function call output with call_id '" + excerpt(item.call_id) +
                                     "'.",
                                 items_param, "invalid_value");
         messages.push_back({{"role", "tool"}, {"name", "functions." + it->second}, {"recipient", "assistant"},

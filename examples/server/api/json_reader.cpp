@@ -7,12 +7,19 @@
 namespace gptoss_server {
 
 json parse_body(std::string_view body) {
+  const json::parser_callback_t limit_depth = [](int depth, json::parse_event_t, json&) {
+    if (depth > kMaxBodyDepth)
+      throw invalid_request("We could not parse the JSON body of your request: it nests deeper than " +
+                                std::to_string(kMaxBodyDepth) + " levels.",
+                            {}, "invalid_json");
+    return true;
+  };
   json value;
   try {
-    value = json::parse(body);
-  } catch (const json::parse_error& e) {
+    value = json::parse(body, limit_depth);
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for a number like 1e400
     throw invalid_request(std::string("We could not parse the JSON body of your request: ") +
-                              e.what() + ". Send a JSON object with Content-Type: application/json.",
+                              excerpt(e.what(), 256) + ". Send a JSON object with Content-Type: application/json.",
                           {}, "invalid_json");
   }
   if (!value.is_object())

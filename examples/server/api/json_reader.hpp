@@ -13,7 +13,13 @@ namespace gptoss_server {
 
 using nlohmann::json;
 
-// The request body as a JSON object; malformed JSON or another type of value -> 400.
+// Deeper than any real request (tool schemas nest a few dozen levels), shallow enough for
+// every recursion over the value: dumping the echoed fields, the conversation and the tool
+// schemas recurses, and 20,000 levels of "[[[...]]]" overflowed the stack.
+inline constexpr int kMaxBodyDepth = 128;
+
+// The request body as a JSON object; malformed JSON (a number beyond a double's range, nesting
+// deeper than kMaxBodyDepth included) or another type of value -> 400.
 json parse_body(std::string_view body);
 
 // "a string", "an array", ... for messages.

@@ -67,7 +67,7 @@ std::vector<ConversationItem> parse_messages(const JsonReader& body) {
     } else {
       throw invalid_request("Invalid value for '" + m.path("role") +
                                 "': expected 'system', 'developer', 'user', 'assistant' or 'tool', got '" +
-                                role + "'.",
+                                excerpt(role) + "'.",
                             m.path("role"), "invalid_value");
     }
   }

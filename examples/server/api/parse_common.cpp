@@ -63,7 +63,7 @@ std::string required_name(const JsonReader& r) {
   bool valid = !name.empty() && name.size() <= 64;
   for (unsigned char c : name) valid = valid && (std::isalnum(c) || c == '_' || c == '-');
   if (!valid)
-    throw invalid_request("Invalid '" + r.path("name") + "': '" + name + "' does not match '^[a-zA-Z0-9_-]{1,64}$'.",
+    throw invalid_request("Invalid '" + r.path("name") + "': '" + excerpt(name) + "' does not match '^[a-zA-Z0-9_-]{1,64}$'.",
                           r.path("name"), "invalid_value");
   return name;
 }
@@ -150,12 +150,12 @@ void parse_tool_choice(const JsonReader& body, bool nested, ChatSetup& setup) {
     else if (s == "required") tc.mode = ToolChoice::Mode::required;
     else
       throw invalid_request("Invalid value for '" + path + "': expected 'auto', 'none', 'required' "
-                            "or a function, got '" + s + "'.", path, "invalid_value");
+                            "or a function, got '" + excerpt(s) + "'.", path, "invalid_value");
   } else if (choice->is_object()) {
     JsonReader r(*choice, path);
     const std::string type = r.required_string("type");
     if (type != "function")
-      throw invalid_request("Unsupported value for '" + r.path("type") + "': '" + type +
+      throw invalid_request("Unsupported value for '" + r.path("type") + "': '" + excerpt(type) +
                                 "' (only function tools are offered to this model).",
                             r.path("type"), "unsupported_value");
     if (nested) {
@@ -175,7 +175,7 @@ void parse_tool_choice(const JsonReader& body, bool nested, ChatSetup& setup) {
     bool found = false;
     for (const auto& t : setup.tools) found = found || t.name == tc.name;
     if (!found)
-      throw invalid_request("Tool choice '" + tc.name + "' not found in 'tools' parameter.", path,
+      throw invalid_request("Tool choice '" + excerpt(tc.name) + "' not found in 'tools' parameter.", path,
                             "invalid_value");
   }
   if (tc.mode == ToolChoice::Mode::required && setup.tools.empty())
@@ -193,7 +193,7 @@ ResponseFormat parse_response_format(const JsonReader& format) {
   }
   if (type != "json_schema")
     throw invalid_request("Invalid value for '" + format.path("type") +
-                              "': expected 'text', 'json_object' or 'json_schema', got '" + type + "'.",
+                              "': expected 'text', 'json_object' or 'json_schema', got '" + excerpt(type) + "'.",
                           format.path("type"), "invalid_value");
   f.type = ResponseFormat::Type::json_schema;
   f.name = required_name(format);
@@ -212,7 +212,7 @@ ReasoningEffort parse_effort(const std::string& value, const std::string& path) 
   if (value == "low") return ReasoningEffort::low;
   if (value == "medium") return ReasoningEffort::medium;
   if (value == "high") return ReasoningEffort::high;
-  throw invalid_request("Unsupported value for '" + path + "': '" + value +
+  throw invalid_request("Unsupported value for '" + path + "': '" + excerpt(value) +
                             "' (gpt-oss reasons at 'low', 'medium' or 'high').",
                         path, "unsupported_value");
 }
@@ -230,7 +230,7 @@ std::string content_text(const json& content, const std::string& path) {
     if (type == "input_text" || type == "output_text" || type == "text") text += r.required_string("text");
     else if (type == "refusal") text += r.required_string("refusal");
     else
-      throw invalid_request("Unsupported content part type '" + type + "' at '" + part_path +
+      throw invalid_request("Unsupported content part type '" + excerpt(type) + "' at '" + part_path +
                                 "': this model reads text only.",
                             r.path("type"), "unsupported_value");
   }

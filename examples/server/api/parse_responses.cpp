@@ -23,7 +23,7 @@ void parse_message(const JsonReader& r, ResponsesRequest& out) {
   if (item.role != "user" && item.role != "system" && item.role != "developer" && item.role != "assistant")
     throw invalid_request("Invalid value for '" + r.path("role") +
                               "': expected 'user', 'system', 'developer' or 'assistant', got '" +
-                              item.role + "'.",
+                              excerpt(item.role) + "'.",
                           r.path("role"), "invalid_value");
   const json* content = r.find("content");
   if (!content)
@@ -84,7 +84,7 @@ void parse_reasoning(const JsonReader& r, ResponsesRequest& out) {
       const std::string type = part.required_string("type");
       if (type != part_type)
         throw invalid_request("Invalid value for '" + part.path("type") + "': expected '" + part_type +
-                                  "', got '" + type + "'.",
+                                  "', got '" + excerpt(type) + "'.",
                               part.path("type"), "invalid_value");
       text += part.required_string("text");
     }
@@ -110,7 +110,7 @@ void parse_items(const json& items, const std::string& items_path, ResponsesRequ
     else if (type == "function_call_output") parse_function_call_output(item, out);
     else if (type == "reasoning") parse_reasoning(item, out);
     else
-      throw invalid_request("Unsupported input item type '" + type + "' at '" + path +
+      throw invalid_request("Unsupported input item type '" + excerpt(type) + "' at '" + path +
                                 "' (supported: message, function_call, function_call_output, reasoning).",
                             item.path("type"), "unsupported_value");
   }
