@@ -15,7 +15,11 @@
  *  - Strings are UTF-8. Strings returned through `const char**` are owned by the object they
  *    came from and live until that object is released or the next call on it that says so.
  *  - Counts and sizes are size_t. Options structs begin with `size_t struct_size`; fill them
- *    with the matching *_init() function, then change fields. New fields are only appended,
+ *    with the matching *_init() macro, then change fields: gptoss_x_init(&o) is
+ *    gptoss_x_init_sized(&o, sizeof o), which writes the defaults of the fields your struct
+ *    holds and nothing beyond it (the plain gptoss_x_init symbol, for programs built against
+ *    0.2, writes the 0.2 struct). _sized returns invalid_argument on NULL or a size below the
+ *    struct's first version. New fields are only appended,
  *    and every struct with a struct_size (options the caller passes, info the library fills)
  *    follows one rule: a struct_size of any published version of the struct is accepted — the
  *    library reads or writes the fields it covers and defaults the rest (so a program built
@@ -237,7 +241,11 @@ struct gptoss_model_options {
 };
 
 /* Fills defaults. Returns invalid_argument on NULL. */
-GPTOSS_API enum gptoss_status gptoss_model_options_init(struct gptoss_model_options* options);
+GPTOSS_API enum gptoss_status gptoss_model_options_init_sized(
+    struct gptoss_model_options* options, size_t size);
+GPTOSS_API enum gptoss_status(gptoss_model_options_init)(struct gptoss_model_options* options);
+#define gptoss_model_options_init(options) \
+  gptoss_model_options_init_sized((options), sizeof(*(options)))
 
 /* Loads a model: `path` is a Hugging Face directory (config.json, model*.safetensors [with
  * model.safetensors.index.json], tokenizer.json) or a .gguf file from llama.cpp's converter.
@@ -305,7 +313,11 @@ struct gptoss_kvcache_options {
   size_t max_sequences;        /* contexts that may hold pages at once; default 8 */
   enum gptoss_kv_dtype dtype;  /* default f32 */
 };
-GPTOSS_API enum gptoss_status gptoss_kvcache_options_init(struct gptoss_kvcache_options* options);
+GPTOSS_API enum gptoss_status gptoss_kvcache_options_init_sized(
+    struct gptoss_kvcache_options* options, size_t size);
+GPTOSS_API enum gptoss_status(gptoss_kvcache_options_init)(struct gptoss_kvcache_options* options);
+#define gptoss_kvcache_options_init(options) \
+  gptoss_kvcache_options_init_sized((options), sizeof(*(options)))
 
 /* Creates a pool. invalid_argument for NULL options (capacity_tokens is required), capacity 0,
  * max_sequences 0 or an unknown dtype; insufficient_memory. */
@@ -337,7 +349,11 @@ struct gptoss_context_options {
   enum gptoss_kv_dtype kv_dtype; /* for a private pool; default f32 */
   size_t max_batch_tokens;     /* tokens per forward step when processing; default 512 */
 };
-GPTOSS_API enum gptoss_status gptoss_context_options_init(struct gptoss_context_options* options);
+GPTOSS_API enum gptoss_status gptoss_context_options_init_sized(
+    struct gptoss_context_options* options, size_t size);
+GPTOSS_API enum gptoss_status(gptoss_context_options_init)(struct gptoss_context_options* options);
+#define gptoss_context_options_init(options) \
+  gptoss_context_options_init_sized((options), sizeof(*(options)))
 GPTOSS_API enum gptoss_status gptoss_context_create_with_options(
     gptoss_model_t model, const struct gptoss_context_options* options,
     gptoss_context_t* context_out);
@@ -408,7 +424,11 @@ struct gptoss_sampler_options {
   uint64_t seed;             /* same seed, same logits => same tokens; default 0 */
   uint32_t top_logprobs;     /* alternatives to report with each sample (0..20); default 0 */
 };
-GPTOSS_API enum gptoss_status gptoss_sampler_options_init(struct gptoss_sampler_options* options);
+GPTOSS_API enum gptoss_status gptoss_sampler_options_init_sized(
+    struct gptoss_sampler_options* options, size_t size);
+GPTOSS_API enum gptoss_status(gptoss_sampler_options_init)(struct gptoss_sampler_options* options);
+#define gptoss_sampler_options_init(options) \
+  gptoss_sampler_options_init_sized((options), sizeof(*(options)))
 
 /* invalid_argument for an out-of-range field (message names it). */
 GPTOSS_API enum gptoss_status gptoss_sampler_create(const struct gptoss_sampler_options* options,
@@ -461,8 +481,11 @@ struct gptoss_harmony_render_options {
   int32_t auto_drop_analysis; /* 1 (default): if the last assistant message is on "final",
                                  drop "analysis" messages before the first "final" one */
 };
-GPTOSS_API enum gptoss_status gptoss_harmony_render_options_init(
-    struct gptoss_harmony_render_options* options);
+GPTOSS_API enum gptoss_status gptoss_harmony_render_options_init_sized(
+    struct gptoss_harmony_render_options* options, size_t size);
+GPTOSS_API enum gptoss_status(gptoss_harmony_render_options_init)(struct gptoss_harmony_render_options* options);
+#define gptoss_harmony_render_options_init(options) \
+  gptoss_harmony_render_options_init_sized((options), sizeof(*(options)))
 
 /* Renders a conversation to tokens (capacity protocol as gptoss_tokenizer_encode).
  * `options` may be NULL (defaults). Returns success; buffer_too_small (*n_tokens_out = the
@@ -625,8 +648,11 @@ struct gptoss_constraint_options {
                                    named), one allowed token at a time. Ignored by JSON
                                    grammars. */
 };
-GPTOSS_API enum gptoss_status gptoss_constraint_options_init(
-    struct gptoss_constraint_options* options);
+GPTOSS_API enum gptoss_status gptoss_constraint_options_init_sized(
+    struct gptoss_constraint_options* options, size_t size);
+GPTOSS_API enum gptoss_status(gptoss_constraint_options_init)(struct gptoss_constraint_options* options);
+#define gptoss_constraint_options_init(options) \
+  gptoss_constraint_options_init_sized((options), sizeof(*(options)))
 
 /* A constraint at the start of `grammar` (which it retains). `options` may be NULL (defaults).
  * Returns success or invalid_argument (NULL grammar/constraint_out, options->struct_size). */

@@ -71,11 +71,12 @@ GPTOSS_API enum gptoss_status gptoss_grammar_create_harmony(gptoss_tokenizer_t t
 GPTOSS_API enum gptoss_status gptoss_grammar_retain(gptoss_grammar_t g) { return api::retain(g); }
 GPTOSS_API enum gptoss_status gptoss_grammar_release(gptoss_grammar_t g) { return api::release(g); }
 
-GPTOSS_API enum gptoss_status gptoss_constraint_options_init(struct gptoss_constraint_options* options) {
-  return api::guard([&] {
-    api::require(options, "options");
-    *options = default_constraint_options();
-  });
+GPTOSS_API enum gptoss_status gptoss_constraint_options_init_sized(struct gptoss_constraint_options* options, size_t size) {
+  return api::guard([&] { api::init_struct(options, size, default_constraint_options(), "options"); });
+}
+
+GPTOSS_API enum gptoss_status(gptoss_constraint_options_init)(struct gptoss_constraint_options* options) {
+  return gptoss_constraint_options_init_sized(options, api::kPlainInitSize<gptoss_constraint_options>);
 }
 
 GPTOSS_API enum gptoss_status gptoss_constraint_create(gptoss_grammar_t grammar,

@@ -38,11 +38,12 @@ void copy_out(const T* src, size_t n, T* out, size_t capacity, size_t* n_out, co
 
 extern "C" {
 
-GPTOSS_API enum gptoss_status gptoss_context_options_init(struct gptoss_context_options* options) {
-  return api::guard([&] {
-    api::require(options, "options");
-    *options = default_context_options();
-  });
+GPTOSS_API enum gptoss_status gptoss_context_options_init_sized(struct gptoss_context_options* options, size_t size) {
+  return api::guard([&] { api::init_struct(options, size, default_context_options(), "options"); });
+}
+
+GPTOSS_API enum gptoss_status(gptoss_context_options_init)(struct gptoss_context_options* options) {
+  return gptoss_context_options_init_sized(options, api::kPlainInitSize<gptoss_context_options>);
 }
 
 GPTOSS_API enum gptoss_status gptoss_context_create_with_options(

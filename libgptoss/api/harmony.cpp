@@ -43,11 +43,12 @@ const char* c_str_or_null(std::string& storage, const std::optional<std::string>
 
 extern "C" {
 
-GPTOSS_API gptoss_status gptoss_harmony_render_options_init(struct gptoss_harmony_render_options* options) {
-  return api::guard([&] {
-    api::require(options, "options");
-    *options = default_render_options();
-  });
+GPTOSS_API enum gptoss_status gptoss_harmony_render_options_init_sized(struct gptoss_harmony_render_options* options, size_t size) {
+  return api::guard([&] { api::init_struct(options, size, default_render_options(), "options"); });
+}
+
+GPTOSS_API enum gptoss_status(gptoss_harmony_render_options_init)(struct gptoss_harmony_render_options* options) {
+  return gptoss_harmony_render_options_init_sized(options, api::kPlainInitSize<gptoss_harmony_render_options>);
 }
 
 GPTOSS_API gptoss_status gptoss_harmony_render(gptoss_tokenizer_t tokenizer, const char* conversation_json,

@@ -30,11 +30,12 @@ gptoss_kvcache_options default_kvcache_options() {
 
 extern "C" {
 
-GPTOSS_API enum gptoss_status gptoss_model_options_init(struct gptoss_model_options* options) {
-  return api::guard([&] {
-    api::require(options, "options");
-    *options = default_model_options();
-  });
+GPTOSS_API enum gptoss_status gptoss_model_options_init_sized(struct gptoss_model_options* options, size_t size) {
+  return api::guard([&] { api::init_struct(options, size, default_model_options(), "options"); });
+}
+
+GPTOSS_API enum gptoss_status(gptoss_model_options_init)(struct gptoss_model_options* options) {
+  return gptoss_model_options_init_sized(options, api::kPlainInitSize<gptoss_model_options>);
 }
 
 GPTOSS_API enum gptoss_status gptoss_model_create_with_options(
@@ -138,11 +139,12 @@ GPTOSS_API enum gptoss_status gptoss_model_get_kv_bytes_per_token(gptoss_model_t
   });
 }
 
-GPTOSS_API enum gptoss_status gptoss_kvcache_options_init(struct gptoss_kvcache_options* options) {
-  return api::guard([&] {
-    api::require(options, "options");
-    *options = default_kvcache_options();
-  });
+GPTOSS_API enum gptoss_status gptoss_kvcache_options_init_sized(struct gptoss_kvcache_options* options, size_t size) {
+  return api::guard([&] { api::init_struct(options, size, default_kvcache_options(), "options"); });
+}
+
+GPTOSS_API enum gptoss_status(gptoss_kvcache_options_init)(struct gptoss_kvcache_options* options) {
+  return gptoss_kvcache_options_init_sized(options, api::kPlainInitSize<gptoss_kvcache_options>);
 }
 
 GPTOSS_API enum gptoss_status gptoss_kvcache_create(gptoss_model_t model,

@@ -24,11 +24,12 @@ gptoss_sampler_options default_sampler_options() {
 
 extern "C" {
 
-GPTOSS_API enum gptoss_status gptoss_sampler_options_init(struct gptoss_sampler_options* options) {
-  return api::guard([&] {
-    api::require(options, "options");
-    *options = default_sampler_options();
-  });
+GPTOSS_API enum gptoss_status gptoss_sampler_options_init_sized(struct gptoss_sampler_options* options, size_t size) {
+  return api::guard([&] { api::init_struct(options, size, default_sampler_options(), "options"); });
+}
+
+GPTOSS_API enum gptoss_status(gptoss_sampler_options_init)(struct gptoss_sampler_options* options) {
+  return gptoss_sampler_options_init_sized(options, api::kPlainInitSize<gptoss_sampler_options>);
 }
 
 GPTOSS_API enum gptoss_status gptoss_sampler_create(const struct gptoss_sampler_options* options,

@@ -100,4 +100,40 @@ void write_struct(T* out, const T& value, const char* what) {
               n - skip);
 }
 
+// gptoss_x_init_sized(s, size): `size` is the caller's sizeof. Zeroes those bytes, writes the
+// defaults of the fields they hold in full (the newest version they cover) and struct_size =
+// size, so a program built against an older, smaller struct is never written past its end.
+template <typename T>
+void init_struct(T* s, size_t size, const T& defaults, const char* what) {
+  require(s, what);
+  constexpr size_t kImplausible = size_t(1) << 20;
+  if (size < first_published_size<T>() || size >= kImplausible)
+    fail(gptoss_status_invalid_argument, "{} size is {}: pass sizeof your struct (at least {})", what,
+         size, first_published_size<T>());
+  size_t n = 0;
+  for (size_t end : StructVersions<T>::ends)
+    if (end <= size) n = end;
+  std::memset(static_cast<void*>(s), 0, size);
+  std::memcpy(static_cast<void*>(s), &defaults, n);
+  s->struct_size = size;
+}
+
+// What the plain gptoss_x_init(options) symbol writes: the struct as it was when gptoss.h made
+// that name a macro over gptoss_x_init_sized (0.2). Programs built before then call the symbol;
+// newer ones pass their sizeof. Never change an entry; a new options struct adds one.
+template <typename T>
+inline constexpr size_t kPlainInitSize = 0;
+template <>
+inline constexpr size_t kPlainInitSize<gptoss_model_options> = 48;
+template <>
+inline constexpr size_t kPlainInitSize<gptoss_kvcache_options> = 32;
+template <>
+inline constexpr size_t kPlainInitSize<gptoss_context_options> = 40;
+template <>
+inline constexpr size_t kPlainInitSize<gptoss_sampler_options> = 56;
+template <>
+inline constexpr size_t kPlainInitSize<gptoss_harmony_render_options> = 16;
+template <>
+inline constexpr size_t kPlainInitSize<gptoss_constraint_options> = 16;
+
 }  // namespace gptoss::api

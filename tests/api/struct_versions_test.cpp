@@ -249,4 +249,58 @@ TEST_CASE("Harmony render options and parser state at every size", "[api][abi][h
   gptoss_tokenizer_release(tok);
 }
 
+TEST_CASE("options init: never writes past the caller's struct", "[api][abi]") {
+  // gptoss_model_options as 0.1 had it (40 bytes: up to tokenizer_path), as today, and from the
+  // future: the defaults of the fields the size holds, zeros for the rest, nothing beyond.
+  for (size_t size : {40, 48, 64}) {
+    CAPTURE(size);
+    gptoss_model_options garbage;
+    std::memset(&garbage, 0x5A, sizeof garbage);
+    CallerStruct<gptoss_model_options> s(garbage, size);
+    GPTOSS_REQUIRE_OK(gptoss_model_options_init_sized(s.get(), size));
+    CHECK(s.untouched_from(size));
+    const gptoss_model_options o = s.value();
+    CHECK(o.struct_size == size);
+    CHECK(std::string(o.backend) == "auto");
+    CHECK(o.use_mmap == 1);
+    if (size >= 48) CHECK(o.precision == gptoss_precision_fast);
+    if (size == 40) CHECK(int(o.precision) == int(0xA5A5A5A5u));  // not the caller's: untouched
+  }
+  // Below the first version, NULL: refused, nothing written.
+  gptoss_model_options o;
+  std::memset(&o, 0x5A, sizeof o);
+  CHECK(gptoss_model_options_init_sized(&o, 32) == gptoss_status_invalid_argument);
+  CHECK(last_error().find("at least 40") != std::string::npos);
+  CHECK(o.struct_size == 0x5A5A5A5A5A5A5A5Aull);
+  CHECK(gptoss_model_options_init_sized(nullptr, sizeof o) == gptoss_status_invalid_argument);
+
+  // The macro passes the caller's sizeof; the plain symbol (what a program built against 0.2
+  // calls) writes the 0.2 struct: 48 bytes, whatever the struct has grown to since.
+  GPTOSS_REQUIRE_OK(gptoss_model_options_init(&o));
+  CHECK(o.struct_size == sizeof o);
+  CallerStruct<gptoss_model_options> old(o, 48);
+  GPTOSS_REQUIRE_OK((gptoss_model_options_init)(old.get()));
+  CHECK(old.value().struct_size == 48);
+  CHECK(old.untouched_from(48));
+
+  // Every other options struct: the macro and the symbol at today's size.
+  gptoss_kvcache_options k;
+  GPTOSS_REQUIRE_OK(gptoss_kvcache_options_init(&k));
+  CHECK(k.struct_size == 32);
+  gptoss_context_options c;
+  GPTOSS_REQUIRE_OK(gptoss_context_options_init(&c));
+  CHECK(c.struct_size == 40);
+  gptoss_sampler_options so;
+  GPTOSS_REQUIRE_OK((gptoss_sampler_options_init)(&so));
+  CHECK(so.struct_size == 56);
+  CHECK(so.top_p == 1.0f);
+  gptoss_harmony_render_options r;
+  GPTOSS_REQUIRE_OK(gptoss_harmony_render_options_init(&r));
+  CHECK(r.struct_size == 16);
+  gptoss_constraint_options co;
+  GPTOSS_REQUIRE_OK((gptoss_constraint_options_init)(&co));
+  CHECK(co.struct_size == 16);
+  CHECK(co.max_reasoning_tokens < 0);
+}
+
 #endif  // 64-bit

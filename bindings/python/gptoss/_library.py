@@ -160,7 +160,7 @@ _PROTOTYPES = {
     "gptoss_tokenizer_get_num_special_tokens": [c_void_p, _P(c_size_t)],
     "gptoss_tokenizer_get_num_tokens": [c_void_p, _P(c_size_t)],
     # model
-    "gptoss_model_options_init": [_P(ModelOptions)],
+    "gptoss_model_options_init_sized": [_P(ModelOptions), c_size_t],
     "gptoss_model_create_with_options": [c_char_p, _P(ModelOptions), _P(c_void_p)],
     "gptoss_model_retain": [c_void_p],
     "gptoss_model_release": [c_void_p],
@@ -169,13 +169,13 @@ _PROTOTYPES = {
     "gptoss_model_get_info": [c_void_p, _P(ModelInfo)],
     "gptoss_model_get_kv_bytes_per_token": [c_void_p, ctypes.c_int, _P(c_size_t)],
     # kv cache
-    "gptoss_kvcache_options_init": [_P(KvCacheOptions)],
+    "gptoss_kvcache_options_init_sized": [_P(KvCacheOptions), c_size_t],
     "gptoss_kvcache_create": [c_void_p, _P(KvCacheOptions), _P(c_void_p)],
     "gptoss_kvcache_retain": [c_void_p],
     "gptoss_kvcache_release": [c_void_p],
     "gptoss_kvcache_get_free_tokens": [c_void_p, _P(c_size_t)],
     # context
-    "gptoss_context_options_init": [_P(ContextOptions)],
+    "gptoss_context_options_init_sized": [_P(ContextOptions), c_size_t],
     "gptoss_context_create_with_options": [c_void_p, _P(ContextOptions), _P(c_void_p)],
     "gptoss_context_retain": [c_void_p],
     "gptoss_context_release": [c_void_p],
@@ -191,7 +191,7 @@ _PROTOTYPES = {
     "gptoss_context_reset": [c_void_p],
     "gptoss_context_truncate": [c_void_p, c_size_t],
     # sampler
-    "gptoss_sampler_options_init": [_P(SamplerOptions)],
+    "gptoss_sampler_options_init_sized": [_P(SamplerOptions), c_size_t],
     "gptoss_sampler_create": [_P(SamplerOptions), _P(c_void_p)],
     "gptoss_sampler_retain": [c_void_p],
     "gptoss_sampler_release": [c_void_p],
@@ -200,7 +200,7 @@ _PROTOTYPES = {
     "gptoss_sampler_get_last_logprobs": [c_void_p, _P(TokenLogprob), _P(TokenLogprob), c_size_t,
                                          _P(c_size_t)],
     # harmony
-    "gptoss_harmony_render_options_init": [_P(HarmonyRenderOptions)],
+    "gptoss_harmony_render_options_init_sized": [_P(HarmonyRenderOptions), c_size_t],
     "gptoss_harmony_render": [c_void_p, c_char_p, _P(HarmonyRenderOptions), _P(c_uint32), c_size_t,
                               _P(c_size_t)],
     "gptoss_harmony_parser_create": [c_void_p, c_char_p, c_int32, _P(c_void_p)],
@@ -214,7 +214,7 @@ _PROTOTYPES = {
     "gptoss_grammar_create_harmony": [c_void_p, c_char_p, _P(c_void_p)],
     "gptoss_grammar_retain": [c_void_p],
     "gptoss_grammar_release": [c_void_p],
-    "gptoss_constraint_options_init": [_P(ConstraintOptions)],
+    "gptoss_constraint_options_init_sized": [_P(ConstraintOptions), c_size_t],
     "gptoss_constraint_create": [c_void_p, _P(ConstraintOptions), _P(c_void_p)],
     "gptoss_constraint_retain": [c_void_p],
     "gptoss_constraint_release": [c_void_p],

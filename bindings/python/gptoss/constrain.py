@@ -81,7 +81,7 @@ class Constraint(Handle):
 
     def __init__(self, grammar, max_reasoning_tokens=None):
         opts = ConstraintOptions()
-        check(lib.gptoss_constraint_options_init(ctypes.byref(opts)), "gptoss_constraint_options_init")
+        check(lib.gptoss_constraint_options_init_sized(ctypes.byref(opts), ctypes.sizeof(opts)), "gptoss_constraint_options_init_sized")
         if max_reasoning_tokens is not None:
             if max_reasoning_tokens < 0:
                 raise ValueError(f"max_reasoning_tokens must not be negative, got {max_reasoning_tokens}")

@@ -16,7 +16,7 @@ class KVCache(Handle):
 
     def __init__(self, model, capacity_tokens, max_sequences=8, dtype="f32"):
         opts = KvCacheOptions()
-        check(lib.gptoss_kvcache_options_init(ctypes.byref(opts)), "gptoss_kvcache_options_init")
+        check(lib.gptoss_kvcache_options_init_sized(ctypes.byref(opts), ctypes.sizeof(opts)), "gptoss_kvcache_options_init_sized")
         opts.capacity_tokens = capacity_tokens
         opts.max_sequences = max_sequences
         opts.dtype = _kv_dtype(dtype)
@@ -44,7 +44,7 @@ class Context(Handle):
     def __init__(self, model, context_length=0, kvcache=None, kv_dtype="f32",
                  max_batch_tokens=None):
         opts = ContextOptions()
-        check(lib.gptoss_context_options_init(ctypes.byref(opts)), "gptoss_context_options_init")
+        check(lib.gptoss_context_options_init_sized(ctypes.byref(opts), ctypes.sizeof(opts)), "gptoss_context_options_init_sized")
         opts.context_length = context_length
         opts.kvcache = kvcache._as_parameter_ if kvcache is not None else None
         opts.kv_dtype = _kv_dtype(kv_dtype)

@@ -29,8 +29,8 @@ def render(tokenizer, conversation, for_completion=True, auto_drop_analysis=True
     with auto_drop_analysis, analysis messages before the last final answer are dropped.
     Malformed conversations raise InvalidArgumentError naming the problem."""
     opts = HarmonyRenderOptions()
-    check(lib.gptoss_harmony_render_options_init(ctypes.byref(opts)),
-          "gptoss_harmony_render_options_init")
+    check(lib.gptoss_harmony_render_options_init_sized(ctypes.byref(opts), ctypes.sizeof(opts)),
+          "gptoss_harmony_render_options_init_sized")
     opts.for_completion = 1 if for_completion else 0
     opts.auto_drop_analysis = 1 if auto_drop_analysis else 0
     data = _to_json(conversation)

@@ -58,7 +58,7 @@ class Model(Handle):
 
     def __init__(self, path, **options):
         opts = ModelOptions()
-        check(lib.gptoss_model_options_init(ctypes.byref(opts)), "gptoss_model_options_init")
+        check(lib.gptoss_model_options_init_sized(ctypes.byref(opts), ctypes.sizeof(opts)), "gptoss_model_options_init_sized")
         keep = []  # bytes objects must outlive the call
         for key, value in options.items():
             field = _OPTION_FIELDS.get(key)

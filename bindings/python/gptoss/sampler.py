@@ -22,7 +22,7 @@ class Sampler(Handle):
 
     def __init__(self, **options):
         opts = SamplerOptions()
-        check(lib.gptoss_sampler_options_init(ctypes.byref(opts)), "gptoss_sampler_options_init")
+        check(lib.gptoss_sampler_options_init_sized(ctypes.byref(opts), ctypes.sizeof(opts)), "gptoss_sampler_options_init_sized")
         for key, value in options.items():
             if key not in _FIELDS:
                 raise TypeError(f"Sampler() got an unknown option {key!r}")
