@@ -80,7 +80,7 @@ TEST_CASE("constraint API: NULLs, bad JSON, capacity, out-parameters untouched",
   o.struct_size = 1;
   CHECK(gptoss_constraint_create(grammar.get(), &o, &c) == gptoss_status_invalid_argument);
   CHECK(c == nullptr);
-  CHECK(gptoss_constraint_options_init(nullptr) == gptoss_status_invalid_argument);
+  CHECK((gptoss_constraint_options_init)(nullptr) == gptoss_status_invalid_argument);
 
   auto con = constraint(grammar.get());
   size_t n = 0;

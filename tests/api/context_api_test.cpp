@@ -15,7 +15,7 @@ TEST_CASE("NULL arguments give invalid_argument and a message", "[api][bad-input
   CHECK(gptoss_model_create_from_file("x", nullptr) == gptoss_status_invalid_argument);
   CHECK(gptoss_context_process(nullptr) == gptoss_status_invalid_argument);
   CHECK(gptoss_context_append_tokens(nullptr, 0, nullptr) == gptoss_status_invalid_argument);
-  CHECK(gptoss_model_options_init(nullptr) == gptoss_status_invalid_argument);
+  CHECK((gptoss_model_options_init)(nullptr) == gptoss_status_invalid_argument);
   CHECK(gptoss_contexts_process(nullptr, 0) == gptoss_status_success);
   CHECK(gptoss_contexts_process(nullptr, 2) == gptoss_status_invalid_argument);
   for (auto st : {gptoss_model_release(nullptr), gptoss_context_release(nullptr),

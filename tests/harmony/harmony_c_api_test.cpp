@@ -151,7 +151,7 @@ TEST_CASE("harmony C API: NULL arguments and bad options", "[harmony][c-api]") {
   CHECK(gptoss_harmony_render(tok.h, "[]", nullptr, nullptr, 0, nullptr) == gptoss_status_invalid_argument);
   gptoss_harmony_render_options options{};
   CHECK(gptoss_harmony_render(tok.h, "[]", &options, nullptr, 0, &n) == gptoss_status_invalid_argument);
-  CHECK(gptoss_harmony_render_options_init(nullptr) == gptoss_status_invalid_argument);
+  CHECK((gptoss_harmony_render_options_init)(nullptr) == gptoss_status_invalid_argument);
   gptoss_harmony_parser_t p = nullptr;
   CHECK(gptoss_harmony_parser_create(nullptr, nullptr, 1, &p) == gptoss_status_invalid_argument);
   CHECK(gptoss_harmony_parser_create(tok.h, nullptr, 1, nullptr) == gptoss_status_invalid_argument);
