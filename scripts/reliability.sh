@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The fuzzing and ThreadSanitizer part of CI (docs/reliability.md), run by scripts/test.sh:
 #  1. every fuzz harness (scripts/fuzz.sh lists them) runs from its committed corpus for an
-#     equal share of GPTOSS_FUZZ_BUDGET_SECONDS (default 360: the CI cost stays the same as
+#     equal share of GPTOSS_FUZZ_BUDGET_SECONDS (default 240: the CI cost stays the same as
 #     harnesses are added; at least 30 s each); a crash, leak or timeout fails, printing the
 #     input as hex;
 #  2. the threaded paths run under ThreadSanitizer (build-tsan/, g++): every entry of
@@ -21,7 +21,7 @@ tsan_tests=(
 
 failed=0
 mapfile -t harnesses < <(bash scripts/fuzz.sh)
-budget="${GPTOSS_FUZZ_BUDGET_SECONDS:-360}"
+budget="${GPTOSS_FUZZ_BUDGET_SECONDS:-240}"
 seconds=$((budget / ${#harnesses[@]}))
 ((seconds >= 30)) || seconds=30
 for h in "${harnesses[@]}"; do
