@@ -55,11 +55,15 @@ test('past --max-queue: 429 with Retry-After', async () => {
   const body = { ...LONG_CHAT, max_tokens: 100000 };
   const controllers = [new AbortController(), new AbortController()];
   try {
-    const held = controllers.map((c) => fetch(`${s.url}/v1/chat/completions`, {
+    const send = (c) => fetch(`${s.url}/v1/chat/completions`, {
       method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body), signal: c.signal,
-    }).catch(() => null));
-    // One running and one queued, seen by the server itself (a fixed sleep raced both ways on
-    // a loaded machine); each runs ~950 tokens, so the queue is still full for the third.
+    }).catch(() => null);
+    // One at a time, each seen by the server itself: a request waits in the queue until the
+    // engine admits it, so two sent at once can both be queued (the second then gets the
+    // 429), and a fixed sleep raced both ways on a loaded machine. Each runs ~950 tokens.
+    const held = [send(controllers[0])];
+    await waitForLoad(s.url, 1, 0);
+    held.push(send(controllers[1]));
     await waitForLoad(s.url, 1, 1);
     const third = await post(s.url, '/v1/chat/completions', body);
     assert.equal(third.status, 429, third.text);
