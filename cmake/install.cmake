@@ -33,7 +33,7 @@ endfunction()
 install(TARGETS gptoss gptoss_headers EXPORT gptossTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT runtime NAMELINK_COMPONENT development)
 install(FILES include/gptoss.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT development)
-install(FILES include/gptoss/backend.h ${PROJECT_BINARY_DIR}/include/gptoss/version.h
+install(FILES include/gptoss/backend.h include/gptoss/version.h
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/gptoss COMPONENT development)
 
 # Backend plugins, where the library looks for them (libgptoss/backend/registry.cpp).

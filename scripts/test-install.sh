@@ -17,7 +17,7 @@ clean_env=(env -u LD_LIBRARY_PATH -u GPTOSS_BACKEND_PATH -u GPTOSS_LIBRARY_PATH 
            -u GPTOSS_TOKENIZER_JSON -u CMAKE_PREFIX_PATH -u PKG_CONFIG_PATH HOME="$tmp/home")
 
 cache_var() { sed -n "s/^$1:[A-Z]*=//p" "$build/CMakeCache.txt"; }
-version_macro() { sed -n "s/^#define $1 \"*\([^\"]*\)\"*$/\1/p" "$build/include/gptoss/version.h"; }
+version_macro() { sed -n "s/^#define $1 \"*\([^\"]*\)\"*$/\1/p" "$root/include/gptoss/version.h"; }
 libdir="$(cache_var CMAKE_INSTALL_LIBDIR)"
 version="$(version_macro GPTOSS_VERSION_STRING)"
 abi="$(version_macro GPTOSS_ABI_VERSION)"

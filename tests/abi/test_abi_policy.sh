@@ -17,7 +17,7 @@ headers() {
   local dir="$tmp/$1"
   mkdir -p "$dir/gptoss"
   cp "$root/include/gptoss.h" "$dir/"
-  cp "$root/include/gptoss/backend.h" "$build/include/gptoss/version.h" "$dir/gptoss/"
+  cp "$root/include/gptoss/backend.h" "$root/include/gptoss/version.h" "$dir/gptoss/"
   if [ $# -gt 1 ]; then
     cp "$dir/$2" "$dir/$2.orig"
     perl -0pi -e "$3" "$dir/$2"

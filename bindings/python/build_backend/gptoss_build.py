@@ -55,11 +55,11 @@ def _native_source():
 
 
 def _version():
-    """The CMake project version: the one version of libgptoss and of this package."""
-    text = (_native_source() / "CMakeLists.txt").read_text()
-    match = re.search(r"project\(\s*libgptoss\s+VERSION\s+([0-9][0-9.]*)", text)
+    """include/gptoss/version.h: the one version of libgptoss and of this package."""
+    text = (_native_source() / "include" / "gptoss" / "version.h").read_text()
+    match = re.search(r'#define GPTOSS_VERSION_STRING "([0-9][0-9.]*)"', text)
     if not match:
-        raise RuntimeError("no project(libgptoss VERSION ...) in CMakeLists.txt")
+        raise RuntimeError("no GPTOSS_VERSION_STRING in include/gptoss/version.h")
     return match.group(1)
 
 
