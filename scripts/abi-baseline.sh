@@ -55,7 +55,7 @@ record() {
 }
 
 record "$c_bin" "$c_baseline" "$root/abi/libgptoss.so.*.abi" \
-  "bump GPTOSS_ABI_VERSION (the SONAME major) in CMakeLists.txt"
+  "bump GPTOSS_ABI_VERSION (the SONAME major) in include/gptoss/version.h"
 record "$plugin_bin" "$plugin_baseline" "$root/abi/gptoss-backend-abi-*.abi" \
   "bump GPTOSS_BACKEND_ABI_MAJOR in include/gptoss/backend.h"
 echo "Commit abi/ with the change (git add abi/)."

@@ -49,7 +49,7 @@ check() {
 }
 
 check "C ABI, $(basename "$c_baseline" .abi)" "$c_bin" "$c_baseline" \
-  "bump GPTOSS_ABI_VERSION (the SONAME major) and the project version in CMakeLists.txt"
+  "bump GPTOSS_ABI_VERSION (the SONAME major) and the version in include/gptoss/version.h"
 check "plugin ABI, $(basename "$plugin_baseline" .abi)" "$plugin_bin" "$plugin_baseline" \
   "bump GPTOSS_BACKEND_ABI_MAJOR in include/gptoss/backend.h"
 exit $failed
