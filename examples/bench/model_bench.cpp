@@ -155,11 +155,16 @@ int run_model_bench(const Options& o) {
     bool good = true;
     for (size_t i = 0; i < o.batch && good; ++i)
       good = ok(gptoss_context_create_with_options(model, &bo, &cs[i]), "creating a context");
-    std::vector<uint32_t> next(o.batch, 0);
-    for (size_t i = 0; i < o.batch && good; ++i)
+    // Each sequence gets its own prompt (the same one shifted through the token range): with
+    // one shared prompt, greedy decoding would give every sequence the same tokens, hence the
+    // same experts, and measure a step far cheaper than N users with different requests.
+    std::vector<uint32_t> next(o.batch, 0), own(o.n_prompt);
+    for (size_t i = 0; i < o.batch && good; ++i) {
+      for (size_t j = 0; j < own.size(); ++j) own[j] = uint32_t(1000 + (prompt[j] - 1000 + i * 104729) % id_range);
       good = ok(gptoss_context_reset(cs[i]), "reset") &&
-             ok(gptoss_context_append_tokens(cs[i], o.n_prompt, prompt.data()), "append") &&
+             ok(gptoss_context_append_tokens(cs[i], o.n_prompt, own.data()), "append") &&
              ok(gptoss_context_sample(cs[i], sampler, &next[i]), "prefill");
+    }
     const auto t0 = Clock::now();
     for (size_t step = 0; step < o.n_gen && good; ++step) {
       for (size_t i = 0; i < o.batch && good; ++i)
