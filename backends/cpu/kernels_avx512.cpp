@@ -302,8 +302,10 @@ void matmul(const Weight& w, size_t r0, size_t n_rows, const float* x, size_t ld
   // The blocked GEMM transposes its panel once per 32 rows: worth it from a few tokens on for
   // the dense types (bf16, f16, Q8_0, f32). Not for MXFP4 (exact precision), whose decode to
   // fp32 is scalar there: measured 205 GFLOP/s against 286 for the panels below at 64 tokens.
-  if (n_tok >= 16 && (w.dtype == gptoss_dtype_bf16 || w.dtype == gptoss_dtype_f16 ||
-                      w.dtype == gptoss_dtype_q8_0 || w.dtype == gptoss_dtype_f32))
+  // 16-bit weights in a decode-sized step take the two-token GEMV instead (matmul_driver.hpp).
+  const bool bits16 = w.dtype == gptoss_dtype_bf16 || w.dtype == gptoss_dtype_f16;
+  if (n_tok >= 16 && (bits16 ? n_tok > kGemvStepTokens
+                             : w.dtype == gptoss_dtype_q8_0 || w.dtype == gptoss_dtype_f32))
     return gemm_f32_avx512(w, r0, n_rows, x, ldx, n_tok, y, ldy);
   matmul_with(kMatmul, w, r0, n_rows, x, ldx, n_tok, y, ldy);
 }

@@ -93,6 +93,20 @@ void matmul_with(const MatmulKernels<T>& k, const Weight& w, size_t r0, size_t n
     return for_each_row_quad(
         n_rows, [&](size_t i, size_t step) { two[0](w, r0 + i, step, x, ldx, y + i, ldy); },
         [&](size_t i) { two[1](w, r0 + i, 1, x, ldx, y + i, ldy); });
+  // 3 to kGemvStepTokens tokens of 16-bit weights: the same kernel on pairs of tokens (an odd
+  // last one alone) over L2-sized blocks of rows, each token still with its one-token result.
+  const Gemv2Fn* pairs = w.dtype == gptoss_dtype_bf16 ? k.gemv2_bf16
+                         : w.dtype == gptoss_dtype_f16 ? k.gemv2_f16
+                                                       : nullptr;
+  if (pairs != nullptr && pairs[0] != nullptr && n_tok <= kGemvStepTokens)
+    return for_each_token_block(n_rows, w.row_bytes, (n_tok + 1) / 2, [&](size_t b, size_t n, size_t p) {
+      const float* xp = x + 2 * p * ldx;
+      float* yp = y + 2 * p * ldy + b;
+      if (2 * p + 1 == n_tok) return gemv_rows(k, w, r0 + b, n, xp, yp);
+      for_each_row_quad(
+          n, [&](size_t i, size_t step) { pairs[0](w, r0 + b + i, step, xp, ldx, yp + i, ldy); },
+          [&](size_t i) { pairs[1](w, r0 + b + i, 1, xp, ldx, yp + i, ldy); });
+    });
   if (n_tok <= kGemvTokens)
     return for_each_token_block(n_rows, w.row_bytes + (w.dtype == gptoss_dtype_mxfp4 ? w.cols / 32 : 0), n_tok,
                                 [&](size_t b, size_t n, size_t t) {

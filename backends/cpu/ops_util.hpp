@@ -24,7 +24,7 @@ inline bool use_q8(const Device& dev, const Weight& w) {
 }
 
 // An MXFP4 weight times int8 activations: tokens [t0, t0 + n_tok), rows [r0, r0 + n_rows).
-// A step of at most kGemvTokens tokens (a few sequences decoding together) runs the one-token
+// A step of at most kGemvStepTokens tokens (sequences decoding together) runs the one-token
 // GEMV per token over L2-sized blocks (row_streams.hpp), so each token gets exactly its
 // one-token result; larger steps (prefill chunks) keep the panel kernels for every group of
 // two or more tokens, as a whole prompt does, so chunking a prompt changes no group's
@@ -32,7 +32,7 @@ inline bool use_q8(const Device& dev, const Weight& w) {
 inline void matmul_q8_step(const Device& dev, size_t step_tokens, const Weight& w, size_t r0,
                            size_t n_rows, const Q8Acts& x, size_t t0, size_t n_tok, float* y,
                            size_t ldy) {
-  if (n_tok == 1 || step_tokens > kGemvTokens)
+  if (n_tok == 1 || step_tokens > kGemvStepTokens)
     return dev.kernels->matmul_mxfp4_q8(w, r0, n_rows, x, t0, n_tok, y, ldy);
   for_each_token_block(n_rows, w.row_bytes + w.cols / 32, n_tok, [&](size_t b, size_t n, size_t t) {
     dev.kernels->matmul_mxfp4_q8(w, r0 + b, n, x, t0 + t, 1, y + t * ldy + b, ldy);

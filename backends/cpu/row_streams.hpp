@@ -39,6 +39,13 @@ inline void for_each_row_quad(size_t n_rows, Four&& four, One&& one) {
 // fp32 activations; the int8 MXFP4 kernels leave the choice to the ops (matmul_q8_step in
 // ops_util.hpp), which apply it to small steps only.
 constexpr size_t kGemvTokens = 4;
+// A decode step of up to this many sequences keeps every token's one-token arithmetic where a
+// kernel can do so without re-decoding the weights per token: the int8 MXFP4 GEMV (each
+// expert's few tokens, matmul_q8_step) and the two-token 16-bit GEMV (bf16/f16 rows, in pairs
+// over the L2-sized blocks). 20b, 8 sequences with their own prompts, one step: 555 ms with
+// the panels for both, 450 with the GEMV for the experts, 385 with the pairs too
+// (gptoss-bench -b 8; one token alone: ~100 ms in the same run).
+constexpr size_t kGemvStepTokens = 16;
 constexpr size_t kGemvBlockBytes = size_t(256) << 10;
 
 // gemv(b, n, t): rows [b, b + n) for token t, for every block of rows and every token.

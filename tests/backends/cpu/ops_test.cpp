@@ -133,7 +133,7 @@ TEST_CASE("moe: expert slices give partial sums that add up to the block", "[cpu
   }
 }
 
-// Fast mode: a step of 2-4 tokens (sequences decoding together) runs the one-token int8 GEMV
+// Fast mode: a step of 2-16 tokens (sequences decoding together) runs the one-token int8 GEMV
 // per token (matmul_q8_step), so each token's MoE and MXFP4 linear output is exactly what it
 // gets alone, shared experts included; larger steps keep the panel kernels for groups of 2+.
 TEST_CASE("moe and linear: a step of a few tokens gives each token its one-token result", "[cpu-ops]") {
@@ -143,7 +143,7 @@ TEST_CASE("moe and linear: a step of a few tokens gives each token its one-token
   for (Isa isa : supported_isas()) {
     Devices d(isa, 2, true);
     if (d.fast.kernels->matmul_mxfp4_q8 == nullptr) continue;
-    for (size_t T : {2, 3, 4}) {
+    for (size_t T : {2, 3, 4, 8, 16}) {
       INFO(isa_name(isa) << ", " << T << " tokens");
       // Tokens share experts 0 and 1 (groups of T tokens), and each has two of its own.
       std::vector<int32_t> ids(T * K);
