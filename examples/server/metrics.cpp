@@ -25,7 +25,8 @@ void Histogram::write(std::string& out, const std::string& name) const {
 
 Metrics::Metrics()
     : ttft_({0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}),
-      itl_({0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 1, 2.5}) {}
+      itl_({0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 1, 2.5}),
+      step_seconds_({0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}) {}
 
 void Metrics::count_request(const std::string& endpoint, int status) {
   std::lock_guard lock(mutex_);
@@ -54,6 +55,14 @@ void Metrics::count_preemption() {
   ++preemptions_;
 }
 
+void Metrics::observe_step(size_t sequences, size_t tokens, double seconds) {
+  std::lock_guard lock(mutex_);
+  ++steps_;
+  step_sequences_ += sequences;
+  step_tokens_ += tokens;
+  step_seconds_.observe(seconds);
+}
+
 std::string Metrics::prometheus(const EngineGauges& g) const {
   std::lock_guard lock(mutex_);
   std::string out;
@@ -71,6 +80,15 @@ std::string Metrics::prometheus(const EngineGauges& g) const {
   out += fmt::format("gptoss_generated_tokens_total {}\n", output_tokens_);
   metric("gptoss_preemptions_total", "counter", "Running sequences preempted for KV pages (recomputed later).");
   out += fmt::format("gptoss_preemptions_total {}\n", preemptions_);
+  // Sequences and tokens per step (the ratios to the step count) show how well requests batch.
+  metric("gptoss_forward_steps_total", "counter", "Forward steps (one batched pass over the running sequences).");
+  out += fmt::format("gptoss_forward_steps_total {}\n", steps_);
+  metric("gptoss_forward_step_sequences_total", "counter", "Sequences in forward steps, summed over the steps.");
+  out += fmt::format("gptoss_forward_step_sequences_total {}\n", step_sequences_);
+  metric("gptoss_forward_step_tokens_total", "counter", "Tokens in forward steps (decode and prompt chunks).");
+  out += fmt::format("gptoss_forward_step_tokens_total {}\n", step_tokens_);
+  metric("gptoss_forward_step_seconds", "histogram", "Time of one forward step.");
+  step_seconds_.write(out, "gptoss_forward_step_seconds");
   metric("gptoss_queue_length", "gauge", "Generations waiting for a running slot.");
   out += fmt::format("gptoss_queue_length {}\n", g.queued);
   metric("gptoss_running_sequences", "gauge", "Generations running.");

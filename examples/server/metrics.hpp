@@ -40,13 +40,16 @@ class Metrics {
   void observe_time_to_first_token(double seconds);
   void observe_inter_token_latency(double seconds);
   void count_preemption();
+  // One forward step (gptoss_contexts_process) over `sequences` contexts and `tokens` tokens.
+  void observe_step(size_t sequences, size_t tokens, double seconds);
   std::string prometheus(const EngineGauges& gauges) const;
 
  private:
   mutable std::mutex mutex_;
   std::map<std::pair<std::string, int>, uint64_t> requests_;
   uint64_t prompt_tokens_ = 0, cached_tokens_ = 0, output_tokens_ = 0, preemptions_ = 0;
-  Histogram ttft_, itl_;
+  uint64_t steps_ = 0, step_sequences_ = 0, step_tokens_ = 0;
+  Histogram ttft_, itl_, step_seconds_;
 };
 
 }  // namespace gptoss_server

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <thread>
 
@@ -94,6 +95,13 @@ bool eventually(Scheduler& s, Pred pred) {
   return false;
 }
 
+// The value of an unlabelled sample NAME in Prometheus text (NaN when absent).
+double counter(const std::string& text, const std::string& name) {
+  const size_t at = text.find("\n" + name + " ");
+  if (at == std::string::npos) return std::nan("");
+  return std::stod(text.substr(at + name.size() + 2));
+}
+
 }  // namespace
 
 TEST_CASE("batched sequences produce what each produces alone", "[server][scheduler]") {
@@ -102,6 +110,16 @@ TEST_CASE("batched sequences produce what each produces alone", "[server][schedu
   for (uint32_t i = 0; i < 6; ++i) jobs.push_back(e.scheduler->submit(spec(prompt(20 + 7 * i, i * 11), 24, 100 + i)));
   std::vector<Outcome> together;
   for (auto& job : jobs) together.push_back(wait(*job));
+  // They ran together: 6 x 24 decode tokens and 225 prompt tokens (64 a step) one sequence a
+  // step would take over 150 steps; batched, about 24 decode steps and a few prompt steps.
+  const std::string metrics = e.metrics.prometheus(e.scheduler->gauges());
+  INFO(metrics);
+  const double steps = counter(metrics, "gptoss_forward_steps_total");
+  CHECK(steps >= 24);
+  CHECK(steps <= 60);
+  CHECK(counter(metrics, "gptoss_forward_step_tokens_total") == 225 + 6 * 23);
+  CHECK(counter(metrics, "gptoss_forward_step_sequences_total") >= 3 * steps);
+  CHECK(counter(metrics, "gptoss_forward_step_seconds_count") == steps);
   for (uint32_t i = 0; i < 6; ++i) {
     INFO("job " << i);
     CHECK(together[i].finish.reason == FinishReason::length);

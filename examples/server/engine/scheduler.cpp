@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <chrono>
 
 namespace gptoss_server {
 namespace {
@@ -265,7 +266,12 @@ void Scheduler::step() {
 
   std::vector<gptoss_context_t> contexts;
   for (Sequence* s : batch) contexts.push_back(s->context.get());
+  size_t step_tokens = 0;
+  for (Sequence* s : batch) step_tokens += s->appended - s->processed;
+  const auto start = std::chrono::steady_clock::now();
   const gptoss_status status = gptoss_contexts_process(contexts.data(), contexts.size());
+  metrics_.observe_step(batch.size(), step_tokens,
+                        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   if (status == gptoss_status_insufficient_resources) {
     if (!free_pages_for(batch)) {
       const std::string message = gptoss_get_last_error_message();
