@@ -4,18 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "expect.h"
 #include "gptoss.h"
-
-static int failures = 0;
-
-#define EXPECT(cond)                                                        \
-  do {                                                                      \
-    if (!(cond)) {                                                          \
-      fprintf(stderr, "%s:%d: expected %s (last error: %s)\n", __FILE__,  \
-              __LINE__, #cond, gptoss_get_last_error_message());            \
-      failures++;                                                           \
-    }                                                                       \
-  } while (0)
 
 int main(int argc, char** argv) {
   struct gptoss_model_options mo;
