@@ -69,36 +69,34 @@ std::string Metrics::prometheus(const EngineGauges& g) const {
   auto metric = [&](const char* name, const char* type, const char* help) {
     out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
   };
+  auto single = [&](const char* name, const char* type, const char* help, uint64_t value) {
+    metric(name, type, help);
+    out += fmt::format("{} {}\n", name, value);
+  };
   metric("gptoss_requests_total", "counter", "HTTP requests by endpoint and status code.");
   for (const auto& [key, n] : requests_)
     out += fmt::format("gptoss_requests_total{{endpoint=\"{}\",status=\"{}\"}} {}\n", key.first, key.second, n);
-  metric("gptoss_prompt_tokens_total", "counter", "Prompt tokens of admitted generations.");
-  out += fmt::format("gptoss_prompt_tokens_total {}\n", prompt_tokens_);
-  metric("gptoss_cached_prompt_tokens_total", "counter", "Prompt tokens whose KV came from the prefix cache.");
-  out += fmt::format("gptoss_cached_prompt_tokens_total {}\n", cached_tokens_);
-  metric("gptoss_generated_tokens_total", "counter", "Sampled output tokens.");
-  out += fmt::format("gptoss_generated_tokens_total {}\n", output_tokens_);
-  metric("gptoss_preemptions_total", "counter", "Running sequences preempted for KV pages (recomputed later).");
-  out += fmt::format("gptoss_preemptions_total {}\n", preemptions_);
+  single("gptoss_prompt_tokens_total", "counter", "Prompt tokens of admitted generations.", prompt_tokens_);
+  single("gptoss_cached_prompt_tokens_total", "counter", "Prompt tokens whose KV came from the prefix cache.",
+         cached_tokens_);
+  single("gptoss_generated_tokens_total", "counter", "Sampled output tokens.", output_tokens_);
+  single("gptoss_preemptions_total", "counter", "Running sequences preempted for KV pages (recomputed later).",
+         preemptions_);
   // Sequences and tokens per step (the ratios to the step count) show how well requests batch.
-  metric("gptoss_forward_steps_total", "counter", "Forward steps (one batched pass over the running sequences).");
-  out += fmt::format("gptoss_forward_steps_total {}\n", steps_);
-  metric("gptoss_forward_step_sequences_total", "counter", "Sequences in forward steps, summed over the steps.");
-  out += fmt::format("gptoss_forward_step_sequences_total {}\n", step_sequences_);
-  metric("gptoss_forward_step_tokens_total", "counter", "Tokens in forward steps (decode and prompt chunks).");
-  out += fmt::format("gptoss_forward_step_tokens_total {}\n", step_tokens_);
+  single("gptoss_forward_steps_total", "counter", "Forward steps (one batched pass over the running sequences).",
+         steps_);
+  single("gptoss_forward_step_sequences_total", "counter", "Sequences in forward steps, summed over the steps.",
+         step_sequences_);
+  single("gptoss_forward_step_tokens_total", "counter", "Tokens in forward steps (decode and prompt chunks).",
+         step_tokens_);
   metric("gptoss_forward_step_seconds", "histogram", "Time of one forward step.");
   step_seconds_.write(out, "gptoss_forward_step_seconds");
-  metric("gptoss_queue_length", "gauge", "Generations waiting for a running slot.");
-  out += fmt::format("gptoss_queue_length {}\n", g.queued);
-  metric("gptoss_running_sequences", "gauge", "Generations running.");
-  out += fmt::format("gptoss_running_sequences {}\n", g.running);
-  metric("gptoss_kv_pages_used", "gauge", "Full-attention KV pages in use (running and cached sequences).");
-  out += fmt::format("gptoss_kv_pages_used {}\n", g.kv_pages_used);
-  metric("gptoss_kv_pages_total", "gauge", "Full-attention KV pages in the pool.");
-  out += fmt::format("gptoss_kv_pages_total {}\n", g.kv_pages_total);
-  metric("gptoss_prefix_cache_entries", "gauge", "Finished sequences kept for prefix reuse.");
-  out += fmt::format("gptoss_prefix_cache_entries {}\n", g.prefix_cache_entries);
+  single("gptoss_queue_length", "gauge", "Generations waiting for a running slot.", g.queued);
+  single("gptoss_running_sequences", "gauge", "Generations running.", g.running);
+  single("gptoss_kv_pages_used", "gauge", "Full-attention KV pages in use (running and cached sequences).",
+         g.kv_pages_used);
+  single("gptoss_kv_pages_total", "gauge", "Full-attention KV pages in the pool.", g.kv_pages_total);
+  single("gptoss_prefix_cache_entries", "gauge", "Finished sequences kept for prefix reuse.", g.prefix_cache_entries);
   metric("gptoss_time_to_first_token_seconds", "histogram", "From submission to the first sampled token.");
   ttft_.write(out, "gptoss_time_to_first_token_seconds");
   metric("gptoss_inter_token_latency_seconds", "histogram", "Between consecutive tokens of a sequence.");
