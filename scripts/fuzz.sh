@@ -56,7 +56,8 @@ if [ -f "$fuzz_dir/dict/$name.dict" ]; then flags+=(-dict="$fuzz_dir/dict/$name.
 if command -v llvm-symbolizer-14 >/dev/null; then
   export ASAN_SYMBOLIZER_PATH="${ASAN_SYMBOLIZER_PATH:-$(command -v llvm-symbolizer-14)}"
 fi
-export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:detect_stack_use_after_return=1}"
+# intercept_tls_get_addr=0: see scripts/test.sh (LeakSanitizer's tracer crash on dynamic TLS).
+export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:detect_stack_use_after_return=1:intercept_tls_get_addr=0}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 
 set +e
