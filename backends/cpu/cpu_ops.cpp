@@ -7,6 +7,7 @@
 #include <numeric>
 #include <vector>
 
+#include "../common/yarn.hpp"
 #include "cpu_backend.hpp"
 #include "formats.hpp"
 #include "ops.hpp"
@@ -94,39 +95,11 @@ gptoss_status ref_linear(void* stream, const void* x, const void* weight, const 
   return gptoss_status_success;
 }
 
-// YaRN inverse frequencies (OpenAI's reference: ramp over the dimension index between the
-// bounds set by beta_fast/beta_slow; rounded bounds only when params->truncate).
-static void yarn_inv_freq(const gptoss_rope_params& p, size_t head_dim, std::vector<double>& inv,
-                          double& concentration) {
-  const size_t half = head_dim / 2;
-  inv.resize(half);
-  concentration = 1.0;
-  for (size_t i = 0; i < half; ++i) inv[i] = 1.0 / std::pow(p.theta, double(2 * i) / double(head_dim));
-  if (p.scaling_factor <= 1.0) return;
-  concentration = 0.1 * std::log(p.scaling_factor) + 1.0;
-  const double pi = 3.14159265358979323846;
-  double low = double(half) * std::log(p.original_context / (p.beta_fast * 2 * pi)) / std::log(p.theta);
-  double high = double(half) * std::log(p.original_context / (p.beta_slow * 2 * pi)) / std::log(p.theta);
-  if (p.truncate) {
-    low = std::floor(low);
-    high = std::ceil(high);
-  }
-  for (size_t i = 0; i < half; ++i) {
-    const double extrapolation = inv[i];
-    const double interpolation = inv[i] / p.scaling_factor;
-    double ramp = (double(i) - low) / (high - low);
-    ramp = std::clamp(ramp, 0.0, 1.0);
-    const double mask = 1.0 - ramp;
-    inv[i] = interpolation * (1.0 - mask) + extrapolation * mask;
-  }
-}
-
 gptoss_status ref_rope(void* stream, void* x, const void* positions, size_t n_tokens,
                       size_t n_heads, size_t head_dim, const gptoss_rope_params* params) {
   if (params == nullptr || head_dim % 2 != 0) return gptoss_status_invalid_argument;
-  std::vector<double> inv;
-  double conc;
-  yarn_inv_freq(*params, head_dim, inv, conc);
+  std::vector<double> inv(head_dim / 2);
+  const double conc = backends::yarn_inv_freq(*params, head_dim, inv.data());
   const size_t half = head_dim / 2;
   pool_of(stream).parallel_for(n_tokens, [&](size_t b, size_t e, unsigned) {
     std::vector<float> c(half), s(half);

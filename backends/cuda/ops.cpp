@@ -16,6 +16,7 @@
 #include <string>
 #include <type_traits>
 
+#include "../common/yarn.hpp"
 #include "ops_util.hpp"
 
 namespace gptoss::cuda {
@@ -50,23 +51,7 @@ gptoss_status rope_table(Stream& s, const gptoss_rope_params& p, size_t head_dim
   RopeTable& t = s.rope;
   const size_t half = head_dim / 2;
   t.half = int32_t(half);
-  t.concentration = 1.0;
-  for (size_t i = 0; i < half; ++i) t.inv_freq[i] = 1.0 / std::pow(p.theta, double(2 * i) / double(head_dim));
-  if (p.scaling_factor > 1.0) {
-    t.concentration = 0.1 * std::log(p.scaling_factor) + 1.0;
-    const double pi = 3.14159265358979323846;
-    double low = double(half) * std::log(p.original_context / (p.beta_fast * 2 * pi)) / std::log(p.theta);
-    double high = double(half) * std::log(p.original_context / (p.beta_slow * 2 * pi)) / std::log(p.theta);
-    if (p.truncate) {
-      low = std::floor(low);
-      high = std::ceil(high);
-    }
-    for (size_t i = 0; i < half; ++i) {
-      const double ramp = std::fmin(std::fmax((double(i) - low) / (high - low), 0.0), 1.0);
-      const double mask = 1.0 - ramp;
-      t.inv_freq[i] = t.inv_freq[i] / p.scaling_factor * (1.0 - mask) + t.inv_freq[i] * mask;
-    }
-  }
+  t.concentration = backends::yarn_inv_freq(p, head_dim, t.inv_freq);
   s.rope_params = p;
   s.rope_head_dim = head_dim;
   return gptoss_status_success;
