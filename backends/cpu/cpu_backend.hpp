@@ -48,6 +48,8 @@ struct Weight {
   const uint8_t* data;
   const uint8_t* scales;  // mxfp4: cols/32 bytes per row
   int32_t first_expert = 0;  // expert tensors: the layer's index of shape[0]'s first expert
+  // The unembedding: its outputs are the logits, which feed the sampler and no later layer.
+  bool logits_only = false;
   std::vector<uint8_t> owned_data, owned_scales;  // tests' weights
   std::shared_ptr<void> owned_map;  // a copy made at upload: data then scales, huge pages
 };

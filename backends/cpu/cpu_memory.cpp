@@ -73,6 +73,7 @@ gptoss_status make_weight(ThreadPool& pool, const gptoss_tensor_desc& desc,
   w->ndim = desc.ndim;
   w->rows = 1;
   w->first_expert = desc.first_expert;
+  w->logits_only = desc.role == gptoss_tensor_unembedding;
   for (uint32_t i = 0; i < desc.ndim; ++i) {
     w->shape[i] = desc.shape[i];
     if (desc.shape[i] <= 0) {

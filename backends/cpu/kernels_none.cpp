@@ -1,6 +1,7 @@
 // Non-x86 builds: the SIMD tables are the scalar one, and the int8 kernels the reference
 // (isa_detect never reports a SIMD level here, so none of these is selected).
 #include "kernels.hpp"
+#include "dense_bf16_kernels.hpp"
 #include "kernels_avx2_int8.hpp"
 
 namespace gptoss::cpu {
@@ -27,4 +28,6 @@ void matmul_mxfp4_q8_avxvnni(const Weight& w, size_t r0, size_t n_rows, const Q8
                              size_t t0, size_t n_tok, float* y, size_t ldy) {
   matmul_mxfp4_q8_reference(w, r0, n_rows, x, t0, n_tok, y, ldy);
 }
+extern const DenseBf16Kernels* const kDenseBf16KernelsAvx512;
+const DenseBf16Kernels* const kDenseBf16KernelsAvx512 = nullptr;
 }  // namespace gptoss::cpu

@@ -6,6 +6,8 @@
 #include <numeric>
 #include <vector>
 
+#include "attention_kernels.hpp"
+#include "dense_bf16_kernels.hpp"
 #include "ops.hpp"
 #include "ops_util.hpp"
 #include "q8_storage.hpp"
@@ -74,8 +76,20 @@ gptoss_status op_add_rmsnorm(void* stream, void* x, const void* y, const void* s
   return gptoss_status_success;
 }
 
-gptoss_status op_linear(void* stream, const void* x, const void* weight, const void* bias,
-                        size_t n_tokens, size_t n_in, size_t n_out, void* out) {
+namespace {
+
+// Fast precision's bf16 pair kernels for w in a step of n_tokens, or null: bf16 weights, decode
+// steps (prefill keeps the blocked fp32 GEMM), CPUs with AVX512-BF16. The router keeps fp32
+// activations (the caller): which experts run must not hinge on rounding.
+const DenseBf16Kernels* bf16_pair_kernels(const Device& dev, const Weight& w, size_t n_tokens) {
+  if (!dev.quantize_activations || !w.logits_only || w.dtype != gptoss_dtype_bf16 || w.cols % 2 != 0 ||
+      n_tokens > kGemvStepTokens)
+    return nullptr;
+  return attention_bf16_kernels_for(dev.isa) != nullptr ? dense_bf16_kernels_for(dev.isa) : nullptr;
+}
+
+gptoss_status linear(void* stream, const void* x, const void* weight, const void* bias,
+                     size_t n_tokens, size_t n_in, size_t n_out, void* out, bool bf16_pairs) {
   Device& dev = device_of(stream);
   if (dev.isa == Isa::scalar)
     return ref_linear(stream, x, weight, bias, n_tokens, n_in, n_out, out);
@@ -88,6 +102,31 @@ gptoss_status op_linear(void* stream, const void* x, const void* weight, const v
     thread_local Q8Storage q8_temp;
     std::vector<float>& xs = xs_temp;
     Q8Storage& q8 = q8_temp;
+    // Each piece owns a range of output rows for every token: each weight row is read once.
+    const auto add_bias = [&](size_t r0, size_t r1) {
+      if (bw == nullptr) return;
+      thread_local std::vector<float> b;  // each piece decodes its own slice of the bias
+      b.resize(r1 - r0);
+      decode_row_range(*bw, 0, r0, r1 - r0, b.data());
+      for (size_t t = 0; t < n_tokens; ++t)
+        for (size_t r = r0; r < r1; ++r) F(out)[t * n_out + r] += b[r - r0];
+    };
+    const double work = double(n_out) * double(n_in) * double(n_tokens);
+    if (const DenseBf16Kernels* pairs = bf16_pairs ? bf16_pair_kernels(dev, w, n_tokens) : nullptr) {
+      thread_local std::vector<float> x2_temp;  // reused: see op_moe
+      std::vector<float>& x2 = x2_temp;
+      const size_t ld2 = dense_bf16_pairs_stride(n_in);
+      x2.assign(n_tokens * ld2, 0.0f);
+      for (size_t t = 0; t < n_tokens; ++t)
+        attention_bf16_kernels_for(dev.isa)->round_pairs(F(x) + t * n_in, n_in / 2, x2.data() + t * ld2);
+      // Results do not depend on the cut (every token its one-token GEMV): long merged calls.
+      const size_t grain = rows_per_piece(n_out, 1, dev.pool, kRowGrain, 64);
+      for_each_piece(dev.pool, n_out, grain, work, [&](size_t r0, size_t r1) {
+        pairs->matmul(w, r0, r1 - r0, x2.data(), ld2, n_tokens, F(out) + r0, n_out);
+        add_bias(r0, r1);
+      }, true);
+      return gptoss_status_success;
+    }
     const bool q8_path = use_q8(dev, w);
     // The int8 quantizer folds the MXFP4 permutation in; the fp32 kernels need it done.
     const float* xin = q8_path ? F(x) : activations_for(w, F(x), n_tokens, xs);
@@ -97,29 +136,29 @@ gptoss_status op_linear(void* stream, const void* x, const void* weight, const v
       dev.kernels->quantize_q8(xin, n_in, n_tokens, q);
       xq = &q;
     }
-    // Each piece owns a range of output rows for every token: each weight row is read once.
     // One token: the GEMV kernels' results do not depend on the cut, so the pool may merge
     // pieces (for_each_piece): fine pieces for the end of the op, long calls before it.
     const bool merge = n_tokens == 1;
     const size_t grain = rows_per_piece(n_out, n_tokens, dev.pool, kRowGrain, merge ? 64 : 16);
-    for_each_piece(dev.pool, n_out, grain, double(n_out) * double(n_in) * double(n_tokens), [&](size_t r0, size_t r1) {
+    for_each_piece(dev.pool, n_out, grain, work, [&](size_t r0, size_t r1) {
       float* o = F(out) + r0;
       if (xq != nullptr)
         matmul_q8_step(dev, n_tokens, w, r0, r1 - r0, *xq, 0, n_tokens, o, n_out);
       else
         dev.kernels->matmul(w, r0, r1 - r0, xin, n_in, n_tokens, o, n_out);
-      if (bw != nullptr) {  // each piece decodes its own slice of the bias
-        thread_local std::vector<float> b;
-        b.resize(r1 - r0);
-        decode_row_range(*bw, 0, r0, r1 - r0, b.data());
-        for (size_t t = 0; t < n_tokens; ++t)
-          for (size_t r = r0; r < r1; ++r) F(out)[t * n_out + r] += b[r - r0];
-      }
+      add_bias(r0, r1);
     }, merge);
   } catch (const std::bad_alloc&) {
     return gptoss_status_insufficient_memory;
   }
   return gptoss_status_success;
+}
+
+}  // namespace
+
+gptoss_status op_linear(void* stream, const void* x, const void* weight, const void* bias,
+                        size_t n_tokens, size_t n_in, size_t n_out, void* out) {
+  return linear(stream, x, weight, bias, n_tokens, n_in, n_out, out, true);
 }
 
 gptoss_status op_router(void* stream, const void* x, const void* weight, const void* bias,
@@ -135,7 +174,7 @@ gptoss_status op_router(void* stream, const void* x, const void* weight, const v
   try {
     std::vector<float> logits(n_tokens * n_experts);
     const gptoss_status st =
-        op_linear(stream, x, weight, bias, n_tokens, dim, n_experts, logits.data());
+        linear(stream, x, weight, bias, n_tokens, dim, n_experts, logits.data(), false);
     if (st != gptoss_status_success) return st;
     std::vector<size_t> order;
     for (size_t t = 0; t < n_tokens; ++t)

@@ -113,7 +113,7 @@ int run_kernel_bench(const Options& o) {
   const size_t H = 2880, I = 2880, Q = 4096, KV = 512, HD = 64;
   // 8 experts' mlp1 (70 MB): several times the last-level cache.
   const Weight mlp1 = make_weight(gptoss_dtype_mxfp4, 8 * 2 * I, H, 1);
-  const Weight dense = make_weight(gptoss_dtype_bf16, 32768, H, 2);  // 189 MB (unembedding-like)
+  Weight dense = make_weight(gptoss_dtype_bf16, 32768, H, 2);  // 189 MB (unembedding-like)
   const Weight dense_q8 = make_weight(gptoss_dtype_q8_0, 65536, H, 9);  // 200 MB, Q8_0 GGUFs
   const auto x1 = floats(H, 3), x64 = floats(64 * H, 4);
   std::vector<float> y(64 * 8 * 2 * I);
@@ -164,6 +164,16 @@ int run_kernel_bench(const Options& o) {
     s = time_best(reps, [&] { cpu::op_linear(&st, x1.data(), &dense, nullptr, 1, H, dense.rows, y.data()); });
     rows.push_back({name, "GEMV bf16 (unembedding)", "32768x2880, 1 tok", s, double(dense.rows) * H * 2.0,
                     2.0 * double(dense.rows) * H});
+    // Eight sequences decoding together: every row serves 8 tokens (the server's decode step);
+    // as an attention projection (fp32 activations) and as the unembedding (bf16 pairs where
+    // the CPU has AVX512-BF16: dense_bf16_kernels.hpp).
+    for (bool logits : {false, true}) {
+      dense.logits_only = logits;
+      s = time_best(reps, [&] { cpu::op_linear(&st, x64.data(), &dense, nullptr, 8, H, dense.rows, y.data()); });
+      rows.push_back({name, logits ? "GEMV bf16 (8-sequence step, unembedding)" : "GEMV bf16 (8-sequence step)",
+                      "32768x2880, 8 tok", s, double(dense.rows) * H * 2.0, 2.0 * 8 * double(dense.rows) * H});
+    }
+    dense.logits_only = false;
     s = time_best(reps, [&] { cpu::op_linear(&st, x1.data(), &dense_q8, nullptr, 1, H, dense_q8.rows, y.data()); });
     rows.push_back({name, "GEMV Q8_0 (GGUF unembedding)", "65536x2880, 1 tok", s,
                     double(dense_q8.rows) * H * 34.0 / 32.0, 2.0 * double(dense_q8.rows) * H});
