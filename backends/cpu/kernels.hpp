@@ -79,6 +79,11 @@ struct Kernels {
   // every token). Scalar: std::exp in double; SIMD levels: a polynomial exp in float (1e-7
   // relative), summed in double.
   double (*sum_exp)(const float* x, size_t n, float shift);
+  // Fast mode, a decode step's few tokens (n_tok <= kGemvStepTokens) of an MXFP4 weight: each
+  // token exactly matmul_mxfp4_q8's one-token result, the codes decoded once for several
+  // tokens. NULL where a level has none (the ops then call the one-token GEMV per token).
+  void (*gemv_mxfp4_q8)(const Weight& w, size_t r0, size_t n_rows, const Q8Acts& x, size_t t0,
+                        size_t n_tok, float* y, size_t ldy);
 };
 
 // Byte offset in a Q8Acts row of element j (kernel order: j % 32 < 16 even, else odd) of

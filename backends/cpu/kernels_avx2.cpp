@@ -321,6 +321,6 @@ double sum_exp(const float* x, size_t n, float shift) {
 
 }  // namespace
 
-const Kernels kKernelsAvx2 = {Isa::avx2, matmul, swiglu_reference, nullptr, nullptr, sum_exp};
+const Kernels kKernelsAvx2 = {Isa::avx2, matmul, swiglu_reference, nullptr, nullptr, sum_exp, nullptr};
 
 }  // namespace gptoss::cpu

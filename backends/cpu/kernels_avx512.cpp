@@ -371,6 +371,6 @@ double sum_exp(const float* x, size_t n, float shift) {
 
 }  // namespace
 
-const Kernels kKernelsAvx512 = {Isa::avx512, matmul, swiglu, nullptr, nullptr, sum_exp};
+const Kernels kKernelsAvx512 = {Isa::avx512, matmul, swiglu, nullptr, nullptr, sum_exp, nullptr};
 
 }  // namespace gptoss::cpu

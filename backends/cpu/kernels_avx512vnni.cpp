@@ -13,6 +13,10 @@
 //   by s_b * d_b / 2 (one permute of 16 precomputed block scales) into an fp32 accumulator.
 //   4 rows a quarter of the caller's range apart share each activation load (row_streams.hpp).
 //
+//   2 to 16 tokens of a decode step (gemv_mxfp4_q8: the tokens of several sequences that chose
+//   one expert): the same row layout and arithmetic per token, each group of codes loaded and
+//   mapped once for up to 4 tokens, 2 rows far apart.
+//
 //   n_tok > 1 (prefill, compute-bound): "lane" layout. A panel of 16 rows is decoded once
 //   into int8 with one row per 32-bit lane: for block b, group g (kernel-order elements
 //   4g..4g+3) is one zmm holding those 4 weights of each of the 16 rows. A token then needs
@@ -152,6 +156,108 @@ void gemv_rows(const Weight& w, size_t r0, size_t step, const int8_t* xq, const 
   if (nb % 4 != 0) gemv_group<R, false>(st, whole_groups, nb, xq, hd, q12);
   for (int r = 0; r < R; ++r)
     y[size_t(r) * step] = _mm512_reduce_add_ps(st.acc[r]) - _mm512_reduce_add_ps(st.corr[r]);
+}
+
+// --- 2 to 4 tokens of a decode step: row layout, codes decoded once ----------------------
+// The tokens of a few sequences that chose the same expert. gemv_group's arithmetic for each
+// (row, token), with the codes of each group loaded and mapped to weights once for all T
+// tokens: a token decoding with others gets exactly its one-token result. 2 rows far apart
+// (per row and token an accumulator, a correction and 16 block scales: 6T registers per row).
+template <int R, int T>
+struct GemvRowsTokens {
+  const uint8_t* codes[R];
+  const uint8_t* scales[R];
+  __m512 acc[R][T], corr[R][T], cs[R][T];
+};
+
+struct TokenActs {
+  const int8_t* xq;
+  const float* hd;
+  const float* q12;
+};
+
+template <int R, int T, bool Whole>
+__attribute__((always_inline)) inline void gemv_group_tokens(GemvRowsTokens<R, T>& st, size_t g, size_t nb,
+                                                             const TokenActs* x) {
+  const __m512i lut = code_lut(), low4 = _mm512_set1_epi8(0x0f);
+  const __m512i lane_block = _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0);
+  const size_t b0 = 4 * g;
+  if (g % 4 == 0) {
+    for (int r = 0; r < R; ++r) {
+      _mm_prefetch(reinterpret_cast<const char*>(st.scales[r] + b0) + kFarRowsPrefetchBytes / 8, _MM_HINT_T0);
+      const __m128i sb = nb - b0 >= 16
+                             ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(st.scales[r] + b0))
+                             : _mm_maskz_loadu_epi8(mask16(nb - b0), st.scales[r] + b0);
+      const __m512 e = e8m0x16(sb);
+      for (int t = 0; t < T; ++t) {
+        st.cs[r][t] = _mm512_mul_ps(e, _mm512_loadu_ps(x[t].hd + b0));
+        st.corr[r][t] = _mm512_fmadd_ps(st.cs[r][t], _mm512_loadu_ps(x[t].q12 + b0), st.corr[r][t]);
+      }
+    }
+  }
+  const __m512i idx = _mm512_add_epi32(_mm512_set1_epi32(int(b0 % 16)), lane_block);
+  __m512i x_even[T], x_odd[T];
+  for (int t = 0; t < T; ++t) {
+    x_even[t] = _mm512_loadu_si512(x[t].xq + 128 * g);
+    x_odd[t] = _mm512_loadu_si512(x[t].xq + 128 * g + 64);
+  }
+  for (int r = 0; r < R; ++r) {
+    const uint8_t* src = st.codes[r] + 64 * g;
+    __m512i c;
+    if constexpr (Whole) {
+      _mm_prefetch(reinterpret_cast<const char*>(src) + kFarRowsPrefetchBytes, _MM_HINT_T0);
+      c = _mm512_loadu_si512(src);
+    } else {
+      c = _mm512_maskz_loadu_epi8((__mmask64(1) << (16 * (nb - b0))) - 1, src);
+    }
+    const __m512i lo = _mm512_shuffle_epi8(lut, _mm512_and_si512(c, low4));
+    const __m512i hi = _mm512_shuffle_epi8(lut, _mm512_and_si512(_mm512_srli_epi16(c, 4), low4));
+    for (int t = 0; t < T; ++t) {
+      const __m512i s = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, x_even[t]), hi, x_odd[t]);
+      st.acc[r][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_permutexvar_ps(idx, st.cs[r][t]), st.acc[r][t]);
+    }
+  }
+}
+
+template <int R, int T>
+void gemv_rows_tokens(const Weight& w, size_t r0, size_t step, const TokenActs* x, float* y, size_t ldy) {
+  const size_t nb = w.cols / 32, whole_groups = nb / 4;
+  GemvRowsTokens<R, T> st;
+  for (int r = 0; r < R; ++r) {
+    st.codes[r] = w.data + (r0 + size_t(r) * step) * w.row_bytes;
+    st.scales[r] = w.scales + (r0 + size_t(r) * step) * nb;
+    for (int t = 0; t < T; ++t) st.acc[r][t] = st.corr[r][t] = st.cs[r][t] = _mm512_setzero_ps();
+  }
+  for (size_t g = 0; g < whole_groups; ++g) gemv_group_tokens<R, T, true>(st, g, nb, x);
+  if (nb % 4 != 0) gemv_group_tokens<R, T, false>(st, whole_groups, nb, x);
+  for (int r = 0; r < R; ++r)
+    for (int t = 0; t < T; ++t)
+      y[size_t(t) * ldy + size_t(r) * step] = _mm512_reduce_add_ps(st.acc[r][t]) - _mm512_reduce_add_ps(st.corr[r][t]);
+}
+
+template <int T>
+void gemv_tokens(const Weight& w, size_t r0, size_t n_rows, const TokenActs* x, float* y, size_t ldy) {
+  const size_t L = n_rows / 2;
+  for (size_t i = 0; i < L; ++i) gemv_rows_tokens<2, T>(w, r0 + i, L, x, y + i, ldy);
+  for (size_t i = 2 * L; i < n_rows; ++i) gemv_rows_tokens<1, T>(w, r0 + i, 1, x, y + i, ldy);
+}
+
+constexpr size_t kStepGroupTokens = 4;
+
+void gemv_token(const Weight& w, size_t r0, size_t n_rows, const Q8Acts& x, size_t t, float* y);
+
+// Rows [r0, r0 + n_rows) for tokens [t0, t0 + n_tok) (n_tok <= kStepGroupTokens).
+void gemv_token_group(const Weight& w, size_t r0, size_t n_rows, const Q8Acts& x, size_t t0,
+                      size_t n_tok, float* y, size_t ldy) {
+  TokenActs a[kStepGroupTokens];
+  for (size_t t = 0; t < n_tok; ++t)
+    a[t] = {x.q + (t0 + t) * x.q_stride, x.half_d + (t0 + t) * x.b_stride, x.q12f + (t0 + t) * x.b_stride};
+  switch (n_tok) {
+    case 1: return gemv_token(w, r0, n_rows, x, t0, y);
+    case 2: return gemv_tokens<2>(w, r0, n_rows, a, y, ldy);
+    case 3: return gemv_tokens<3>(w, r0, n_rows, a, y, ldy);
+    default: return gemv_tokens<4>(w, r0, n_rows, a, y, ldy);
+  }
 }
 
 // --- n_tok > 1: lane layout ---------------------------------------------------------------
@@ -307,6 +413,16 @@ void matmul_mxfp4_q8_avx512vnni(const Weight& w, size_t r0, size_t n_rows, const
       (two ? kTiles2 : kTiles1)[tn - 1](panel, stride, nb, x, t0 + t, pr, y + t * ldy + p, ldy);
     }
   }
+}
+
+void gemv_mxfp4_q8_avx512vnni(const Weight& w, size_t r0, size_t n_rows, const Q8Acts& x,
+                              size_t t0, size_t n_tok, float* y, size_t ldy) {
+  if (n_tok <= kStepGroupTokens) return gemv_token_group(w, r0, n_rows, x, t0, n_tok, y, ldy);
+  const size_t groups = (n_tok + kStepGroupTokens - 1) / kStepGroupTokens;
+  for_each_token_block(n_rows, w.row_bytes + w.cols / 32, groups, [&](size_t b, size_t n, size_t g) {
+    const size_t t = g * kStepGroupTokens, tn = n_tok - t < kStepGroupTokens ? n_tok - t : kStepGroupTokens;
+    gemv_token_group(w, r0 + b, n, x, t0 + t, tn, y + t * ldy + b, ldy);
+  });
 }
 
 void quantize_q8_avx512vnni(const float* x, size_t ldx, size_t n_tok, Q8Acts& out) {

@@ -14,6 +14,10 @@ void matmul_mxfp4_q8_avx512vnni(const Weight& w, size_t r0, size_t n_rows, const
                                 size_t t0, size_t n_tok, float* y, size_t ldy) {
   matmul_mxfp4_q8_reference(w, r0, n_rows, x, t0, n_tok, y, ldy);
 }
+void gemv_mxfp4_q8_avx512vnni(const Weight& w, size_t r0, size_t n_rows, const Q8Acts& x,
+                              size_t t0, size_t n_tok, float* y, size_t ldy) {
+  for (size_t t = 0; t < n_tok; ++t) matmul_mxfp4_q8_reference(w, r0, n_rows, x, t0 + t, 1, y + t * ldy, ldy);
+}
 void quantize_q8_avx512vnni(const float* x, size_t ldx, size_t n_tok, Q8Acts& out) {
   quantize_q8_reference(x, ldx, n_tok, out);
 }

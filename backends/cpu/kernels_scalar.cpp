@@ -211,6 +211,8 @@ extern const Kernels kKernelsAvx512;
 void matmul_mxfp4_q8_avx512vnni(const Weight& w, size_t r0, size_t n_rows, const Q8Acts& x,
                                 size_t t0, size_t n_tok, float* y, size_t ldy);
 void quantize_q8_avx512vnni(const float* x, size_t ldx, size_t n_tok, Q8Acts& out);
+void gemv_mxfp4_q8_avx512vnni(const Weight& w, size_t r0, size_t n_rows, const Q8Acts& x,
+                              size_t t0, size_t n_tok, float* y, size_t ldy);
 double sum_exp_reference(const float* x, size_t n, float shift) {
   double sum = 0.0;
   for (size_t i = 0; i < n; ++i)
@@ -219,7 +221,7 @@ double sum_exp_reference(const float* x, size_t n, float shift) {
 }
 
 const Kernels kKernelsScalar = {Isa::scalar, matmul_scalar, swiglu_reference, nullptr, nullptr,
-                                sum_exp_reference};
+                                sum_exp_reference, nullptr};
 
 // A table with the AVX2 int8 kernels of the fast mode added (built at first use, see below).
 static Kernels with_avx2_int8(const Kernels& base) {
@@ -239,6 +241,7 @@ const Kernels& kernels_for(Isa isa) {
         k.isa = Isa::avx512vnni;
         k.quantize_q8 = quantize_q8_avx512vnni;
         k.matmul_mxfp4_q8 = matmul_mxfp4_q8_avx512vnni;
+        k.gemv_mxfp4_q8 = gemv_mxfp4_q8_avx512vnni;
         return k;
       }();
       return vnni;

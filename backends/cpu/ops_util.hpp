@@ -25,8 +25,9 @@ inline bool use_q8(const Device& dev, const Weight& w) {
 
 // An MXFP4 weight times int8 activations: tokens [t0, t0 + n_tok), rows [r0, r0 + n_rows).
 // A step of at most kGemvStepTokens tokens (sequences decoding together) runs the one-token
-// GEMV per token over L2-sized blocks (row_streams.hpp), so each token gets exactly its
-// one-token result; larger steps (prefill chunks) keep the panel kernels for every group of
+// GEMV arithmetic for every token, so each gets exactly its one-token result: the level's
+// several-token GEMV (codes decoded once for up to 4 tokens) where it has one, else the
+// one-token GEMV per token over L2-sized blocks (row_streams.hpp); larger steps (prefill chunks) keep the panel kernels for every group of
 // two or more tokens, as a whole prompt does, so chunking a prompt changes no group's
 // arithmetic (two tokens through the panels: 3.4 ms for 46080x2880; one token's GEMV: 0.93).
 inline void matmul_q8_step(const Device& dev, size_t step_tokens, const Weight& w, size_t r0,
@@ -34,6 +35,8 @@ inline void matmul_q8_step(const Device& dev, size_t step_tokens, const Weight& 
                            size_t ldy) {
   if (n_tok == 1 || step_tokens > kGemvStepTokens)
     return dev.kernels->matmul_mxfp4_q8(w, r0, n_rows, x, t0, n_tok, y, ldy);
+  if (dev.kernels->gemv_mxfp4_q8 != nullptr)
+    return dev.kernels->gemv_mxfp4_q8(w, r0, n_rows, x, t0, n_tok, y, ldy);
   for_each_token_block(n_rows, w.row_bytes + w.cols / 32, n_tok, [&](size_t b, size_t n, size_t t) {
     dev.kernels->matmul_mxfp4_q8(w, r0 + b, n, x, t0 + t, 1, y + t * ldy + b, ldy);
   });

@@ -41,8 +41,8 @@ inline void for_each_row_quad(size_t n_rows, Four&& four, One&& one) {
 constexpr size_t kGemvTokens = 4;
 // A decode step of up to this many sequences keeps every token's one-token arithmetic where a
 // kernel can do so without re-decoding the weights per token: the int8 MXFP4 GEMV (each
-// expert's few tokens, matmul_q8_step) and the two-token 16-bit GEMV (bf16/f16 rows, in pairs
-// over the L2-sized blocks). 20b, 8 sequences with their own prompts, one step: 555 ms with
+// expert's few tokens, matmul_q8_step; with VNNI the codes decoded once for up to 4 tokens)
+// and the two-token 16-bit GEMV (bf16/f16 rows, in pairs over the L2-sized blocks). 20b, 8 sequences with their own prompts, one step: 555 ms with
 // the panels for both, 450 with the GEMV for the experts, 385 with the pairs too
 // (gptoss-bench -b 8; one token alone: ~100 ms in the same run).
 constexpr size_t kGemvStepTokens = 16;

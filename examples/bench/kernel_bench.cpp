@@ -152,6 +152,12 @@ int run_kernel_bench(const Options& o) {
     double s = time_best(reps, [&] { cpu::op_linear(&st, x1.data(), &mlp1, nullptr, 1, H, mlp1.rows, y.data()); });
     rows.push_back({name, "qmatvec mxfp4 (MoE decode)", "46080x2880, 1 tok", s,
                     double(mlp1.rows) * H * 17.0 / 32.0, 2.0 * double(mlp1.rows) * H});
+    // Two and three sequences of a decode step that chose the same experts.
+    for (size_t nt : {2, 3}) {
+      s = time_best(reps, [&] { cpu::op_linear(&st, x64.data(), &mlp1, nullptr, nt, H, mlp1.rows, y.data()); });
+      rows.push_back({name, "qmatvec mxfp4 (decode step)", "46080x2880, " + std::to_string(nt) + " tok", s,
+                      double(mlp1.rows) * H * 17.0 / 32.0, 2.0 * double(nt) * double(mlp1.rows) * H});
+    }
     const Weight one_expert = [&] {  // a view of the first 5760 rows
       Weight w;
       w.dtype = mlp1.dtype; w.ndim = 2; w.shape[0] = int64_t(2 * I); w.shape[1] = int64_t(H);

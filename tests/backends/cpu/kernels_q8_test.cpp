@@ -1,4 +1,4 @@
-// The fast mode's int8 kernels (quantize_q8, matmul_mxfp4_q8) of every level that has them,
+// The fast mode's int8 kernels (quantize_q8, matmul_mxfp4_q8, gemv_mxfp4_q8) of every level that has them,
 // on random data, against their scalar definitions (kernels_scalar.cpp) and against the exact
 // fp32 product:
 //   - quantization is bit-identical to the reference (same float operations, RNE rounding);
@@ -178,6 +178,39 @@ TEST_CASE("q8: one token's results do not depend on how the rows are split", "[c
     INFO(isa_name(isa));
     CHECK(whole == split);
   }
+}
+
+// A decode step's tokens of one expert (gemv_mxfp4_q8, where a level has it): each token bit
+// for bit its one-token GEMV, for any number of tokens (groups of up to 4 share the decoded
+// codes; more go through L2 blocks), rows split anyhow, columns ending in a partial group of
+// 4 blocks (160 = 5 blocks) or one block.
+TEST_CASE("q8: a step's tokens of one weight each get their one-token GEMV", "[cpu-kernels][q8]") {
+  bool any = false;
+  for (Isa isa : q8_isas()) {
+    const auto step = kernels_for(isa).gemv_mxfp4_q8;
+    if (step == nullptr) continue;
+    any = true;
+    for (size_t cols : {2880, 160, 32})
+      for (size_t rows : {1, 2, 7, 45, 300})
+        for (size_t n_tok : {1, 2, 3, 4, 5, 8, 9, 16}) {
+          INFO(isa_name(isa) << " " << rows << "x" << cols << ", " << n_tok << " tokens");
+          const Weight w = random_weight(gptoss_dtype_mxfp4, rows, cols, uint32_t(101 + rows + cols), 0, -8);
+          const auto x = activations(n_tok + 1, cols, uint32_t(102 + n_tok));
+          Q8Storage mem;
+          Q8Acts& q = mem.prepare(n_tok + 1, cols);
+          kernels_for(isa).quantize_q8(x.data(), cols, n_tok + 1, q);
+          std::vector<float> got(n_tok * rows), alone(n_tok * rows), cut(n_tok * rows);
+          step(w, 0, rows, q, 1, n_tok, got.data(), rows);  // tokens 1.. (t0 != 0)
+          for (size_t t = 0; t < n_tok; ++t)
+            kernels_for(isa).matmul_mxfp4_q8(w, 0, rows, q, 1 + t, 1, alone.data() + t * rows, rows);
+          CHECK(got == alone);
+          const size_t a = rows / 3;
+          step(w, 0, a, q, 1, n_tok, cut.data(), rows);
+          step(w, a, rows - a, q, 1, n_tok, cut.data() + a, rows);
+          CHECK(got == cut);
+        }
+  }
+  if (!any) WARN("no level of this CPU has the several-token int8 GEMV: not tested");
 }
 
 // kernels_for(Isa::avx2) holds one of the two AVX2 variants (vpdpbusd where the CPU has
