@@ -90,108 +90,49 @@ void quantize_q8(const float* x, size_t ldx, size_t n_tok, Q8Acts& out) {
   }
 }
 
-// --- n_tok == 1: row layout -------------------------------------------------------------
+// --- decode (1 token, or up to 16 of a step): row layout --------------------------------
 
-// State of R rows of a decode GEMV.
-template <int R>
-struct GemvRows {
-  const uint8_t* codes[R];
-  const uint8_t* scales[R];
-  __m512 acc[R], corr[R], cs[R];
-};
-
-// Group g (blocks 4g .. 4g + 3) of every row. Whole: all 4 blocks exist, and the codes come
-// by plain loads. Only the last group of a row may be partial; it gets its own instantiation,
-// because a masked load anywhere in the main loop (the compiler turns "whole ? load :
-// masked load" into a masked load with an all-ones mask) defeats the hardware prefetcher
-// (measured: half the bandwidth).
-template <int R, bool Whole>
-__attribute__((always_inline)) inline void gemv_group(GemvRows<R>& st, size_t g, size_t nb,
-                                                      const int8_t* xq, const float* hd,
-                                                      const float* q12) {
-  const __m512i lut = code_lut(), low4 = _mm512_set1_epi8(0x0f);
-  const __m512i lane_block = _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0);
-  const size_t b0 = 4 * g;
-  if (g % 4 == 0) {  // scales of blocks b0 .. b0 + 15 for every row: s_b * d_b / 2
-    const __m512 h = _mm512_loadu_ps(hd + b0), c12 = _mm512_loadu_ps(q12 + b0);
-    for (int r = 0; r < R; ++r) {
-      // The scales are a second stream (1/16 of the codes' bytes): prefetch it as far ahead.
-      _mm_prefetch(reinterpret_cast<const char*>(st.scales[r] + b0) + kFarRowsPrefetchBytes / 8, _MM_HINT_T0);
-      const __m128i sb = nb - b0 >= 16
-                             ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(st.scales[r] + b0))
-                             : _mm_maskz_loadu_epi8(mask16(nb - b0), st.scales[r] + b0);
-      st.cs[r] = _mm512_mul_ps(e8m0x16(sb), h);
-      st.corr[r] = _mm512_fmadd_ps(st.cs[r], c12, st.corr[r]);
-    }
-  }
-  const __m512i idx = _mm512_add_epi32(_mm512_set1_epi32(int(b0 % 16)), lane_block);
-  const __m512i x_even = _mm512_loadu_si512(xq + 128 * g), x_odd = _mm512_loadu_si512(xq + 128 * g + 64);
-  for (int r = 0; r < R; ++r) {
-    const uint8_t* src = st.codes[r] + 64 * g;
-    __m512i c;
-    if constexpr (Whole) {
-      _mm_prefetch(reinterpret_cast<const char*>(src) + kFarRowsPrefetchBytes, _MM_HINT_T0);
-      c = _mm512_loadu_si512(src);
-    } else {
-      c = _mm512_maskz_loadu_epi8((__mmask64(1) << (16 * (nb - b0))) - 1, src);
-    }
-    const __m512i lo = _mm512_shuffle_epi8(lut, _mm512_and_si512(c, low4));
-    const __m512i hi = _mm512_shuffle_epi8(lut, _mm512_and_si512(_mm512_srli_epi16(c, 4), low4));
-    const __m512i s = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, x_even), hi, x_odd);
-    st.acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_permutexvar_ps(idx, st.cs[r]), st.acc[r]);
-  }
-}
-
-template <int R>
-void gemv_rows(const Weight& w, size_t r0, size_t step, const int8_t* xq, const float* hd,
-               const float* q12, float* y) {
-  const size_t nb = w.cols / 32, whole_groups = nb / 4;
-  GemvRows<R> st;
-  for (int r = 0; r < R; ++r) {
-    st.codes[r] = w.data + (r0 + size_t(r) * step) * w.row_bytes;
-    st.scales[r] = w.scales + (r0 + size_t(r) * step) * nb;
-    st.acc[r] = st.corr[r] = st.cs[r] = _mm512_setzero_ps();
-  }
-  for (size_t g = 0; g < whole_groups; ++g) gemv_group<R, true>(st, g, nb, xq, hd, q12);
-  if (nb % 4 != 0) gemv_group<R, false>(st, whole_groups, nb, xq, hd, q12);
-  for (int r = 0; r < R; ++r)
-    y[size_t(r) * step] = _mm512_reduce_add_ps(st.acc[r]) - _mm512_reduce_add_ps(st.corr[r]);
-}
-
-// --- 2 to 4 tokens of a decode step: row layout, codes decoded once ----------------------
-// The tokens of a few sequences that chose the same expert. gemv_group's arithmetic for each
-// (row, token), with the codes of each group loaded and mapped to weights once for all T
-// tokens: a token decoding with others gets exactly its one-token result. 2 rows far apart
-// (per row and token an accumulator, a correction and 16 block scales: 6T registers per row).
-template <int R, int T>
-struct GemvRowsTokens {
-  const uint8_t* codes[R];
-  const uint8_t* scales[R];
-  __m512 acc[R][T], corr[R][T], cs[R][T];
-};
-
+// One token's activations (quad order, see Q8Acts in kernels.hpp).
 struct TokenActs {
   const int8_t* xq;
   const float* hd;
   const float* q12;
 };
 
+// State of R rows of a decode GEMV for T tokens: per row and token an accumulator, a
+// correction and 16 block scales.
+template <int R, int T>
+struct GemvRows {
+  const uint8_t* codes[R];
+  const uint8_t* scales[R];
+  __m512 acc[R][T], corr[R][T], cs[R][T];
+};
+
+// Group g (blocks 4g .. 4g + 3) of every row, for every token: the codes are loaded and mapped
+// once, then each token takes the same instructions as a token alone. Whole: all 4 blocks
+// exist, and the codes come by plain loads. Only the last group of a row may be partial; it
+// gets its own instantiation, because a masked load anywhere in the main loop (the compiler
+// turns "whole ? load : masked load" into a masked load with an all-ones mask) defeats the
+// hardware prefetcher (measured: half the bandwidth).
 template <int R, int T, bool Whole>
-__attribute__((always_inline)) inline void gemv_group_tokens(GemvRowsTokens<R, T>& st, size_t g, size_t nb,
-                                                             const TokenActs* x) {
+__attribute__((always_inline)) inline void gemv_group(GemvRows<R, T>& st, size_t g, size_t nb,
+                                                      const TokenActs* x) {
   const __m512i lut = code_lut(), low4 = _mm512_set1_epi8(0x0f);
   const __m512i lane_block = _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0);
   const size_t b0 = 4 * g;
-  if (g % 4 == 0) {
+  if (g % 4 == 0) {  // scales of blocks b0 .. b0 + 15 for every row: s_b * d_b / 2
+    __m512 h[T], c12[T];
+    for (int t = 0; t < T; ++t) h[t] = _mm512_loadu_ps(x[t].hd + b0), c12[t] = _mm512_loadu_ps(x[t].q12 + b0);
     for (int r = 0; r < R; ++r) {
+      // The scales are a second stream (1/16 of the codes' bytes): prefetch it as far ahead.
       _mm_prefetch(reinterpret_cast<const char*>(st.scales[r] + b0) + kFarRowsPrefetchBytes / 8, _MM_HINT_T0);
       const __m128i sb = nb - b0 >= 16
                              ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(st.scales[r] + b0))
                              : _mm_maskz_loadu_epi8(mask16(nb - b0), st.scales[r] + b0);
       const __m512 e = e8m0x16(sb);
       for (int t = 0; t < T; ++t) {
-        st.cs[r][t] = _mm512_mul_ps(e, _mm512_loadu_ps(x[t].hd + b0));
-        st.corr[r][t] = _mm512_fmadd_ps(st.cs[r][t], _mm512_loadu_ps(x[t].q12 + b0), st.corr[r][t]);
+        st.cs[r][t] = _mm512_mul_ps(e, h[t]);
+        st.corr[r][t] = _mm512_fmadd_ps(st.cs[r][t], c12[t], st.corr[r][t]);
       }
     }
   }
@@ -219,48 +160,60 @@ __attribute__((always_inline)) inline void gemv_group_tokens(GemvRowsTokens<R, T
   }
 }
 
+// Rows r0 + r * step (r < R) for T tokens into y[t * ldy + r * step].
 template <int R, int T>
-void gemv_rows_tokens(const Weight& w, size_t r0, size_t step, const TokenActs* x, float* y, size_t ldy) {
+void gemv_rows(const Weight& w, size_t r0, size_t step, const TokenActs* x, float* y, size_t ldy) {
   const size_t nb = w.cols / 32, whole_groups = nb / 4;
-  GemvRowsTokens<R, T> st;
+  GemvRows<R, T> st;
   for (int r = 0; r < R; ++r) {
     st.codes[r] = w.data + (r0 + size_t(r) * step) * w.row_bytes;
     st.scales[r] = w.scales + (r0 + size_t(r) * step) * nb;
     for (int t = 0; t < T; ++t) st.acc[r][t] = st.corr[r][t] = st.cs[r][t] = _mm512_setzero_ps();
   }
-  for (size_t g = 0; g < whole_groups; ++g) gemv_group_tokens<R, T, true>(st, g, nb, x);
-  if (nb % 4 != 0) gemv_group_tokens<R, T, false>(st, whole_groups, nb, x);
+  for (size_t g = 0; g < whole_groups; ++g) gemv_group<R, T, true>(st, g, nb, x);
+  if (nb % 4 != 0) gemv_group<R, T, false>(st, whole_groups, nb, x);
   for (int r = 0; r < R; ++r)
     for (int t = 0; t < T; ++t)
       y[size_t(t) * ldy + size_t(r) * step] = _mm512_reduce_add_ps(st.acc[r][t]) - _mm512_reduce_add_ps(st.corr[r][t]);
 }
 
+TokenActs token_acts(const Q8Acts& x, size_t t) {
+  return {x.q + t * x.q_stride, x.half_d + t * x.b_stride, x.q12f + t * x.b_stride};
+}
+
+// Rows [r0, r0 + n_rows) for token t of x: 4 rows a quarter of the range apart.
+void gemv_token(const Weight& w, size_t r0, size_t n_rows, const Q8Acts& x, size_t t, float* y) {
+  const TokenActs a = token_acts(x, t);
+  for_each_row_quad(
+      n_rows, [&](size_t i, size_t step) { gemv_rows<4, 1>(w, r0 + i, step, &a, y + i, 0); },
+      [&](size_t i) { gemv_rows<1, 1>(w, r0 + i, 1, &a, y + i, 0); });
+}
+
+// 2 to 4 tokens of a decode step (those of several sequences that chose the same expert): 2 rows
+// half the range apart (6T registers per row).
 template <int T>
 void gemv_tokens(const Weight& w, size_t r0, size_t n_rows, const TokenActs* x, float* y, size_t ldy) {
   const size_t L = n_rows / 2;
-  for (size_t i = 0; i < L; ++i) gemv_rows_tokens<2, T>(w, r0 + i, L, x, y + i, ldy);
-  for (size_t i = 2 * L; i < n_rows; ++i) gemv_rows_tokens<1, T>(w, r0 + i, 1, x, y + i, ldy);
+  for (size_t i = 0; i < L; ++i) gemv_rows<2, T>(w, r0 + i, L, x, y + i, ldy);
+  for (size_t i = 2 * L; i < n_rows; ++i) gemv_rows<1, T>(w, r0 + i, 1, x, y + i, ldy);
 }
 
 constexpr size_t kStepGroupTokens = 4;
 
-void gemv_token(const Weight& w, size_t r0, size_t n_rows, const Q8Acts& x, size_t t, float* y);
-
 // Rows [r0, r0 + n_rows) for tokens [t0, t0 + n_tok) (n_tok <= kStepGroupTokens).
 void gemv_token_group(const Weight& w, size_t r0, size_t n_rows, const Q8Acts& x, size_t t0,
                       size_t n_tok, float* y, size_t ldy) {
+  if (n_tok == 1) return gemv_token(w, r0, n_rows, x, t0, y);
   TokenActs a[kStepGroupTokens];
-  for (size_t t = 0; t < n_tok; ++t)
-    a[t] = {x.q + (t0 + t) * x.q_stride, x.half_d + (t0 + t) * x.b_stride, x.q12f + (t0 + t) * x.b_stride};
+  for (size_t t = 0; t < n_tok; ++t) a[t] = token_acts(x, t0 + t);
   switch (n_tok) {
-    case 1: return gemv_token(w, r0, n_rows, x, t0, y);
     case 2: return gemv_tokens<2>(w, r0, n_rows, a, y, ldy);
     case 3: return gemv_tokens<3>(w, r0, n_rows, a, y, ldy);
     default: return gemv_tokens<4>(w, r0, n_rows, a, y, ldy);
   }
 }
 
-// --- n_tok > 1: lane layout ---------------------------------------------------------------
+// --- prefill (n_tok > 1 outside a decode step): lane layout ----------------------------
 
 // Rows [r0, r0 + n) (n <= 16; missing rows are zero) of w into panel: per block 8 zmm of
 // weights then one zmm of row scales.
@@ -384,16 +337,6 @@ const TileFn kTiles1[kTileTokens1] = {panel_tile<1, 1>, panel_tile<1, 2>, panel_
                                       panel_tile<1, 7>, panel_tile<1, 8>};
 const TileFn kTiles2[kTileTokens2] = {panel_tile<2, 1>, panel_tile<2, 2>, panel_tile<2, 3>,
                                       panel_tile<2, 4>};
-
-// Rows [r0, r0 + n_rows) for token t of x.
-void gemv_token(const Weight& w, size_t r0, size_t n_rows, const Q8Acts& x, size_t t, float* y) {
-  const int8_t* xq = x.q + t * x.q_stride;
-  const float* hd = x.half_d + t * x.b_stride;
-  const float* q12 = x.q12f + t * x.b_stride;
-  for_each_row_quad(
-      n_rows, [&](size_t i, size_t step) { gemv_rows<4>(w, r0 + i, step, xq, hd, q12, y + i); },
-      [&](size_t i) { gemv_rows<1>(w, r0 + i, 1, xq, hd, q12, y + i); });
-}
 
 }  // namespace
 
