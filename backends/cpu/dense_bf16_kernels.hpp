@@ -1,6 +1,6 @@
 #pragma once
-// Fast precision's dense decode matmuls on CPUs with AVX512-BF16: bf16 weights (the attention
-// projections and the unembedding) times activations rounded to bf16, with vdpbf16ps (both
+// Fast precision's unembedding in decode steps on CPUs with AVX512-BF16 (ops_fast.cpp says
+// why only it): bf16 weights times activations rounded to bf16, with vdpbf16ps (both
 // products of a pair of bf16 added to an fp32 sum), as llama.cpp multiplies bf16 tensors. One
 // instruction then takes 32 weights where the fp32 GEMV widens 16 per load and needs one FMA per
 // 16 per token: a decode step of several sequences is bound by that arithmetic on few cores.

@@ -46,21 +46,15 @@ void gemv_pairs(const Weight& w, size_t r0, size_t step, const float* x2, size_t
     for (int t = 0; t < T; ++t) y[size_t(t) * ldy + size_t(r) * step] = _mm512_reduce_add_ps(acc[r][t]);
 }
 
+// Up to 4 tokens: 4 rows far apart; 5 to 8: 2 rows (16 accumulators either way).
 template <int T>
 void rows_for_tokens(const Weight& w, size_t r0, size_t n_rows, const float* x2, size_t ldx2,
                      float* y, size_t ldy) {
-  for_each_row_quad(
-      n_rows, [&](size_t i, size_t step) { gemv_pairs<4, T>(w, r0 + i, step, x2, ldx2, y + i, ldy); },
-      [&](size_t i) { gemv_pairs<1, T>(w, r0 + i, 1, x2, ldx2, y + i, ldy); });
-}
-
-// 5 to 8 tokens: 2 rows far apart (16 accumulators, as 4 rows x 4 tokens).
-template <int T>
-void row_pairs_for_tokens(const Weight& w, size_t r0, size_t n_rows, const float* x2, size_t ldx2,
-                          float* y, size_t ldy) {
-  const size_t L = n_rows / 2;
-  for (size_t i = 0; i < L; ++i) gemv_pairs<2, T>(w, r0 + i, L, x2, ldx2, y + i, ldy);
-  for (size_t i = 2 * L; i < n_rows; ++i) gemv_pairs<1, T>(w, r0 + i, 1, x2, ldx2, y + i, ldy);
+  constexpr int R = T <= 4 ? 4 : 2;
+  const auto some = [&](size_t i, size_t step) { gemv_pairs<R, T>(w, r0 + i, step, x2, ldx2, y + i, ldy); };
+  const auto one = [&](size_t i) { gemv_pairs<1, T>(w, r0 + i, 1, x2, ldx2, y + i, ldy); };
+  if constexpr (R == 4) for_each_row_quad(n_rows, some, one);
+  else for_each_row_pair(n_rows, some, one);
 }
 
 void rows_for_group(const Weight& w, size_t r0, size_t n_rows, const float* x2, size_t ldx2,
@@ -70,10 +64,10 @@ void rows_for_group(const Weight& w, size_t r0, size_t n_rows, const float* x2, 
     case 2: return rows_for_tokens<2>(w, r0, n_rows, x2, ldx2, y, ldy);
     case 3: return rows_for_tokens<3>(w, r0, n_rows, x2, ldx2, y, ldy);
     case 4: return rows_for_tokens<4>(w, r0, n_rows, x2, ldx2, y, ldy);
-    case 5: return row_pairs_for_tokens<5>(w, r0, n_rows, x2, ldx2, y, ldy);
-    case 6: return row_pairs_for_tokens<6>(w, r0, n_rows, x2, ldx2, y, ldy);
-    case 7: return row_pairs_for_tokens<7>(w, r0, n_rows, x2, ldx2, y, ldy);
-    default: return row_pairs_for_tokens<8>(w, r0, n_rows, x2, ldx2, y, ldy);
+    case 5: return rows_for_tokens<5>(w, r0, n_rows, x2, ldx2, y, ldy);
+    case 6: return rows_for_tokens<6>(w, r0, n_rows, x2, ldx2, y, ldy);
+    case 7: return rows_for_tokens<7>(w, r0, n_rows, x2, ldx2, y, ldy);
+    default: return rows_for_tokens<8>(w, r0, n_rows, x2, ldx2, y, ldy);
   }
 }
 

@@ -193,9 +193,9 @@ void gemv_token(const Weight& w, size_t r0, size_t n_rows, const Q8Acts& x, size
 // half the range apart (6T registers per row).
 template <int T>
 void gemv_tokens(const Weight& w, size_t r0, size_t n_rows, const TokenActs* x, float* y, size_t ldy) {
-  const size_t L = n_rows / 2;
-  for (size_t i = 0; i < L; ++i) gemv_rows<2, T>(w, r0 + i, L, x, y + i, ldy);
-  for (size_t i = 2 * L; i < n_rows; ++i) gemv_rows<1, T>(w, r0 + i, 1, x, y + i, ldy);
+  for_each_row_pair(
+      n_rows, [&](size_t i, size_t step) { gemv_rows<2, T>(w, r0 + i, step, x, y + i, ldy); },
+      [&](size_t i) { gemv_rows<1, T>(w, r0 + i, 1, x, y + i, ldy); });
 }
 
 constexpr size_t kStepGroupTokens = 4;

@@ -78,9 +78,9 @@ gptoss_status op_add_rmsnorm(void* stream, void* x, const void* y, const void* s
 
 namespace {
 
-// Fast precision's bf16 pair kernels for w in a step of n_tokens, or null: bf16 weights, decode
-// steps (prefill keeps the blocked fp32 GEMM), CPUs with AVX512-BF16. The router keeps fp32
-// activations (the caller): which experts run must not hinge on rounding.
+// Fast precision's bf16 pair kernels for w in a step of n_tokens, or null: the unembedding
+// (whose outputs feed no later layer; the router and the projections keep fp32 activations),
+// decode steps (prefill keeps the blocked fp32 GEMM), CPUs with AVX512-BF16.
 const DenseBf16Kernels* bf16_pair_kernels(const Device& dev, const Weight& w, size_t n_tokens) {
   if (!dev.quantize_activations || !w.logits_only || w.dtype != gptoss_dtype_bf16 || w.cols % 2 != 0 ||
       n_tokens > kGemvStepTokens)
@@ -88,8 +88,10 @@ const DenseBf16Kernels* bf16_pair_kernels(const Device& dev, const Weight& w, si
   return attention_bf16_kernels_for(dev.isa) != nullptr ? dense_bf16_kernels_for(dev.isa) : nullptr;
 }
 
-gptoss_status linear(void* stream, const void* x, const void* weight, const void* bias,
-                     size_t n_tokens, size_t n_in, size_t n_out, void* out, bool bf16_pairs) {
+}  // namespace
+
+gptoss_status op_linear(void* stream, const void* x, const void* weight, const void* bias,
+                        size_t n_tokens, size_t n_in, size_t n_out, void* out) {
   Device& dev = device_of(stream);
   if (dev.isa == Isa::scalar)
     return ref_linear(stream, x, weight, bias, n_tokens, n_in, n_out, out);
@@ -112,13 +114,13 @@ gptoss_status linear(void* stream, const void* x, const void* weight, const void
         for (size_t r = r0; r < r1; ++r) F(out)[t * n_out + r] += b[r - r0];
     };
     const double work = double(n_out) * double(n_in) * double(n_tokens);
-    if (const DenseBf16Kernels* pairs = bf16_pairs ? bf16_pair_kernels(dev, w, n_tokens) : nullptr) {
+    if (const DenseBf16Kernels* pairs = bf16_pair_kernels(dev, w, n_tokens)) {
       thread_local std::vector<float> x2_temp;  // reused: see op_moe
       std::vector<float>& x2 = x2_temp;
       const size_t ld2 = dense_bf16_pairs_stride(n_in);
       x2.assign(n_tokens * ld2, 0.0f);
-      for (size_t t = 0; t < n_tokens; ++t)
-        attention_bf16_kernels_for(dev.isa)->round_pairs(F(x) + t * n_in, n_in / 2, x2.data() + t * ld2);
+      const AttnBf16Kernels* rounding = attention_bf16_kernels_for(dev.isa);
+      for (size_t t = 0; t < n_tokens; ++t) rounding->round_pairs(F(x) + t * n_in, n_in / 2, x2.data() + t * ld2);
       // Results do not depend on the cut (every token its one-token GEMV): long merged calls.
       const size_t grain = rows_per_piece(n_out, 1, dev.pool, kRowGrain, 64);
       for_each_piece(dev.pool, n_out, grain, work, [&](size_t r0, size_t r1) {
@@ -154,13 +156,6 @@ gptoss_status linear(void* stream, const void* x, const void* weight, const void
   return gptoss_status_success;
 }
 
-}  // namespace
-
-gptoss_status op_linear(void* stream, const void* x, const void* weight, const void* bias,
-                        size_t n_tokens, size_t n_in, size_t n_out, void* out) {
-  return linear(stream, x, weight, bias, n_tokens, n_in, n_out, out, true);
-}
-
 gptoss_status op_router(void* stream, const void* x, const void* weight, const void* bias,
                         size_t n_tokens, size_t dim, size_t n_experts, size_t top_k,
                         void* expert_ids, void* expert_weights) {
@@ -174,7 +169,7 @@ gptoss_status op_router(void* stream, const void* x, const void* weight, const v
   try {
     std::vector<float> logits(n_tokens * n_experts);
     const gptoss_status st =
-        linear(stream, x, weight, bias, n_tokens, dim, n_experts, logits.data(), false);
+        op_linear(stream, x, weight, bias, n_tokens, dim, n_experts, logits.data());
     if (st != gptoss_status_success) return st;
     std::vector<size_t> order;
     for (size_t t = 0; t < n_tokens; ++t)

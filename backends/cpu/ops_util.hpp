@@ -27,9 +27,9 @@ inline bool use_q8(const Device& dev, const Weight& w) {
 // A step of at most kGemvStepTokens tokens (sequences decoding together) runs the one-token
 // GEMV arithmetic for every token, so each gets exactly its one-token result: the level's
 // several-token GEMV (codes decoded once for up to 4 tokens) where it has one, else the
-// one-token GEMV per token over L2-sized blocks (row_streams.hpp); larger steps (prefill chunks) keep the panel kernels for every group of
-// two or more tokens, as a whole prompt does, so chunking a prompt changes no group's
-// arithmetic (two tokens through the panels: 3.4 ms for 46080x2880; one token's GEMV: 0.93).
+// one-token GEMV per token over L2-sized blocks (row_streams.hpp); larger steps (prefill
+// chunks) keep the panel kernels for every group of two or more tokens, as a whole prompt
+// does, so chunking a prompt changes no group's arithmetic (two tokens through the panels: 3.4 ms for 46080x2880; one token's GEMV: 0.93).
 inline void matmul_q8_step(const Device& dev, size_t step_tokens, const Weight& w, size_t r0,
                            size_t n_rows, const Q8Acts& x, size_t t0, size_t n_tok, float* y,
                            size_t ldy) {

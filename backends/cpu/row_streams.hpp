@@ -29,6 +29,15 @@ inline void for_each_row_quad(size_t n_rows, Four&& four, One&& one) {
   for (size_t i = 4 * L; i < n_rows; ++i) one(i);
 }
 
+// The same with 2 rows half the range apart, for kernels whose several tokens leave registers
+// for only 2 rows: two(i, step) computes rows i and i + step; one(i) row i alone.
+template <typename Two, typename One>
+inline void for_each_row_pair(size_t n_rows, Two&& two, One&& one) {
+  const size_t L = n_rows / 2;
+  for (size_t i = 0; i < L; ++i) two(i, L);
+  for (size_t i = 2 * L; i < n_rows; ++i) one(i);
+}
+
 // 2 to kGemvTokens tokens (a few sequences decoding together): the one-token GEMV per token,
 // over blocks of rows whose weights (kGemvBlockBytes) stay in L2 after the first token reads
 // them from memory, so the others re-read them from cache. The panel kernels that serve
