@@ -107,6 +107,25 @@ TEST_CASE("harmony output: malformed output is recovered as text, never an error
   CHECK(r.trace() == "[+final/]unfinished[-cut]");
 }
 
+TEST_CASE("harmony output: a header the length limit cuts is not content", "[server][tracker]") {
+  auto tok = tokenizer();
+  // A tool call's header cut after its recipient: no text, no log-probabilities.
+  Run r = track(tok.get(), " to=functions.get_weather", true, {}, true);
+  CHECK(r.trace().empty());
+  CHECK(r.logprobs() == 0);
+  // The final channel's header cut before <|message|>.
+  r = track(tok.get(), "<|channel|>fin", true, {}, true);
+  CHECK(r.trace().empty());
+  CHECK(r.logprobs() == 0);
+  // After a whole analysis message: that message stays, the cut header goes.
+  r = track(tok.get(), "<|channel|>analysis<|message|>Hmm.<|end|><|start|>assistant<|channel|>final", true, {}, true);
+  CHECK(r.trace() == "[+analysis/]Hmm.[-]");
+  CHECK(r.logprobs() == encode(tok.get(), "Hmm.", true).size());
+  // Cut right after <|message|>: the message exists, with no text yet.
+  r = track(tok.get(), "<|channel|>final<|message|>", true, {}, true);
+  CHECK(r.trace() == "[+final/][-cut]");
+}
+
 TEST_CASE("raw text: every token's bytes, UTF-8 whole, stop strings", "[server][tracker]") {
   auto tok = tokenizer();
   Run r = track(tok.get(), "Once upon a time <|start|> 漢字", false);

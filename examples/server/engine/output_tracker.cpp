@@ -115,8 +115,17 @@ class HarmonyTracker : public OutputTracker {
     if (emitter_.stopped()) return;
     const char* json = nullptr;
     check(gptoss_harmony_parser_finish(parser_.get(), &json), "gptoss_harmony_parser_finish");
+    nlohmann::json messages = nlohmann::json::parse(json);
+    // The limit cut a header before its <|message|>: what the parser would recover from it is
+    // header text ("to=functions.f", "<|channel|>fin"), not content, so it is dropped with its
+    // log-probabilities. (A header that a stop token ends stays recovered as text: that is
+    // malformed output, and its bytes are all the answer there is.)
+    if (cut && !in_content_ && !emitter_.open() && messages.size() > completed_) {
+      messages.erase(messages.begin() + std::ptrdiff_t(completed_), messages.end());
+      header_logprobs_.clear();
+    }
     // Whatever the end of the stream closes is the message the limit cut.
-    close_messages(nlohmann::json::parse(json), out, !cut);
+    close_messages(messages, out, !cut);
     if (emitter_.open()) emitter_.end(out, !cut);
     count_tokens(emitter_.header().channel);
   }
