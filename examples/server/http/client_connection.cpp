@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <sys/socket.h>
 
+#include <cerrno>
 #include <cstdlib>
 
 namespace gptoss_server {
@@ -41,6 +42,7 @@ ClientConnection::ClientConnection(const std::string& remote_addr, int remote_po
     : remote_addr_(normalized(remote_addr)), remote_port_(remote_port), local_port_(local_port) {
   DIR* dir = opendir("/proc/self/fd");
   if (!dir) return;
+  bool reset_seen = false;
   while (dirent* e = readdir(dir)) {
     char* end = nullptr;
     const long fd = std::strtol(e->d_name, &end, 10);
@@ -49,8 +51,25 @@ ClientConnection::ClientConnection(const std::string& remote_addr, int remote_po
       fd_ = int(fd);
       break;
     }
+    reset_seen = reset_seen || reset_on_local_port(int(fd));
   }
   closedir(dir);
+  // The handler's socket is open while it runs, so when none matches it is one that lost its
+  // peer already: a client that sent its request and reset the connection at once.
+  gone_ = fd_ < 0 && reset_seen;
+}
+
+bool ClientConnection::reset_on_local_port(int fd) const {
+  sockaddr_storage peer{}, local{};
+  socklen_t peer_len = sizeof peer, local_len = sizeof local;
+  int listening = 0;
+  socklen_t flag_len = sizeof listening;
+  if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &flag_len) != 0 || listening) return false;
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &local_len) != 0) return false;
+  std::string local_addr;
+  int local_port = 0;
+  if (!address_of(local, local_addr, local_port) || local_port != local_port_) return false;
+  return getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peer_len) != 0 && errno == ENOTCONN;
 }
 
 bool ClientConnection::matches(int fd) const {
@@ -65,6 +84,7 @@ bool ClientConnection::matches(int fd) const {
 }
 
 bool ClientConnection::closed() const {
+  if (gone_) return true;
   if (fd_ < 0) return false;
   // The descriptor now belongs to another connection: this one is gone.
   if (!matches(fd_)) return true;
