@@ -4,6 +4,11 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <chrono>
 #include <filesystem>
 #include <thread>
 
@@ -23,11 +28,12 @@ struct LoadingServer {
   std::string store_path = (std::filesystem::temp_directory_path() /
                             ("gptoss-http-test-" + std::to_string(getpid()) + ".sqlite3")).string();
 
-  explicit LoadingServer(std::string api_key = {}) {
+  explicit LoadingServer(std::string api_key = {}, size_t max_body_bytes = 16u << 20) {
     spdlog::set_level(spdlog::level::warn);  // no access log in test output
     options.model_path = "unused";
     options.model_name = "m";
     options.api_key = std::move(api_key);
+    options.max_body_bytes = max_body_bytes;
     app = std::make_unique<App>(options, open_response_store(store_path));
     app->register_routes(server);
     port = server.bind_to_any_port("127.0.0.1");
@@ -52,6 +58,29 @@ json error_of(const httplib::Result& r) {
   CHECK(body["error"].contains("param"));
   CHECK(body["error"].contains("code"));
   return body["error"];
+}
+
+// Sends `head` (and nothing more) on a fresh connection; the status line of the answer and how
+// long it took.
+std::pair<std::string, double> raw_request(int port, const std::string& head) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(uint16_t(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  const auto start = std::chrono::steady_clock::now();
+  REQUIRE(send(fd, head.data(), head.size(), 0) == ssize_t(head.size()));
+  std::string answer;
+  char buf[4096];
+  while (answer.find("\r\n") == std::string::npos) {
+    const ssize_t n = recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) break;
+    answer.append(buf, size_t(n));
+  }
+  close(fd);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return {answer.substr(0, answer.find("\r\n")), seconds};
 }
 
 }  // namespace
@@ -89,4 +118,47 @@ TEST_CASE("an API key (--api-key) is a Bearer token on everything but health che
   httplib::Headers right = {{"Authorization", "Bearer sekret"}};
   CHECK(c.Get("/v1/models", right)->status == 503);  // authenticated; still loading
   CHECK(c.Get("/health")->status == 503);
+}
+
+TEST_CASE("request bodies: the size limit holds for every encoding", "[server][http]") {
+  LoadingServer s({}, 4096);
+  auto c = s.client();
+  const std::string small = R"({"model": "m", "input": "hi"})";
+  // A chunked body (no Content-Length) past the limit.
+  const std::string big(10000, ' ');
+  auto chunked = c.Post("/v1/responses",
+                        [&](size_t offset, httplib::DataSink& sink) {
+                          if (offset < big.size()) sink.write(big.data() + offset, std::min<size_t>(1000, big.size() - offset));
+                          else sink.done();
+                          return true;
+                        },
+                        "application/json");
+  // The server may close before the client has sent it all; when an answer came, it is 413.
+  if (chunked) {
+    CHECK(chunked->status == 413);
+    CHECK(error_of(chunked)["code"] == "request_too_large");
+  }
+  // A small chunked body reaches the endpoint (503: the model is loading).
+  auto fine = c.Post("/v1/responses",
+                     [&](size_t offset, httplib::DataSink& sink) {
+                       if (offset < small.size()) sink.write(small.data() + offset, small.size() - offset);
+                       else sink.done();
+                       return true;
+                     },
+                     "application/json");
+  REQUIRE(fine);
+  CHECK(fine->status == 503);
+  // A Content-Length past the limit is refused before the body: no waiting for bytes that the
+  // client never sends (the read timeout is 5 s).
+  const std::string post = "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n";
+  auto [status, seconds] = raw_request(s.port, post + "Content-Length: 5000\r\n\r\n");
+  CHECK(status == "HTTP/1.1 413 Payload Too Large");
+  CHECK(seconds < 2.0);
+  std::tie(status, seconds) = raw_request(s.port, post + "Content-Length: -5\r\n\r\n");
+  CHECK(status == "HTTP/1.1 400 Bad Request");
+  CHECK(seconds < 2.0);
+  // No Content-Length and no chunks: no body, answered at once.
+  std::tie(status, seconds) = raw_request(s.port, post + "\r\n");
+  CHECK(status == "HTTP/1.1 503 Service Unavailable");
+  CHECK(seconds < 2.0);
 }

@@ -121,6 +121,38 @@ App::Handler App::endpoint(bool needs_engine, Handler handler) {
   };
 }
 
+httplib::Server::HandlerWithContentReader App::with_body(Handler handler) {
+  return [this, handler](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
+    const size_t limit = options_.max_body_bytes;
+    auto refuse = [&](int status, std::string message, const char* code) {
+      res.set_header("Connection", "close");  // the rest of the body is never read
+      send_json(res, status, ApiError(status, "invalid_request_error", std::move(message), {}, code).to_json());
+    };
+    const std::string too_large = "The request body is too large (the limit is " + std::to_string(limit) + " bytes).";
+    if (req.has_header("Content-Length")) {
+      const std::string length = req.get_header_value("Content-Length");
+      if (length.empty() || length.size() > 19 || length.find_first_not_of("0123456789") != std::string::npos)
+        return refuse(400, "The Content-Length header is not a number: '" + length + "'.", "invalid_content_length");
+      if (std::stoull(length) > limit) return refuse(413, too_large, "request_too_large");
+    }
+    std::string body;
+    bool over = false;
+    // Without a Content-Length or a chunked encoding a request has no body (RFC 9112 6.3);
+    // cpp-httplib would read until the client closes.
+    const bool has_body = req.has_header("Content-Length") || req.has_header("Transfer-Encoding");
+    const bool read = !has_body || reader([&](const char* data, size_t size) {
+      over = body.size() + size > limit;
+      if (!over) body.append(data, size);
+      return !over;
+    });
+    if (over) return refuse(413, too_large, "request_too_large");
+    if (!read) return refuse(400, "The request body could not be read.", "invalid_body");
+    httplib::Request whole = req;
+    whole.body = std::move(body);
+    handler(whole, res);
+  };
+}
+
 void App::register_routes(httplib::Server& server) {
   server.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     request_started = std::chrono::steady_clock::now();
@@ -182,12 +214,13 @@ void App::register_routes(httplib::Server& server) {
   server.Get("/metrics", bind(&App::metrics_text, false));
   server.Get("/v1/models", bind(&App::list_models));
   server.Get(R"(/v1/models/(.+))", bind(&App::get_model));
-  server.Post("/v1/responses", bind(&App::create_response));
+  auto post = [&](const char* path, auto member) { server.Post(path, with_body(bind(member))); };
+  post("/v1/responses", &App::create_response);
   server.Get(R"(/v1/responses/([^/]+))", bind(&App::get_response));
   server.Delete(R"(/v1/responses/([^/]+))", bind(&App::delete_response));
   server.Get(R"(/v1/responses/([^/]+)/input_items)", bind(&App::list_input_items));
-  server.Post("/v1/chat/completions", bind(&App::chat_completions));
-  server.Post("/v1/completions", bind(&App::completions));
+  post("/v1/chat/completions", &App::chat_completions);
+  post("/v1/completions", &App::completions);
   server.Get("/bench", bind(&App::bench));
 }
 

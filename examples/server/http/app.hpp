@@ -66,6 +66,11 @@ class App {
   using Handler = std::function<void(const httplib::Request&, httplib::Response&)>;
   // Wraps an endpoint: 503 while loading, exceptions to OpenAI-shaped errors.
   Handler endpoint(bool needs_engine, Handler handler);
+  // A POST endpoint that reads its own body, so --max-body-bytes holds for every body: a
+  // Content-Length over it is refused before a byte is read, a chunked or compressed body as
+  // soon as it passes it (413). cpp-httplib 0.11 limits neither, and skips an oversized
+  // Content-Length by reading it.
+  httplib::Server::HandlerWithContentReader with_body(Handler handler);
   Engine& engine() { return *engine_; }
   // Counts a request as active (drain waits for it) until the returned token is dropped;
   // streaming responses keep it until their last event.
