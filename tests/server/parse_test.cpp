@@ -130,6 +130,12 @@ TEST_CASE("responses: every mistake is a 400 naming its parameter", "[server][pa
       {R"({"model": "m", "input": "x", "metadata": {"k": 1}})", "metadata.k"},
       {R"({"model": "m", "input": "x", "background": true})", "background"},
       {R"({"model": "m", "input": "x", "include": [3]})", "include[0]"},
+      {R"({"model": "m", "input": "x", "include": ["message.output_text.logprobs", "nope"]})", "include[1]"},
+      {R"({"model": "m", "input": "x", "tools": [{"type": "function", "name": "f", "parameters": {"type": "string"}}]})",
+       "tools[0].parameters.type"},
+      {R"({"model": "m", "input": "x", "text": {"format": {"type": "json_schema", "name": "n", "schema": {"required": "a"}}}})",
+       "text.format.schema.required"},
+      {R"({"model": "m", "input": "x", "logit_bias": {"50256": -100}})", "logit_bias"},
   };
   for (const auto& [body, param] : cases) {
     INFO(body);
@@ -198,6 +204,10 @@ TEST_CASE("chat: every mistake is a 400 naming its parameter", "[server][parse][
       {"{\"model\": \"m\", " + msg + ", \"tools\": [{\"type\": \"function\"}]}", "tools[0].function"},
       {"{\"model\": \"m\", " + msg + ", \"reasoning_effort\": \"minimal\"}", "reasoning_effort"},
       {"{\"model\": \"m\", " + msg + ", \"max_tokens\": -5}", "max_tokens"},
+      {"{\"model\": \"m\", " + msg + ", \"logit_bias\": {\"x\": 1}}", "logit_bias"},
+      {"{\"model\": \"m\", " + msg + ", \"logit_bias\": [1]}", "logit_bias"},
+      {"{\"model\": \"m\", " + msg + R"(, "tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "array"}}}]})",
+       "tools[0].function.parameters.type"},
   };
   for (const auto& [body, param] : cases) {
     INFO(body);
@@ -277,4 +287,25 @@ TEST_CASE("hostile bodies are 400s with short messages for every endpoint", "[se
     CHECK(std::string(e.what()).size() < 300);
     CHECK_THAT(e.what(), Catch::Contains("(20000 bytes)"));
   }
+}
+
+TEST_CASE("schema mistakes say whose schema; values the API knows are accepted", "[server][parse][bad-input]") {
+  // A response format's schema is not a function's parameters.
+  ApiError e = error_of(parse_responses_request,
+                        R"({"model": "m", "input": "x", "text": {"format": {"type": "json_schema", "name": "n", "schema": {"properties": 5}}}})");
+  CHECK(e.code() == "invalid_response_format");
+  e = error_of(parse_responses_request,
+               R"({"model": "m", "input": "x", "tools": [{"type": "function", "name": "f", "parameters": {"properties": 5}}]})");
+  CHECK(e.code() == "invalid_function_parameters");
+  e = error_of(parse_chat_request, R"({"model": "m", "messages": [{"role": "user", "content": "x"}], "logit_bias": {"1": 5}})");
+  CHECK(e.code() == "unsupported_parameter");
+  // Coding agents send include: ["reasoning.encrypted_content"]; empty biases change nothing.
+  CHECK_NOTHROW(parse_responses_request(
+      R"({"model": "m", "input": "x", "include": ["reasoning.encrypted_content", "message.output_text.logprobs"]})"));
+  CHECK(parse_responses_request(R"({"model": "m", "input": "x", "include": ["message.output_text.logprobs"]})").include_logprobs);
+  CHECK_NOTHROW(parse_chat_request(R"({"model": "m", "messages": [{"role": "user", "content": "x"}], "logit_bias": {}})"));
+  CHECK_NOTHROW(parse_chat_request(R"({"model": "m", "messages": [{"role": "user", "content": "x"}], "logit_bias": null})"));
+  // Parameters without a type, or of type object, are functions' usual shape.
+  CHECK_NOTHROW(parse_responses_request(
+      R"({"model": "m", "input": "x", "tools": [{"type": "function", "name": "f", "parameters": {"properties": {}}}]})"));
 }

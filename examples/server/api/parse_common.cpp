@@ -26,6 +26,14 @@ Sampling parse_sampling(const JsonReader& body) {
   if (auto p = body.number("presence_penalty", -2.0, 2.0)) s.presence_penalty = *p;
   if (auto p = body.number("frequency_penalty", -2.0, 2.0)) s.frequency_penalty = *p;
   if (auto seed = body.integer("seed", INT64_MIN, INT64_MAX)) s.seed = uint64_t(*seed);
+  // The library's sampler has no per-token bias: a non-empty logit_bias is refused rather than
+  // ignored, since it would change what the client gets.
+  if (const json* bias = body.find("logit_bias"); bias && !bias->is_null()) {
+    if (!bias->is_object()) throw_wrong_type(body.path("logit_bias"), "an object", *bias);
+    if (!bias->empty())
+      throw invalid_request("Unsupported parameter: 'logit_bias' is not supported by this server.",
+                            body.path("logit_bias"), "unsupported_parameter");
+  }
   return s;
 }
 
@@ -69,29 +77,30 @@ std::string required_name(const JsonReader& r) {
 }
 
 // The parts of a JSON Schema the prompt renderer and the constraint compiler read: wrong
-// types here are the client's mistake, reported before anything is rendered.
-void check_schema_shape(const json& schema, const std::string& path) {
+// types here are the client's mistake, reported before anything is rendered. `code`: the
+// error code of whose schema it is (a function's parameters, a response format).
+void check_schema_shape(const json& schema, const std::string& path, const char* code) {
   if (!schema.is_object()) throw_wrong_type(path, "a JSON Schema object", schema);
   if (auto it = schema.find("type"); it != schema.end() && !it->is_string() && !it->is_array())
     throw invalid_request("Invalid schema at '" + path + ".type': expected a string or an array.",
-                          path + ".type", "invalid_function_parameters");
+                          path + ".type", code);
   if (auto it = schema.find("properties"); it != schema.end()) {
     if (!it->is_object())
       throw invalid_request("Invalid schema at '" + path + ".properties': expected an object.",
-                            path + ".properties", "invalid_function_parameters");
-    for (const auto& [key, sub] : it->items()) check_schema_shape(sub, path + ".properties." + key);
+                            path + ".properties", code);
+    for (const auto& [key, sub] : it->items()) check_schema_shape(sub, path + ".properties." + key, code);
   }
   if (auto it = schema.find("required"); it != schema.end()) {
     if (!it->is_array())
       throw invalid_request("Invalid schema at '" + path + ".required': expected an array of strings.",
-                            path + ".required", "invalid_function_parameters");
+                            path + ".required", code);
     for (const auto& r : *it)
       if (!r.is_string())
         throw invalid_request("Invalid schema at '" + path + ".required': expected an array of strings.",
-                              path + ".required", "invalid_function_parameters");
+                              path + ".required", code);
   }
   if (auto it = schema.find("items"); it != schema.end() && it->is_object())
-    check_schema_shape(*it, path + ".items");
+    check_schema_shape(*it, path + ".items", code);
 }
 
 }  // namespace
@@ -101,7 +110,12 @@ FunctionTool parse_function_tool(const JsonReader& tool) {
   t.name = required_name(tool);
   t.description = tool.string("description").value_or("");
   if (const json* p = tool.find("parameters")) {
-    check_schema_shape(*p, tool.path("parameters"));
+    check_schema_shape(*p, tool.path("parameters"), "invalid_function_parameters");
+    // Arguments are a JSON object (the model writes them so, and OpenAI refuses other types).
+    if (auto type = p->find("type"); type != p->end() && *type != "object")
+      throw invalid_request("Invalid schema for function '" + t.name + "': the parameters must be a JSON Schema of "
+                                "'type: \"object\"', got 'type: " + excerpt(type->dump()) + "'.",
+                            tool.path("parameters") + ".type", "invalid_function_parameters");
     t.parameters = *p;
   }
   t.strict = tool.boolean("strict").value_or(false);
@@ -202,7 +216,7 @@ ResponseFormat parse_response_format(const JsonReader& format) {
   if (!schema)
     throw invalid_request("Missing required parameter: '" + format.path("schema") + "'.",
                           format.path("schema"), "missing_required_parameter");
-  check_schema_shape(*schema, format.path("schema"));
+  check_schema_shape(*schema, format.path("schema"), "invalid_response_format");
   f.schema = *schema;
   f.strict = format.boolean("strict").value_or(false);
   return f;

@@ -1,6 +1,8 @@
 // POST /v1/responses: the body -> ResponsesRequest. Input items are normalized twice: to
 // ConversationItems for rendering, and to the Responses item shape that the store keeps and
 // GET /v1/responses/{id}/input_items lists.
+#include <set>
+
 #include "api/api_error.hpp"
 #include "api/parse_common.hpp"
 
@@ -179,7 +181,21 @@ ResponsesRequest parse_responses_request(std::string_view text) {
   if (const json* include = body.array("include"))
     for (size_t i = 0; i < include->size(); ++i) {
       if (!(*include)[i].is_string()) throw_wrong_type(element_path("include", i), "a string", (*include)[i]);
-      if ((*include)[i] == "message.output_text.logprobs") r.include_logprobs = true;
+      const std::string value = (*include)[i].get<std::string>();
+      // The API's values (the others name outputs of tools this server does not run, or
+      // encrypted reasoning it does not produce: nothing to add, but no mistake either).
+      static const std::set<std::string> known = {
+          "message.output_text.logprobs", "reasoning.encrypted_content", "file_search_call.results",
+          "web_search_call.results", "web_search_call.action.sources", "message.input_image.image_url",
+          "computer_call_output.output.image_url", "code_interpreter_call.outputs"};
+      if (!known.count(value)) {
+        std::string supported;
+        for (const auto& k : known) supported += (supported.empty() ? "'" : ", '") + k + "'";
+        throw invalid_request("Invalid value for '" + element_path("include", i) + "': '" + excerpt(value) +
+                                  "'. Supported values are: " + supported + ".",
+                              element_path("include", i), "invalid_value");
+      }
+      if (value == "message.output_text.logprobs") r.include_logprobs = true;
     }
   if (r.include_logprobs || top_logprobs) r.options.sampling.logprobs = int(top_logprobs.value_or(0));
 
