@@ -57,6 +57,18 @@ test('wrong types and out-of-range values are BadRequestError naming the paramet
   );
 });
 
+test('more generations than the queue holds is a BadRequestError, not a retryable 429', async () => {
+  // 65 prompts x n = 1 against --max-queue 64 (the default): it could never be admitted.
+  await assert.rejects(
+    client.completions.create({ model: MODEL, prompt: Array.from({ length: 65 }, (_, i) => `p${i}`), max_tokens: 1 }),
+    (e) => {
+      assert.ok(e instanceof OpenAI.BadRequestError, String(e));
+      assert.equal(e.param, 'n');
+      return true;
+    },
+  );
+});
+
 test('an unknown model is a NotFoundError', async () => {
   await assert.rejects(client.responses.create({ model: 'gpt-5', input: 'hi' }),
     (e) => e instanceof OpenAI.NotFoundError && e.code === 'model_not_found');
