@@ -1,6 +1,7 @@
 // A client that goes away, or DELETE, cancels the generation and frees its KV pages within a
 // step. The files of this suite run one at a time (--test-concurrency=1), so nothing else runs.
 import assert from 'node:assert/strict';
+import { connect } from 'node:net';
 import { test } from 'node:test';
 import { authHeaders, BASE_URL, client, metrics, MODEL } from './common.mjs';
 
@@ -38,6 +39,29 @@ test('a non-streaming client that disconnects cancels its generation', async () 
   controller.abort();
   await assert.rejects(pending);
   await settles('no running sequence', (v) => v('gptoss_running_sequences') === 0);
+});
+
+test('a client that resets the connection right after its request cancels it', async () => {
+  for (const [path, body] of [
+    ['/v1/responses', { ...LONG }],
+    ['/v1/chat/completions', { model: MODEL, messages: [{ role: 'user', content: 'Go on forever.' }], max_tokens: 100000 }],
+  ]) {
+    const before = (await metrics()).value('gptoss_generated_tokens_total');
+    const json = JSON.stringify(body);
+    const url = new URL(BASE_URL);
+    const socket = connect(Number(url.port), url.hostname);
+    await new Promise((resolve) => socket.once('connect', resolve));
+    const auth = authHeaders().Authorization;
+    await new Promise((resolve) => socket.write(
+      `POST ${path} HTTP/1.1\r\nHost: ${url.host}\r\nContent-Type: application/json\r\nAuthorization: ${auth}\r\n` +
+      `Content-Length: ${Buffer.byteLength(json)}\r\n\r\n${json}`, resolve));
+    socket.resetAndDestroy();  // RST, before the server has looked at the request
+    await new Promise((r) => setTimeout(r, 300));
+    await settles(`${path}: no running sequence`, (v) => v('gptoss_running_sequences') === 0 && v('gptoss_queue_length') === 0);
+    // Uncancelled, it would run to the end of the context (~2000 tokens, seconds).
+    const generated = (await metrics()).value('gptoss_generated_tokens_total') - before;
+    assert.ok(generated < 200, `${path}: ${generated} tokens generated for a client that was gone`);
+  }
 });
 
 test('DELETE of a response being generated cancels it; its stream ends with response.failed', async () => {

@@ -1,7 +1,7 @@
 // /v1/chat/completions and /v1/completions through the official SDK.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { client, MODEL } from './common.mjs';
+import { client, MODEL, WEATHER_TOOL } from './common.mjs';
 
 const CHAT = {
   model: MODEL,
@@ -51,6 +51,34 @@ test('n choices, logprobs and top_logprobs', async () => {
   for (const choice of c.choices) {
     assert.ok(choice.logprobs && Array.isArray(choice.logprobs.content));
     for (const lp of choice.logprobs.content) assert.equal(lp.top_logprobs.length, 3);
+  }
+});
+
+test('a length limit inside a message header leaves no header text in content or logprobs', async () => {
+  // Tiny budgets end most of these inside a header ('<|channel|>fin', ' to=functions.get_weather'):
+  // the content is exactly the bytes of the tokens its logprobs list, and never header text.
+  const text = (entries) => Buffer.from(entries.flatMap((e) => e.bytes)).toString('utf8');
+  for (let seed = 1; seed <= 6; seed++) {
+    for (const max_tokens of [1, 2, 3, 4, 6]) {
+      const what = `seed ${seed}, max_tokens ${max_tokens}`;
+      const c = await client.chat.completions.create({
+        ...CHAT, tools: [{ type: 'function', function: { name: WEATHER_TOOL.name, parameters: WEATHER_TOOL.parameters } }],
+        seed, max_tokens, logprobs: true,
+      });
+      const choice = c.choices[0];
+      const content = choice.message.content ?? '';
+      assert.equal(text(choice.logprobs?.content ?? []), content, what);
+      assert.ok(!content.includes('to=') && !content.includes('<|'), `${what}: ${JSON.stringify(content)}`);
+      const r = await client.responses.create({
+        model: MODEL, input: 'Name a prime number.', tools: [WEATHER_TOOL],
+        seed, max_output_tokens: max_tokens, include: ['message.output_text.logprobs'],
+      });
+      for (const item of r.output.filter((o) => o.type === 'message'))
+        for (const part of item.content) {
+          assert.equal(text(part.logprobs ?? []), part.text, `responses ${what}`);
+          assert.ok(!part.text.includes('to=') && !part.text.includes('<|'), `responses ${what}: ${JSON.stringify(part.text)}`);
+        }
+    }
   }
 });
 
