@@ -1,15 +1,18 @@
 // The HTTP layer before a model is loaded: health checks answer 503, the API answers 503 in
 // OpenAI's error shape, authentication and unknown routes.
 #include <catch2/catch.hpp>
+#include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 
 #include <chrono>
 #include <filesystem>
+#include <sstream>
 #include <thread>
 
 #include "http/app.hpp"
@@ -161,4 +164,30 @@ TEST_CASE("request bodies: the size limit holds for every encoding", "[server][h
   std::tie(status, seconds) = raw_request(s.port, post + "\r\n");
   CHECK(status == "HTTP/1.1 503 Service Unavailable");
   CHECK(seconds < 2.0);
+}
+
+TEST_CASE("requests cpp-httplib refuses before routing: named errors, clean log lines", "[server][http]") {
+  LoadingServer s;
+  std::ostringstream log;
+  const auto previous = spdlog::default_logger();
+  auto logger = std::make_shared<spdlog::logger>("test", std::make_shared<spdlog::sinks::ostream_sink_mt>(log));
+  logger->set_pattern("%v");
+  spdlog::set_default_logger(logger);
+  spdlog::set_level(spdlog::level::info);
+  auto c = s.client();
+  auto long_url = c.Get("/v1/responses/" + std::string(10000, 'a'));
+  REQUIRE(long_url);
+  CHECK(long_url->status == 414);
+  CHECK(error_of(long_url)["code"] == "uri_too_long");
+  auto [status, seconds] = raw_request(s.port, "FOO /x HTTP/1.1\r\nHost: x\r\n\r\n");
+  CHECK(status == "HTTP/1.1 400 Bad Request");
+  // A decoded %0A in a path does not start a line of its own in the log.
+  c.Get("/v1/models/x%0Afake%00");
+  spdlog::set_default_logger(previous);
+  spdlog::set_level(spdlog::level::warn);
+  const std::string lines = log.str();
+  INFO(lines);
+  CHECK(std::count(lines.begin(), lines.end(), '\n') == 3);
+  CHECK(lines.find("x\\x0afake\\x00") != std::string::npos);
+  CHECK(lines.find("- - 414 - -") != std::string::npos);  // no method, path, time or client to name
 }

@@ -309,3 +309,10 @@ TEST_CASE("schema mistakes say whose schema; values the API knows are accepted",
   CHECK_NOTHROW(parse_responses_request(
       R"({"model": "m", "input": "x", "tools": [{"type": "function", "name": "f", "parameters": {"properties": {}}}]})"));
 }
+
+TEST_CASE("error messages keep what the client sent whole, NULs included", "[server][parse][bad-input]") {
+  const ApiError e = error_of(parse_responses_request, R"({"model": "m", "input": [{"role": "r\u0000x", "content": "x"}]})");
+  const std::string message = e.to_json()["error"]["message"];
+  CHECK(message.find(std::string("r\0x", 3)) != std::string::npos);
+  CHECK(message.back() != 'r');  // the text goes on after the quoted role
+}

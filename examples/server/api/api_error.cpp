@@ -4,13 +4,13 @@ namespace gptoss_server {
 
 ApiError::ApiError(int status, std::string type, const std::string& message, std::string param,
                    std::string code)
-    : std::runtime_error(message), status_(status), type_(std::move(type)),
+    : std::runtime_error(message), status_(status), type_(std::move(type)), message_(message),
       param_(std::move(param)), code_(std::move(code)) {}
 
 nlohmann::json ApiError::to_json() const {
   auto or_null = [](const std::string& s) { return s.empty() ? nlohmann::json() : nlohmann::json(s); };
   return {{"error",
-           {{"message", what()}, {"type", type_}, {"param", or_null(param_)}, {"code", or_null(code_)}}}};
+           {{"message", message_}, {"type", type_}, {"param", or_null(param_)}, {"code", or_null(code_)}}}};
 }
 
 ApiError invalid_request(const std::string& message, const std::string& param,

@@ -1,8 +1,11 @@
 #include "http/app.hpp"
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <ctime>
+#include <optional>
+#include <string_view>
 
 #include "api/api_error.hpp"
 #include "api/harmony_conversation.hpp"
@@ -90,7 +93,21 @@ bool same_key(const std::string& a, const std::string& b) {
   return diff == 0;
 }
 
-thread_local std::chrono::steady_clock::time_point request_started;
+// Set by the pre-routing handler; requests cpp-httplib refuses before routing (a bad request
+// line, a URL too long) have no start time.
+thread_local std::optional<std::chrono::steady_clock::time_point> request_started;
+
+// `s` for a log line: control bytes (a decoded %0A or %00 in a path) as \xNN, so a request
+// cannot forge or cut lines of the log; at most 256 bytes.
+std::string loggable(std::string_view s) {
+  if (s.empty()) return "-";
+  std::string out;
+  for (unsigned char c : excerpt(s, 256)) {
+    if (c < 0x20 || c == 0x7f) out += fmt::format("\\x{:02x}", c);
+    else out += char(c);
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -180,8 +197,16 @@ void App::register_routes(httplib::Server& server) {
     if (status == 413) {
       message = "The request body is too large.";
       code = "request_too_large";
+    } else if (status == 414) {
+      message = "The request URL is too long.";
+      code = "uri_too_long";
+    } else if (req.path.empty()) {
+      // cpp-httplib refused the request line or headers before routing: no path to name.
+      message = req.method.empty() ? "The request could not be parsed as HTTP."
+                                   : "The request could not be parsed as HTTP (method '" + excerpt(req.method) + "').";
+      code = "invalid_http_request";
     } else if (status != 404) {
-      message = "HTTP error " + std::to_string(status) + " for " + req.method + " " + req.path + ".";
+      message = "HTTP error " + std::to_string(status) + " for " + req.method + " " + excerpt(req.path) + ".";
       code = "";
     }
     send_json(res, status, ApiError(status, "invalid_request_error", message, {}, code).to_json());
@@ -198,10 +223,13 @@ void App::register_routes(httplib::Server& server) {
     send_json(res, 500, server_error("Internal server error: " + what).to_json());
   });
   server.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
-    const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - request_started).count();
+    const std::string seconds =
+        request_started
+            ? fmt::format("{:.3f}s", std::chrono::duration<double>(std::chrono::steady_clock::now() - *request_started).count())
+            : "-";
+    request_started.reset();
     metrics_.count_request(endpoint_label(req.path), res.status);
-    spdlog::info("{} {} {} {:.3f}s {}", req.method, req.path, res.status, seconds, req.remote_addr);
+    spdlog::info("{} {} {} {} {}", loggable(req.method), loggable(req.path), res.status, seconds, loggable(req.remote_addr));
   });
 
   auto bind = [this](auto member, bool needs_engine = true) {
