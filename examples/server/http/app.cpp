@@ -19,9 +19,10 @@ void send_json(httplib::Response& res, int status, const nlohmann::json& body) {
   res.set_content(body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), "application/json");
 }
 
-void InflightResponses::add(const std::string& id, std::shared_ptr<Job> job, nlohmann::json snapshot) {
+void InflightResponses::add(const std::string& id, std::shared_ptr<Job> job, nlohmann::json snapshot,
+                            nlohmann::json input_items) {
   std::lock_guard lock(mutex_);
-  entries_[id] = {std::move(job), std::move(snapshot)};
+  entries_[id] = {std::move(job), std::move(snapshot), std::move(input_items)};
 }
 
 void InflightResponses::remove(const std::string& id) {
@@ -33,14 +34,21 @@ std::optional<nlohmann::json> InflightResponses::snapshot(const std::string& id)
   std::lock_guard lock(mutex_);
   auto it = entries_.find(id);
   if (it == entries_.end()) return std::nullopt;
-  return it->second.second;
+  return it->second.snapshot;
+}
+
+std::optional<nlohmann::json> InflightResponses::input_items(const std::string& id) const {
+  std::lock_guard lock(mutex_);
+  auto it = entries_.find(id);
+  if (it == entries_.end()) return std::nullopt;
+  return it->second.input_items;
 }
 
 bool InflightResponses::cancel(const std::string& id) {
   std::lock_guard lock(mutex_);
   auto it = entries_.find(id);
   if (it == entries_.end()) return false;
-  it->second.first->cancel();
+  it->second.job->cancel();
   return true;
 }
 

@@ -33,17 +33,23 @@ struct Engine {
   size_t vocab_size = 0;
 };
 
-// Responses being generated, for GET (a snapshot) and DELETE (cancellation) by id.
+// Responses being generated, for GET (a snapshot), input_items and DELETE (cancellation) by id.
 class InflightResponses {
  public:
-  void add(const std::string& id, std::shared_ptr<Job> job, nlohmann::json snapshot);
+  void add(const std::string& id, std::shared_ptr<Job> job, nlohmann::json snapshot, nlohmann::json input_items);
   void remove(const std::string& id);
   std::optional<nlohmann::json> snapshot(const std::string& id) const;
+  // The input the response is being generated from (what input_items lists once it is stored).
+  std::optional<nlohmann::json> input_items(const std::string& id) const;
   bool cancel(const std::string& id);
 
  private:
+  struct Entry {
+    std::shared_ptr<Job> job;
+    nlohmann::json snapshot, input_items;
+  };
   mutable std::mutex mutex_;
-  std::map<std::string, std::pair<std::shared_ptr<Job>, nlohmann::json>> entries_;
+  std::map<std::string, Entry> entries_;
 };
 
 class App {

@@ -94,6 +94,10 @@ void App::create_response(const httplib::Request& req, httplib::Response& res) {
   std::vector<ConversationItem> items;
   if (r.previous_response_id) {
     auto previous = store_->get(*r.previous_response_id);
+    if (!previous && inflight_.snapshot(*r.previous_response_id))
+      throw invalid_request("Previous response with id '" + *r.previous_response_id +
+                                "' is still being generated: continue from it once it has completed.",
+                            "previous_response_id", "previous_response_in_progress");
     if (!previous)
       throw invalid_request("Previous response with id '" + *r.previous_response_id + "' not found.",
                             "previous_response_id", "previous_response_not_found");
@@ -120,7 +124,7 @@ void App::create_response(const httplib::Request& req, httplib::Response& res) {
   const std::string id = new_id("resp_");
   const int64_t created_at = int64_t(std::time(nullptr));
   json base = base_response(r, id, created_at, options_.model_name);
-  inflight_.add(id, job, base);
+  inflight_.add(id, job, base, input_items);
   auto run = std::make_shared<ResponseRun>(job, ResponsesFormatter(engine().tokenizer.get(), base, r.include_logprobs),
                                            ClientConnection(req.remote_addr, req.remote_port, req.local_port), id,
                                            created_at, r.store, std::move(input_items), &inflight_);
@@ -211,8 +215,10 @@ void App::delete_response(const httplib::Request& req, httplib::Response& res) {
 
 void App::list_input_items(const httplib::Request& req, httplib::Response& res) {
   const std::string id = req.matches[1];
+  // A stored response's input, or the input of one still being generated.
   auto stored = store_->get(id);
-  if (!stored) throw not_found("Response with id '" + id + "' not found.", "response_id");
+  std::optional<json> all_items = stored ? std::optional<json>(std::move(stored->input_items)) : inflight_.input_items(id);
+  if (!all_items) throw not_found("Response with id '" + id + "' not found.", "response_id");
   // Query parameters are strings: parsed like a JSON body so errors name them the same way.
   json query = json::object();
   for (const char* key : {"order", "after"})
@@ -229,7 +235,7 @@ void App::list_input_items(const httplib::Request& req, httplib::Response& res) 
   if (order != "asc" && order != "desc")
     throw invalid_request("Invalid value for 'order': expected 'asc' or 'desc', got '" + order + "'.", "order",
                           "invalid_value");
-  json items = stored->input_items;
+  json items = std::move(*all_items);
   if (order == "desc") std::reverse(items.begin(), items.end());
   size_t start = 0;
   if (auto after = q.string("after")) {

@@ -64,7 +64,7 @@ test('a client that resets the connection right after its request cancels it', a
   }
 });
 
-test('DELETE of a response being generated cancels it; its stream ends with response.failed', async () => {
+test('a response being generated: retrieved, input listed, not continued; DELETE cancels it (response.failed)', async () => {
   const stream = await client.responses.create({ ...LONG, stream: true });
   let id;
   let last;
@@ -73,6 +73,14 @@ test('DELETE of a response being generated cancels it; its stream ends with resp
       id = event.response.id;
       const got = await client.responses.retrieve(id);
       assert.equal(got.status, 'in_progress');
+      // While it runs: its input is listed, and it cannot be continued yet.
+      const items = await client.responses.inputItems.list(id);
+      assert.equal(items.data.length, 1);
+      assert.equal(items.data[0].role, 'user');
+      await assert.rejects(
+        client.responses.create({ model: MODEL, input: 'And then?', previous_response_id: id, max_output_tokens: 4 }),
+        (e) => e.status === 400 && e.code === 'previous_response_in_progress',
+      );
       await client.responses.delete(id);
     }
     last = event;
