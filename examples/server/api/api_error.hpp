@@ -19,14 +19,12 @@ class ApiError : public std::runtime_error {
   const std::string& type() const { return type_; }
   const std::string& param() const { return param_; }
   const std::string& code() const { return code_; }
-  // The whole message (what() stops at a NUL that the client's text may hold).
-  const std::string& message() const { return message_; }
   // {"error": {...}}; empty param and code become null.
   nlohmann::json to_json() const;
 
  private:
   int status_;
-  std::string type_, message_, param_, code_;
+  std::string type_, message_, param_, code_;  // message_: whole (what() stops at a NUL)
 };
 
 // 400 invalid_request_error naming the parameter (e.g. "input[2].content").

@@ -157,7 +157,8 @@ httplib::Server::HandlerWithContentReader App::with_body(Handler handler) {
     if (req.has_header("Content-Length")) {
       const std::string length = req.get_header_value("Content-Length");
       if (length.empty() || length.size() > 19 || length.find_first_not_of("0123456789") != std::string::npos)
-        return refuse(400, "The Content-Length header is not a number: '" + length + "'.", "invalid_content_length");
+        return refuse(400, "The Content-Length header is not a number: '" + excerpt(length) + "'.",
+                      "invalid_content_length");
       if (std::stoull(length) > limit) return refuse(413, too_large, "request_too_large");
     }
     std::string body;
