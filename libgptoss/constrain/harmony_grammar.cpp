@@ -37,6 +37,10 @@ HarmonyGrammar::HarmonyGrammar(std::shared_ptr<const Vocabulary> vocab, const Ha
   channel_ = vocab_->require_special("<|channel|>");
   constrain_ = vocab_->require_special("<|constrain|>");
 
+  // A call ends with <|call|>, which ends the turn, or with <|end|> and more messages: further
+  // calls in the same turn (parallel calls), which parallel_tool_calls: false rules out.
+  const std::vector<uint32_t> call_ends =
+      spec.parallel_tool_calls ? std::vector<uint32_t>{end_, call_} : std::vector<uint32_t>{call_};
   // Every tool's arguments are compiled, so a bad schema is reported whatever tool_choice says.
   const harmony::Json no_arguments = {{"type", "object"}, {"properties", harmony::Json::object()},
                                       {"additionalProperties", false}};
@@ -49,7 +53,7 @@ HarmonyGrammar::HarmonyGrammar(std::shared_ptr<const Vocabulary> vocab, const Ha
       const std::string recipient = ns.name + "." + ns.tools[i].name;
       const harmony::Json& schema = ns.tools[i].parameters ? *ns.tools[i].parameters : no_arguments;
       tool_arguments_[recipient] =
-          build_content(&schema, {end_, call_},
+          build_content(&schema, call_ends,
                         context + ".tools." + key + ".tools[" + std::to_string(i) + "].parameters");
       if (!contains(json_recipients_, recipient)) json_recipients_.push_back(recipient);
     }
@@ -62,7 +66,7 @@ HarmonyGrammar::HarmonyGrammar(std::shared_ptr<const Vocabulary> vocab, const Ha
     text_recipients_.clear();
   }
   plain_text_ = build_content(nullptr, {end_}, context);
-  text_tool_ = build_content(nullptr, {end_, call_}, context);
+  text_tool_ = build_content(nullptr, call_ends, context);
   // The answer ends the turn: one final message, closed by <|return|> (a second one after an
   // <|end|> would make two answers, two JSON documents).
   final_ = spec.final_schema ? build_content(&*spec.final_schema, {return_}, context + ".response_format.schema")

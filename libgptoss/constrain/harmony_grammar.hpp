@@ -25,6 +25,7 @@ struct HarmonySpec {
   std::string named_recipient;              // "functions.NAME" for ToolChoice::named
   std::optional<harmony::Json> final_schema;  // the final channel's JSON Schema; nullopt: text
   bool start_in_header = true;
+  bool parallel_tool_calls = true;  // false: a call ends with <|call|> only, so the turn has one
 
   // The spec_json of gptoss_grammar_create_harmony; errors name `path` ("spec_json.tools...").
   static HarmonySpec from_json(const harmony::Json& j, const std::string& path);

@@ -59,7 +59,7 @@ HarmonySpec HarmonySpec::from_json(const Json& j, const std::string& path) {
   HarmonySpec spec;
   if (j.is_null()) return spec;
   if (!j.is_object()) bad(path, "expected an object");
-  check_keys(j, path, {"channels", "tools", "tool_choice", "response_format", "start"});
+  check_keys(j, path, {"channels", "tools", "tool_choice", "response_format", "start", "parallel_tool_calls"});
   if (j.contains("channels")) {
     const Json& c = j["channels"];
     if (!c.is_array() || c.empty()) bad(path + ".channels", "expected a non-empty array of strings");
@@ -105,6 +105,10 @@ HarmonySpec HarmonySpec::from_json(const Json& j, const std::string& path) {
     if (j["start"] == "header") spec.start_in_header = true;
     else if (j["start"] == "message") spec.start_in_header = false;
     else bad(path + ".start", "expected \"header\" or \"message\"");
+  }
+  if (j.contains("parallel_tool_calls")) {
+    if (!j["parallel_tool_calls"].is_boolean()) bad(path + ".parallel_tool_calls", "expected true or false");
+    spec.parallel_tool_calls = j["parallel_tool_calls"].get<bool>();
   }
   const bool needs_call = spec.tool_choice == ToolChoice::required || spec.tool_choice == ToolChoice::named;
   if (needs_call && std::all_of(spec.channels.begin(), spec.channels.end(), [](const auto& c) { return c == "final"; }))

@@ -148,6 +148,21 @@ TEST_CASE("tool_choice: none, required, named", "[constrain][harmony]") {
                 "<|channel|>commentary to=functions.ping<|message|>{}<|call|>"));
 }
 
+TEST_CASE("parallel_tool_calls: false allows one call, ended by <|call|>", "[constrain][harmony]") {
+  const std::string two_calls = " to=functions.ping<|channel|>commentary<|message|>{}<|end|>"
+                                "<|start|>assistant to=functions.get_weather<|channel|>commentary<|message|>{\"city\":\"x\"}<|call|>";
+  CHECK(accepts(grammar(with_tools()), two_calls));
+  CHECK(accepts(grammar(with_tools(R"(, "parallel_tool_calls": true)")), two_calls));
+  const auto one = grammar(with_tools(R"(, "tool_choice": "required", "parallel_tool_calls": false)"));
+  CHECK_FALSE(accepts(one, two_calls));
+  CHECK_FALSE(accepts(one, " to=python<|channel|>analysis<|message|>1<|end|>"));
+  CHECK(accepts(one, " to=functions.ping<|channel|>commentary<|message|>{}<|call|>"));
+  CHECK(accepts(one, " to=python<|channel|>analysis<|message|>1<|call|>"));
+  // Reasoning before the one call is still allowed.
+  CHECK(accepts(one, "<|channel|>analysis<|message|>hmm<|end|><|start|>assistant to=functions.ping<|channel|>"
+                     "commentary<|message|>{}<|call|>"));
+}
+
 TEST_CASE("the reasoning budget closes analysis and opens the answer", "[constrain][harmony]") {
   auto g = grammar(R"({"response_format": {"type": "json_object"}})");
   ConstraintOptions o;
@@ -216,6 +231,7 @@ TEST_CASE("bad Harmony specs are refused with the path of the field", "[constrai
   refuses(R"({"response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {"minimum": "0"}}}})",
           invalid, "spec_json.response_format.schema");
   refuses(R"({"start": "middle"})", invalid, "spec_json.start");
+  refuses(R"({"parallel_tool_calls": "no"})", invalid, "spec_json.parallel_tool_calls");
   refuses(R"({"tools": {"functions": {"tools": [{"name": "f"}]}}, "tool_choice": "required", "channels": ["final"]})",
           invalid, "spec_json.channels");
 }

@@ -32,6 +32,16 @@ class ConstraintApiTest(unittest.TestCase):
         with self.assertRaises(ValueError):
             gptoss.Constraint(gptoss.Grammar.harmony(tok), max_reasoning_tokens=-1)
 
+    def test_parallel_tool_calls_false_ends_the_turn_at_the_call(self):
+        tok = model().tokenizer
+        end, call = tok.special_token_id("<|end|>"), tok.special_token_id("<|call|>")
+        header = tok.encode(" to=functions.ping<|channel|>commentary<|message|>{}", allow_special=True)
+        for parallel, ends in ((True, {end, call}), (False, {call})):
+            with gptoss.Constraint(gptoss.Grammar.harmony(tok, tools=TOOLS, parallel_tool_calls=parallel)) as c:
+                for t in header:
+                    c.accept(t)
+                self.assertEqual(set(c.allowed_tokens()) & {end, call}, ends)
+
     def test_stop_strings(self):
         with gptoss.StopStrings(["</a>", "égal"]) as s:
             self.assertEqual(s.push("x </"), ("x ", None))

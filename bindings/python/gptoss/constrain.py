@@ -43,11 +43,12 @@ class Grammar(Handle):
 
     @classmethod
     def harmony(cls, tokenizer, tools=None, tool_choice=None, response_format=None, channels=None,
-                start=None):
+                start=None, parallel_tool_calls=None):
         """The Harmony structure of an assistant turn. `tools`: the Namespace map of
         gptoss_harmony_render ({"functions": {"tools": [{"name", "parameters"}, ...]}}) or a
         list of function tools; `tool_choice`: "auto", "none", "required" or a tool name;
-        `response_format`: a JSON Schema dict for the final answer, or {"type": ...}."""
+        `response_format`: a JSON Schema dict for the final answer, or {"type": ...};
+        `parallel_tool_calls=False`: at most one call, ended by <|call|>."""
         spec = {}
         if tools:
             spec["tools"] = {"functions": {"tools": list(tools)}} if isinstance(tools, (list, tuple)) else tools
@@ -63,6 +64,8 @@ class Grammar(Handle):
             spec["channels"] = list(channels)
         if start is not None:
             spec["start"] = start
+        if parallel_tool_calls is not None:
+            spec["parallel_tool_calls"] = bool(parallel_tool_calls)
         out = ctypes.c_void_p()
         check(lib.gptoss_grammar_create_harmony(tokenizer, _json_bytes(spec), ctypes.byref(out)),
               "gptoss_grammar_create_harmony")

@@ -109,6 +109,7 @@ json harmony_conversation(const ChatSetup& setup, const std::vector<Conversation
 json constraint_spec(const ChatSetup& setup) {
   json spec = {{"channels", {"analysis", "commentary", "final"}}};
   if (!setup.tools.empty()) spec["tools"] = functions_namespace(setup.tools);
+  spec["parallel_tool_calls"] = setup.parallel_tool_calls;
   switch (setup.tool_choice.mode) {
     case ToolChoice::Mode::automatic: spec["tool_choice"] = "auto"; break;
     case ToolChoice::Mode::none: spec["tool_choice"] = "none"; break;

@@ -162,3 +162,34 @@ test('chat: response_format json_schema validates', async () => {
   assert.equal(c.choices[0].finish_reason, 'stop');
   assert.ok(ajv.validate(SCHEMA, JSON.parse(c.choices[0].message.content)), ajv.errorsText());
 });
+
+test('parallel_tool_calls: false allows one call per turn (Responses and Chat)', async () => {
+  const FLAG = { type: 'function', name: 'flag', parameters: { type: 'object', properties: { b: { type: 'boolean' } }, required: ['b'], additionalProperties: false } };
+  const FLAG2 = { type: 'function', name: 'flag2', parameters: { type: 'object', properties: { k: { type: 'integer', enum: [1, 2] } }, required: ['k'], additionalProperties: false } };
+  const calls = async (choice, seed, parallel) => {
+    const r = await client.responses.create({
+      model: MODEL, input: 'go', tools: [FLAG, FLAG2], tool_choice: choice, parallel_tool_calls: parallel,
+      max_output_tokens: 48, max_reasoning_tokens: 4, seed,
+    });
+    assert.equal(r.parallel_tool_calls, parallel);
+    return r.output.filter((i) => i.type === 'function_call');
+  };
+  let most = 0;
+  for (const choice of ['required', { type: 'function', name: 'flag2' }]) {
+    for (const seed of [1, 2, 3, 4, 5]) {
+      const one = await calls(choice, seed, false);
+      assert.equal(one.length, 1, `${JSON.stringify(choice)} seed ${seed}: ${one.map((c) => c.name)}`);
+      validCall(one[0], [FLAG, FLAG2]);
+      most = Math.max(most, (await calls(choice, seed, true)).length);
+    }
+  }
+  assert.ok(most > 1, 'with parallel calls allowed, some of these seeds make several (the check above can fail)');
+  const chatTools = [FLAG, FLAG2].map((t) => ({ type: 'function', function: { name: t.name, parameters: t.parameters } }));
+  for (const seed of [1, 2, 3]) {
+    const c = await client.chat.completions.create({
+      model: MODEL, messages: [{ role: 'user', content: 'go' }], tools: chatTools, parallel_tool_calls: false,
+      tool_choice: { type: 'function', function: { name: 'flag2' } }, max_tokens: 48, max_reasoning_tokens: 4, seed,
+    });
+    assert.equal(c.choices[0].message.tool_calls?.length, 1, `chat seed ${seed}`);
+  }
+});
