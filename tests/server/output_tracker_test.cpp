@@ -83,6 +83,15 @@ TEST_CASE("harmony output: a tool call is a message to functions.NAME", "[server
   CHECK(is_answer(r.events.front().header) == false);
 }
 
+TEST_CASE("harmony output: a call on the analysis channel is not reasoning", "[server][tracker]") {
+  auto tok = tokenizer();
+  const std::string think = "<|channel|>analysis<|message|>Let me look.<|end|>";
+  const Run r = track(tok.get(), think + "<|start|>assistant to=functions.lookup<|channel|>analysis <|constrain|>json<|message|>{}<|call|>",
+                      true);
+  CHECK(r.trace() == "[+analysis/]Let me look.[-][+analysis/functions.lookup]{}[-]");
+  CHECK(r.reasoning_tokens == encode(tok.get(), think, true).size());
+}
+
 TEST_CASE("harmony output: stop strings end the answer, not the reasoning", "[server][tracker]") {
   auto tok = tokenizer();
   const Run r = track(tok.get(),

@@ -127,7 +127,7 @@ class HarmonyTracker : public OutputTracker {
     // Whatever the end of the stream closes is the message the limit cut.
     close_messages(messages, out, !cut);
     if (emitter_.open()) emitter_.end(out, !cut);
-    count_tokens(emitter_.header().channel);
+    count_tokens(emitter_.header());
   }
 
   bool stopped() const override { return emitter_.stopped(); }
@@ -150,8 +150,10 @@ class HarmonyTracker : public OutputTracker {
     for (const auto& part : c) text += part.value("text", "");
     return text;
   }
-  void count_tokens(const std::string& channel) {
-    if (channel == "analysis") reasoning_tokens_ += message_tokens_;
+  // Reasoning is analysis without a recipient: a call written on the analysis channel is a
+  // function_call item, not reasoning (as the library's reasoning budget counts it).
+  void count_tokens(const MessageHeader& header) {
+    if (header.channel == "analysis" && header.recipient.empty()) reasoning_tokens_ += message_tokens_;
     message_tokens_ = 0;
   }
 
@@ -169,7 +171,7 @@ class HarmonyTracker : public OutputTracker {
       const std::string& sent = emitter_.text();
       if (content.size() > sent.size() && content.compare(0, sent.size(), sent) == 0)
         emitter_.text(std::string_view(content).substr(sent.size()), out);
-      count_tokens(emitter_.header().channel);
+      count_tokens(emitter_.header());
       emitter_.end(out, complete);
       if (emitter_.stopped()) {
         completed_ = messages.size();
