@@ -218,3 +218,23 @@ TEST_CASE("completion choice: echo, text and legacy logprobs", "[server][format]
   CHECK(choice["logprobs"]["tokens"].size() == ids.size());
   CHECK(choice["finish_reason"] == "stop");
 }
+
+TEST_CASE("completion choice: text_offset counts characters, not bytes", "[server][format]") {
+  auto tok = tokenizer();
+  // After the echo "é " (2 characters, 3 bytes): "ৰু" (2 characters, 6 bytes), then ASCII.
+  const std::string text = "ৰুAndroid philanth";
+  const auto ids = encode(tok.get(), text, false);
+  CompletionChoice c(tok.get(), 0, 0, "é ");
+  std::vector<TokenLogprob> lps;
+  for (uint32_t t : ids) lps.push_back({t, -1.0f, {}});
+  c.on_events({begin(""), delta(text, lps), end()});
+  const json lp = c.choice({FinishReason::length, {}, {}})["logprobs"];
+  std::string tokens;
+  for (const auto& t : lp["tokens"]) tokens += "[" + t.get<std::string>() + "]";
+  INFO(tokens);
+  // Offsets in characters of "é ৰুAndroid philanth": ' philanth' starts at character 11.
+  REQUIRE(lp["tokens"].size() >= 3);
+  CHECK(lp["text_offset"][0] == 2);
+  CHECK(lp["tokens"].back() == " philanth");
+  CHECK(lp["text_offset"].back() == 11);
+}

@@ -2,6 +2,7 @@
 
 #include "api/ids.hpp"
 #include "api/logprobs.hpp"
+#include "engine/capi.hpp"
 
 namespace gptoss_server {
 
@@ -103,6 +104,18 @@ json CompletionChoice::entry(std::string text, json logprobs) const {
   return {{"index", index_}, {"text", std::move(text)}, {"logprobs", std::move(logprobs)}, {"finish_reason", nullptr}};
 }
 
+namespace {
+// Characters (code points) in UTF-8 bytes: the bytes that are not continuation bytes, so a
+// token that ends inside a character counts that character where it begins.
+size_t utf8_chars(std::string_view bytes) {
+  size_t n = 0;
+  for (unsigned char c : bytes) n += (c & 0xC0) != 0x80;
+  return n;
+}
+}  // namespace
+
+// text_offset counts characters of the choice's text, as the legacy API (and vLLM) do: byte
+// offsets would point inside non-ASCII text.
 json CompletionChoice::logprobs_of(const std::vector<TokenLogprob>& lps, size_t offset) const {
   json out = {{"tokens", json::array()}, {"token_logprobs", json::array()},
               {"top_logprobs", json::array()}, {"text_offset", json::array()}};
@@ -114,7 +127,7 @@ json CompletionChoice::logprobs_of(const std::vector<TokenLogprob>& lps, size_t 
     out["token_logprobs"].push_back(lp.logprob);
     out["top_logprobs"].push_back(std::move(top));
     out["text_offset"].push_back(offset);
-    offset += text.size();
+    offset += utf8_chars(token_bytes(tokenizer_, lp.token));
   }
   return out;
 }
@@ -130,7 +143,7 @@ std::vector<json> CompletionChoice::on_events(const std::vector<OutputEvent>& ev
     if (e.kind != OutputEvent::Kind::delta) continue;
     json lps = nullptr;
     if (logprobs_ >= 0) {
-      lps = logprobs_of(e.logprobs, text_.size());
+      lps = logprobs_of(e.logprobs, utf8_chars(text_));
       for (const char* key : {"tokens", "token_logprobs", "top_logprobs", "text_offset"})
         for (const auto& v : lps[key]) all_logprobs_[key].push_back(v);
     }
