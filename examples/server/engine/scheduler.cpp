@@ -51,7 +51,7 @@ Scheduler::~Scheduler() {
 
 std::shared_ptr<Job> Scheduler::submit(GenerationSpec spec) {
   std::lock_guard lock(mutex_);
-  if (stopping_ || draining_) throw NotAccepting("the server is shutting down");
+  if (stopping_ || draining_) throw NotAccepting(stopping_ ? "stopping" : "draining");
   if (queued_.load() >= config_.max_queue)
     throw QueueFull("the queue is full (" + std::to_string(config_.max_queue) + " requests waiting)");
   auto job = std::make_shared<Job>(std::move(spec));

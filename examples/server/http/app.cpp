@@ -133,7 +133,8 @@ App::Handler App::endpoint(bool needs_engine, Handler handler) {
       send_json(res, 429,
                 ApiError(429, "requests", std::string(e.what()) + "; retry shortly.", {}, "rate_limit_exceeded").to_json());
     } catch (const NotAccepting& e) {
-      send_json(res, 503, ApiError(503, "server_error", std::string("The server is shutting down: ") + e.what() + ".",
+      send_json(res, 503, ApiError(503, "server_error", "The server is shutting down (" + std::string(e.what()) +
+                                       "): it takes no new requests; retry on another replica or after its restart.",
                                    {}, "server_shutting_down")
                               .to_json());
     } catch (const StoreError& e) {
@@ -295,6 +296,14 @@ void App::list_models(const httplib::Request&, httplib::Response& res) {
 void App::get_model(const httplib::Request& req, httplib::Response& res) {
   check_model(req.matches[1]);
   send_json(res, 200, model_object());
+}
+
+void App::check_generations(size_t count, const char* param) const {
+  const size_t max_queue = options_.engine.max_queue;
+  if (count > max_queue)
+    throw invalid_request("This request asks for " + std::to_string(count) + " generations; this server queues at most " +
+                              std::to_string(max_queue) + " at once (--max-queue).",
+                          param, "invalid_value");
 }
 
 void App::check_model(const std::string& model) const {

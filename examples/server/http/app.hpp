@@ -82,6 +82,10 @@ class App {
   // streaming responses keep it until their last event.
   std::shared_ptr<void> hold_active();
   void check_model(const std::string& model) const;
+  // Each choice of each prompt (and each /bench stream) is a generation queued like a request:
+  // more than --max-queue could never be admitted, so it is the request's mistake (400), not a
+  // full queue to retry (429).
+  void check_generations(size_t count, const char* param) const;
   // Rendered prompt of a Harmony conversation; 400 when it is too long for the context.
   std::vector<uint32_t> render_prompt(const nlohmann::json& conversation, const char* items_param);
   size_t output_budget(size_t prompt_tokens, std::optional<int64_t> max_tokens) const;

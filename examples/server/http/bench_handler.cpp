@@ -26,6 +26,7 @@ void App::bench(const httplib::Request& req, httplib::Response& res) {
   const JsonReader q(query, "");
   const size_t n = size_t(q.integer("n", 1, 256).value_or(8));
   const size_t max_new = size_t(q.integer("max_new_tokens", 1, 4096).value_or(64));
+  check_generations(n, "n");
 
   const std::string prompt_text =
       "The history of computing is a story of machines that grew smaller and faster while the problems "

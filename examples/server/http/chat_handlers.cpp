@@ -63,16 +63,6 @@ std::shared_ptr<Job> submit_or_cancel(Scheduler& scheduler, GenerationSpec spec,
   }
 }
 
-// Each choice of each prompt is a generation of its own, queued like a request: more than the
-// queue holds could never be admitted, so that is the request's mistake (400), not a full queue
-// to retry later (429).
-void check_generations(size_t count, size_t max_queue, const char* param) {
-  if (count > max_queue)
-    throw invalid_request("This request asks for " + std::to_string(count) + " generations (prompts x n); this server "
-                              "queues at most " + std::to_string(max_queue) + " at once (--max-queue).",
-                          param, "invalid_value");
-}
-
 json error_body(const Finish& f) {
   return server_error(f.reason == FinishReason::cancelled ? "The generation was cancelled."
                                                           : "The server had an error while generating: " + f.error)
@@ -183,7 +173,7 @@ std::string decode_text(gptoss_tokenizer_t tokenizer, const std::vector<uint32_t
 void App::chat_completions(const httplib::Request& req, httplib::Response& res) {
   ChatRequest r = parse_chat_request(req.body);
   check_model(r.model);
-  check_generations(size_t(r.n), options_.engine.max_queue, "n");
+  check_generations(size_t(r.n), "n");
   for (const auto& type : r.setup.skipped_tools)
     spdlog::warn("/v1/chat/completions: a '{}' tool is not offered to the model (only function tools are)", type);
   const json conversation = harmony_conversation(r.setup, r.messages, utc_date_today(), "messages");
@@ -212,7 +202,7 @@ void App::chat_completions(const httplib::Request& req, httplib::Response& res) 
 void App::completions(const httplib::Request& req, httplib::Response& res) {
   CompletionsRequest r = parse_completions_request(req.body);
   check_model(r.model);
-  check_generations(r.prompts.size() * size_t(r.n), options_.engine.max_queue, "n");
+  check_generations(r.prompts.size() * size_t(r.n), "n");
   gptoss_tokenizer_t tokenizer = engine().tokenizer.get();
   auto run = std::make_shared<ChoicesRun<CompletionChoice>>(
       ClientConnection(req.remote_addr, req.remote_port, req.local_port),

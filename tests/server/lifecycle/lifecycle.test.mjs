@@ -153,6 +153,8 @@ test('/bench is off by default and measures n streams when enabled', async () =>
   assert.equal(b.output_tokens, 64);
   assert.ok(b.aggregate_tokens_per_second > 0);
   assert.equal((await fetch(`${on.url}/bench?n=0`)).status, 400);
+  // More streams than --max-queue (64) could never be admitted: 400, not a retryable 429.
+  assert.equal((await fetch(`${on.url}/bench?n=65&max_new_tokens=1`)).status, 400);
   on.proc.kill('SIGTERM');
   assert.equal(await on.exited, 0);
 });
