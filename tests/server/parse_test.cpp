@@ -56,6 +56,9 @@ TEST_CASE("responses: a full request maps onto the internal shape", "[server][pa
   REQUIRE(r.setup.tools.size() == 1);
   CHECK(r.setup.skipped_tools == std::vector<std::string>{"web_search_preview", "custom"});
   CHECK(r.tools_echo.size() == 3);
+  CHECK(r.tools_echo[0].contains("strict"));  // the API's FunctionTool always has it
+  CHECK(r.tools_echo[0]["strict"].is_null());
+  CHECK_FALSE(r.tools_echo[1].contains("strict"));  // other tools are echoed as sent
   CHECK(r.setup.tool_choice.mode == ToolChoice::Mode::function);
   CHECK_FALSE(r.setup.parallel_tool_calls);
   CHECK(r.setup.effort == ReasoningEffort::high);

@@ -151,7 +151,12 @@ ResponsesRequest parse_responses_request(std::string_view text) {
     throw invalid_request("Missing required parameter: 'input'.", "input", "missing_required_parameter");
 
   parse_tools(body, false, r.setup);
-  if (const json* tools = body.find("tools")) r.tools_echo = *tools;
+  if (const json* tools = body.find("tools")) {
+    r.tools_echo = *tools;
+    // The API's FunctionTool always has `strict` (boolean or null).
+    for (auto& tool : r.tools_echo)
+      if (tool.is_object() && tool.value("type", "") == "function" && !tool.contains("strict")) tool["strict"] = nullptr;
+  }
   parse_tool_choice(body, false, r.setup);
   if (const json* tc = body.find("tool_choice")) r.tool_choice_echo = *tc;
   r.setup.parallel_tool_calls = body.boolean("parallel_tool_calls").value_or(true);
