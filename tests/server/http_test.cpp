@@ -1,7 +1,7 @@
 // The HTTP layer before a model is loaded: health checks answer 503, the API answers 503 in
 // OpenAI's error shape, authentication and unknown routes.
 #include <catch2/catch.hpp>
-#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/sinks/ringbuffer_sink.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -12,7 +12,6 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
-#include <sstream>
 #include <thread>
 
 #include "http/app.hpp"
@@ -168,9 +167,10 @@ TEST_CASE("request bodies: the size limit holds for every encoding", "[server][h
 
 TEST_CASE("requests cpp-httplib refuses before routing: named errors, clean log lines", "[server][http]") {
   LoadingServer s;
-  std::ostringstream log;
+  // The sink's own lock guards reading it while the server threads log.
+  auto sink = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(16);
   const auto previous = spdlog::default_logger();
-  auto logger = std::make_shared<spdlog::logger>("test", std::make_shared<spdlog::sinks::ostream_sink_mt>(log));
+  auto logger = std::make_shared<spdlog::logger>("test", sink);
   logger->set_pattern("%v");
   spdlog::set_default_logger(logger);
   spdlog::set_level(spdlog::level::info);
@@ -183,10 +183,15 @@ TEST_CASE("requests cpp-httplib refuses before routing: named errors, clean log 
   CHECK(status == "HTTP/1.1 400 Bad Request");
   // A decoded %0A in a path does not start a line of its own in the log.
   c.Get("/v1/models/x%0Afake%00");
+  // The server logs a request after sending its answer: wait for the third entry.
+  for (int i = 0; i < 200 && sink->last_formatted().size() < 3; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   spdlog::set_default_logger(previous);
   spdlog::set_level(spdlog::level::warn);
-  const std::string lines = log.str();
+  std::string lines;
+  for (const auto& line : sink->last_formatted()) lines += line;
   INFO(lines);
+  CHECK(sink->last_formatted().size() == 3);
   CHECK(std::count(lines.begin(), lines.end(), '\n') == 3);
   CHECK(lines.find("x\\x0afake\\x00") != std::string::npos);
   CHECK(lines.find("- - 414 - -") != std::string::npos);  // no method, path, time or client to name
