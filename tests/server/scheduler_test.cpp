@@ -211,6 +211,20 @@ TEST_CASE("the queue is bounded, drain refuses new jobs, max_tokens 0 ends at on
   CHECK(eventually(*e.scheduler, [&](const EngineGauges&) { return e.scheduler->idle(); }));
 }
 
+TEST_CASE("a burst on an idle server is admitted up to max_running + max_queue", "[server][scheduler]") {
+  SchedulerConfig c = config(2, 4096, 1024, 0);
+  c.max_queue = 2;
+  Engine e(c);
+  // Back to back, before the scheduler thread has admitted any: 2 to run, 2 to wait.
+  std::vector<std::shared_ptr<Job>> jobs;
+  for (uint64_t i = 0; i < 4; ++i) REQUIRE_NOTHROW(jobs.push_back(e.scheduler->submit(spec(prompt(10, 0), 900, i))));
+  CHECK_THROWS_AS(e.scheduler->submit(spec(prompt(10, 0), 5, 9)), QueueFull);
+  REQUIRE(eventually(*e.scheduler, [](const EngineGauges& g) { return g.running == 2 && g.queued == 2; }));
+  CHECK_THROWS_AS(e.scheduler->submit(spec(prompt(10, 0), 5, 9)), QueueFull);
+  e.scheduler->cancel_all();
+  for (auto& job : jobs) CHECK(wait(*job).finish.reason == FinishReason::cancelled);
+}
+
 TEST_CASE("an inconsistent configuration is refused", "[server][scheduler][bad-input]") {
   setenv("GPTOSS_CPU_ISA", "scalar", 1);
   auto model = gptoss::test::load_conformance_model(Format::hf, 0, gptoss_precision_exact);

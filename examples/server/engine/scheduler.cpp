@@ -52,7 +52,11 @@ Scheduler::~Scheduler() {
 std::shared_ptr<Job> Scheduler::submit(GenerationSpec spec) {
   std::lock_guard lock(mutex_);
   if (stopping_ || draining_) throw NotAccepting(stopping_ ? "stopping" : "draining");
-  if (queued_.load() >= config_.max_queue)
+  // At most max_running + max_queue jobs in the server. Jobs still in the inbox count as
+  // queued until the scheduler thread admits them, so the free running slots count as room:
+  // otherwise a burst on an idle server would fill the queue before any job could run.
+  const size_t running = std::min(running_count_.load(), config_.max_running);
+  if (queued_.load() >= config_.max_queue + (config_.max_running - running))
     throw QueueFull("the queue is full (" + std::to_string(config_.max_queue) + " requests waiting)");
   auto job = std::make_shared<Job>(std::move(spec));
   inbox_.push_back(job);

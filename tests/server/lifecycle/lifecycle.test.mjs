@@ -58,9 +58,9 @@ test('past --max-queue: 429 with Retry-After', async () => {
     const send = (c) => fetch(`${s.url}/v1/chat/completions`, {
       method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body), signal: c.signal,
     }).catch(() => null);
-    // One at a time, each seen by the server itself: a request waits in the queue until the
-    // engine admits it, so two sent at once can both be queued (the second then gets the
-    // 429), and a fixed sleep raced both ways on a loaded machine. Each runs ~950 tokens.
+    // One at a time, each seen by the server itself (one running, then one waiting), so the
+    // third finds the server full; a fixed sleep raced both ways on a loaded machine. Each
+    // runs ~950 tokens.
     const held = [send(controllers[0])];
     await waitForLoad(s.url, 1, 0);
     held.push(send(controllers[1]));
