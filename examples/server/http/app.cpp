@@ -20,7 +20,7 @@ void send_json(httplib::Response& res, int status, const nlohmann::json& body) {
 }
 
 void InflightResponses::add(const std::string& id, std::shared_ptr<Job> job, nlohmann::json snapshot,
-                            nlohmann::json input_items) {
+                            std::shared_ptr<const nlohmann::json> input_items) {
   std::lock_guard lock(mutex_);
   entries_[id] = {std::move(job), std::move(snapshot), std::move(input_items)};
 }
@@ -30,6 +30,11 @@ void InflightResponses::remove(const std::string& id) {
   entries_.erase(id);
 }
 
+bool InflightResponses::contains(const std::string& id) const {
+  std::lock_guard lock(mutex_);
+  return entries_.count(id) != 0;
+}
+
 std::optional<nlohmann::json> InflightResponses::snapshot(const std::string& id) const {
   std::lock_guard lock(mutex_);
   auto it = entries_.find(id);
@@ -37,11 +42,10 @@ std::optional<nlohmann::json> InflightResponses::snapshot(const std::string& id)
   return it->second.snapshot;
 }
 
-std::optional<nlohmann::json> InflightResponses::input_items(const std::string& id) const {
+std::shared_ptr<const nlohmann::json> InflightResponses::input_items(const std::string& id) const {
   std::lock_guard lock(mutex_);
   auto it = entries_.find(id);
-  if (it == entries_.end()) return std::nullopt;
-  return it->second.input_items;
+  return it == entries_.end() ? nullptr : it->second.input_items;
 }
 
 bool InflightResponses::cancel(const std::string& id) {

@@ -36,17 +36,22 @@ struct Engine {
 // Responses being generated, for GET (a snapshot), input_items and DELETE (cancellation) by id.
 class InflightResponses {
  public:
-  void add(const std::string& id, std::shared_ptr<Job> job, nlohmann::json snapshot, nlohmann::json input_items);
+  // input_items is shared with the request that generates the response (not copied per entry).
+  void add(const std::string& id, std::shared_ptr<Job> job, nlohmann::json snapshot,
+           std::shared_ptr<const nlohmann::json> input_items);
   void remove(const std::string& id);
+  bool contains(const std::string& id) const;
   std::optional<nlohmann::json> snapshot(const std::string& id) const;
-  // The input the response is being generated from (what input_items lists once it is stored).
-  std::optional<nlohmann::json> input_items(const std::string& id) const;
+  // The input the response is being generated from (what input_items lists once it is
+  // stored); null when no such response is in flight.
+  std::shared_ptr<const nlohmann::json> input_items(const std::string& id) const;
   bool cancel(const std::string& id);
 
  private:
   struct Entry {
     std::shared_ptr<Job> job;
-    nlohmann::json snapshot, input_items;
+    nlohmann::json snapshot;
+    std::shared_ptr<const nlohmann::json> input_items;
   };
   mutable std::mutex mutex_;
   std::map<std::string, Entry> entries_;

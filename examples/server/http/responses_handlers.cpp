@@ -20,7 +20,7 @@ using nlohmann::json;
 // exception, a client gone before the first event) and the response is no longer in flight.
 struct ResponseRun {
   ResponseRun(std::shared_ptr<Job> j, ResponsesFormatter f, ClientConnection c, std::string i, int64_t t, bool s,
-              json items, InflightResponses* in)
+              std::shared_ptr<const json> items, InflightResponses* in)
       : job(std::move(j)), formatter(std::move(f)), client(std::move(c)), id(std::move(i)), created_at(t), store(s),
         input_items(std::move(items)), inflight(in) {}
   ResponseRun(const ResponseRun&) = delete;
@@ -32,7 +32,7 @@ struct ResponseRun {
   std::string id;
   int64_t created_at;
   bool store;
-  json input_items;
+  std::shared_ptr<const json> input_items;  // shared with the in-flight entry
   InflightResponses* inflight;
 
   ~ResponseRun() {
@@ -94,7 +94,7 @@ void App::create_response(const httplib::Request& req, httplib::Response& res) {
   std::vector<ConversationItem> items;
   if (r.previous_response_id) {
     auto previous = store_->get(*r.previous_response_id);
-    if (!previous && inflight_.snapshot(*r.previous_response_id))
+    if (!previous && inflight_.contains(*r.previous_response_id))
       throw invalid_request("Previous response with id '" + *r.previous_response_id +
                                 "' is still being generated: continue from it once it has completed.",
                             "previous_response_id", "previous_response_in_progress");
@@ -124,10 +124,11 @@ void App::create_response(const httplib::Request& req, httplib::Response& res) {
   const std::string id = new_id("resp_");
   const int64_t created_at = int64_t(std::time(nullptr));
   json base = base_response(r, id, created_at, options_.model_name);
-  inflight_.add(id, job, base, input_items);
+  auto shared_items = std::make_shared<const json>(std::move(input_items));
+  inflight_.add(id, job, base, shared_items);
   auto run = std::make_shared<ResponseRun>(job, ResponsesFormatter(engine().tokenizer.get(), base, r.include_logprobs),
                                            ClientConnection(req.remote_addr, req.remote_port, req.local_port), id,
-                                           created_at, r.store, std::move(input_items), &inflight_);
+                                           created_at, r.store, std::move(shared_items), &inflight_);
 
   if (!r.stream) {
     std::optional<Finish> finish;
@@ -182,7 +183,7 @@ std::vector<json> App::complete_response(ResponseRun& run, const Finish& finish)
   // A DELETE during generation cancels the job: such a response is not stored.
   if (run.store && !run.job->cancelled() && finish.reason != FinishReason::cancelled) {
     try {
-      store_->put({run.id, run.created_at, response, run.input_items});
+      store_->put({run.id, run.created_at, response, *run.input_items});
     } catch (const std::exception& e) {
       spdlog::error("response store: cannot store {}: {}", run.id, e.what());
       run.formatter.fail(std::string("The response was generated but could not be stored: ") + e.what());
@@ -217,7 +218,11 @@ void App::list_input_items(const httplib::Request& req, httplib::Response& res) 
   const std::string id = req.matches[1];
   // A stored response's input, or the input of one still being generated.
   auto stored = store_->get(id);
-  std::optional<json> all_items = stored ? std::optional<json>(std::move(stored->input_items)) : inflight_.input_items(id);
+  std::optional<json> all_items;
+  if (stored)
+    all_items = std::move(stored->input_items);
+  else if (auto running = inflight_.input_items(id))
+    all_items = *running;
   if (!all_items) throw not_found("Response with id '" + id + "' not found.", "response_id");
   // Query parameters are strings: parsed like a JSON body so errors name them the same way.
   json query = json::object();
