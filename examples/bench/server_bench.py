@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
 """Throughput and latency of a running gptoss-server under N concurrent streaming users.
 
-For each concurrency level, N users each send R streaming requests one after another (the
-same prompt, max_tokens each) and the script reports aggregate output tokens per second over
-the level's wall time, time to first token (p50/p99) and inter-token latency (p50/p99, the gaps
-between streamed chunks of one request). /v1/completions streams every token as it is sampled
+For each concurrency level, N users each send R streaming requests one after another
+(max_tokens each) and the script reports aggregate output tokens per second over the level's
+wall time, time to first token (p50/p99), inter-token latency (p50/p99, the gaps between
+streamed chunks of one request) and the share of prompt tokens the server's prefix cache
+served. Every request of the run, the warm-up included, has a prompt of its own from its first
+words on (the same text after a tag naming level, user and request): a prompt repeated across
+levels would be served from the prefix cache and skip its prefill in one level but not another. /v1/completions streams every token as it is sampled
 (raw text); --endpoint chat measures /v1/chat/completions instead (with a real model: on random
 weights, unconstrained Harmony output streams nothing until it ends).
 
@@ -36,7 +39,8 @@ def percentile(values, p):
 
 
 def stream_once(url, headers, body, endpoint):
-    """One streaming request: (first-token delay, gaps between chunks, output tokens)."""
+    """One streaming request: (first-token delay, gaps between chunks, output tokens, prompt
+    tokens, prompt tokens served from the prefix cache)."""
     u = urllib.parse.urlparse(url)
     conn = http.client.HTTPConnection(u.hostname, u.port or 80, timeout=600)
     path = "/v1/completions" if endpoint == "completions" else "/v1/chat/completions"
@@ -45,7 +49,7 @@ def stream_once(url, headers, body, endpoint):
     res = conn.getresponse()
     if res.status != 200:
         raise RuntimeError(f"HTTP {res.status}: {res.read()[:300]!r}")
-    first, last, gaps, tokens = None, None, [], 0
+    first, last, gaps, tokens, prompt, cached = None, None, [], 0, 0, 0
     for raw in res:
         line = raw.decode("utf-8", "replace").strip()
         if not line.startswith("data: ") or line == "data: [DONE]":
@@ -54,7 +58,9 @@ def stream_once(url, headers, body, endpoint):
         if "error" in chunk:
             raise RuntimeError(f"stream error: {chunk['error']}")
         if chunk.get("usage"):
-            tokens = chunk["usage"]["completion_tokens"]
+            usage = chunk["usage"]
+            tokens, prompt = usage["completion_tokens"], usage["prompt_tokens"]
+            cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens", 0)
         choices = chunk.get("choices") or []
         if not choices:
             continue
@@ -70,15 +76,16 @@ def stream_once(url, headers, body, endpoint):
             gaps.append(now - last)
         last = now
     conn.close()
-    return first, gaps, tokens
+    return first, gaps, tokens, prompt, cached
 
 
-def run_level(args, users):
+def run_level(args, users, tag):
     headers = {"Content-Type": "application/json"}
     if args.api_key:
         headers["Authorization"] = f"Bearer {args.api_key}"
     prompt = " ".join(PROMPT_WORDS[i % len(PROMPT_WORDS)] for i in range(args.prompt_tokens))
-    ttft, itl, tokens, errors = [], [], [0], []
+    ttft, itl, errors = [], [], []
+    counts = {"output": 0, "prompt": 0, "cached": 0}
     lock = threading.Lock()
 
     def user(index):
@@ -87,11 +94,11 @@ def run_level(args, users):
                     "stream_options": {"include_usage": True}, "seed": index * 1000 + r,
                     "temperature": args.temperature}
             if args.endpoint == "completions":
-                body["prompt"] = f"{index} {r} {prompt}"
+                body["prompt"] = f"{tag} {index} {r} {prompt}"
             else:
-                body["messages"] = [{"role": "user", "content": f"{index} {r} {prompt}"}]
+                body["messages"] = [{"role": "user", "content": f"{tag} {index} {r} {prompt}"}]
             try:
-                first, gaps, n = stream_once(args.url, headers, body, args.endpoint)
+                first, gaps, n, n_prompt, n_cached = stream_once(args.url, headers, body, args.endpoint)
             except Exception as e:  # reported, and the run fails
                 with lock:
                     errors.append(str(e))
@@ -100,7 +107,9 @@ def run_level(args, users):
                 if first is not None:
                     ttft.append(first)
                 itl.extend(gaps)
-                tokens[0] += n
+                counts["output"] += n
+                counts["prompt"] += n_prompt
+                counts["cached"] += n_cached
 
     threads = [threading.Thread(target=user, args=(i,)) for i in range(users)]
     start = time.perf_counter()
@@ -109,8 +118,10 @@ def run_level(args, users):
     for t in threads:
         t.join()
     wall = time.perf_counter() - start
-    return {"users": users, "requests": users * args.requests, "output_tokens": tokens[0],
-            "wall_seconds": wall, "aggregate_tokens_per_second": tokens[0] / wall if wall > 0 else 0.0,
+    return {"users": users, "requests": users * args.requests, "output_tokens": counts["output"],
+            "prompt_tokens": counts["prompt"], "cached_prompt_tokens": counts["cached"],
+            "wall_seconds": wall,
+            "aggregate_tokens_per_second": counts["output"] / wall if wall > 0 else 0.0,
             "ttft_p50_ms": 1000 * percentile(ttft, 50), "ttft_p99_ms": 1000 * percentile(ttft, 99),
             "itl_p50_ms": 1000 * percentile(itl, 50), "itl_p99_ms": 1000 * percentile(itl, 99),
             "errors": errors}
@@ -132,13 +143,13 @@ def main():
 
     levels = [int(x) for x in args.users.split(",") if x]
     # One request first, not counted: the model's pages and the server's threads warm up.
-    warm = run_level(argparse.Namespace(**{**vars(args), "requests": 1}), 1)
+    warm = run_level(argparse.Namespace(**{**vars(args), "requests": 1}), 1, "warm-up")
     if warm["errors"]:
         print(f"error: {warm['errors'][0]}", file=sys.stderr)
         return 1
     results = []
-    for users in levels:
-        results.append(run_level(args, users))
+    for i, users in enumerate(levels):
+        results.append(run_level(args, users, f"pass {i}"))
         if not args.json:
             r = results[-1]
             print(f"  {users} users: {r['aggregate_tokens_per_second']:.1f} tok/s", file=sys.stderr)
@@ -148,12 +159,14 @@ def main():
     if args.json:
         print(json.dumps(results, indent=2))
     else:
-        print("| users | aggregate tok/s | x first | TTFT p50 ms | TTFT p99 ms | ITL p50 ms | ITL p99 ms | errors |")
-        print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+        print("| users | aggregate tok/s | x first | TTFT p50 ms | TTFT p99 ms | ITL p50 ms | ITL p99 ms "
+              "| prompt tokens cached | errors |")
+        print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
         for r in results:
+            cached = f"{r['cached_prompt_tokens']} of {r['prompt_tokens']}"
             print(f"| {r['users']} | {r['aggregate_tokens_per_second']:.1f} | {r['speedup_vs_first']:.2f} | "
                   f"{r['ttft_p50_ms']:.0f} | {r['ttft_p99_ms']:.0f} | {r['itl_p50_ms']:.0f} | "
-                  f"{r['itl_p99_ms']:.0f} | {len(r['errors'])} |")
+                  f"{r['itl_p99_ms']:.0f} | {cached} | {len(r['errors'])} |")
     errors = [e for r in results for e in r["errors"]]
     for e in errors[:5]:
         print(f"error: {e}", file=sys.stderr)
