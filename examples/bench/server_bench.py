@@ -6,10 +6,13 @@ For each concurrency level, N users each send R streaming requests one after ano
 wall time, time to first token (p50/p99), inter-token latency (p50/p99, the gaps between
 streamed chunks of one request) and the share of prompt tokens the server's prefix cache
 served. Every request of the run, the warm-up included, has a prompt of its own from its first
-words on (the same text after a tag naming level, user and request): a prompt repeated across
-levels would be served from the prefix cache and skip its prefill in one level but not another. /v1/completions streams every token as it is sampled
-(raw text); --endpoint chat measures /v1/chat/completions instead (with a real model: on random
-weights, unconstrained Harmony output streams nothing until it ends).
+words on (the same text after a tag naming the run, level, user and request; the run is a random
+word, so two runs against one server do not share prompts either): a repeated prompt would be
+served from the prefix cache and skip its prefill in one level but not another.
+
+/v1/completions streams every token as it is sampled (raw text); --endpoint chat measures
+/v1/chat/completions instead (with a real model: on random weights, unconstrained Harmony
+output streams nothing until it ends).
 
   python3 examples/bench/server_bench.py --url http://127.0.0.1:8000 --model NAME \
       [--users 1,2,4,8,16] [--requests 2] [--max-tokens 64] [--prompt-tokens 128] [--json]
@@ -19,7 +22,7 @@ Only the Python standard library; any number of users (one thread each).
 import argparse
 import http.client
 import json
-import statistics
+import secrets
 import sys
 import threading
 import time
@@ -143,13 +146,14 @@ def main():
 
     levels = [int(x) for x in args.users.split(",") if x]
     # One request first, not counted: the model's pages and the server's threads warm up.
-    warm = run_level(argparse.Namespace(**{**vars(args), "requests": 1}), 1, "warm-up")
+    run = secrets.token_hex(3)
+    warm = run_level(argparse.Namespace(**{**vars(args), "requests": 1}), 1, f"{run} warm-up")
     if warm["errors"]:
         print(f"error: {warm['errors'][0]}", file=sys.stderr)
         return 1
     results = []
     for i, users in enumerate(levels):
-        results.append(run_level(args, users, f"pass {i}"))
+        results.append(run_level(args, users, f"{run} pass {i}"))
         if not args.json:
             r = results[-1]
             print(f"  {users} users: {r['aggregate_tokens_per_second']:.1f} tok/s", file=sys.stderr)
