@@ -31,13 +31,24 @@ void gemv_pairs(const Weight& w, size_t r0, size_t step, const float* x2, size_t
     row[r] = reinterpret_cast<const uint16_t*>(w.data + (r0 + size_t(r) * step) * w.row_bytes);
     for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
   }
-  for (size_t k = 0; k < K; k += 32) {
-    // The pairs are padded to whole vectors with zeros; a row's tail is loaded masked.
-    const __mmask32 m = K - k >= 32 ? __mmask32(0xffffffffu) : __mmask32((1u << (K - k)) - 1u);
+  // Whole vectors by plain loads, a row's tail (the pairs are padded to whole vectors with
+  // zeros) by a masked one after the loop: a masked load in the main loop, even with an
+  // all-ones mask, defeats the hardware prefetcher (kernels_avx512vnni.cpp).
+  size_t k = 0;
+  for (; k + 32 <= K; k += 32) {
     __m512i xv[T];
     for (int t = 0; t < T; ++t) xv[t] = _mm512_loadu_si512(x2 + size_t(t) * ldx2 + k / 2);
     for (int r = 0; r < R; ++r) {
       _mm_prefetch(reinterpret_cast<const char*>(row[r] + k) + kFarRowsPrefetchBytes, _MM_HINT_T0);
+      const __m512i wv = _mm512_loadu_si512(row[r] + k);
+      for (int t = 0; t < T; ++t) acc[r][t] = _mm512_dpbf16_ps(acc[r][t], as_bh(wv), as_bh(xv[t]));
+    }
+  }
+  if (k < K) {
+    const __mmask32 m = __mmask32((1u << (K - k)) - 1u);
+    __m512i xv[T];
+    for (int t = 0; t < T; ++t) xv[t] = _mm512_loadu_si512(x2 + size_t(t) * ldx2 + k / 2);
+    for (int r = 0; r < R; ++r) {
       const __m512i wv = _mm512_maskz_loadu_epi16(m, row[r] + k);
       for (int t = 0; t < T; ++t) acc[r][t] = _mm512_dpbf16_ps(acc[r][t], as_bh(wv), as_bh(xv[t]));
     }
