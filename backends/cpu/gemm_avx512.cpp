@@ -1,7 +1,7 @@
 // fp32 GEMM for prefill-sized batches of bf16, f16, Q8_0 and f32 weights at the AVX-512 levels
 // (the dense projections, in every precision). The register-tile GEMM of matmul_driver.hpp reads a
 // 4-row x 4-token tile's weights and activations from L2 for every 16 multiply-adds: L2
-// bandwidth, not the FMA units, bounds it (~230-290 GFLOP/s on 2 Zen 5 cores). Here:
+// bandwidth, not the FMA units, bounds it (~230-290 GFLOP/s on 2 Zen 4 cores). Here:
 //   - 32 weight rows are widened to fp32 and transposed (k-major: 32 floats per k) once;
 //   - K is cut into chunks of kChunk, small enough that the chunk of the panel (16 KiB) and of
 //     a token tile's activations stay in L1 while every token tile passes over them;

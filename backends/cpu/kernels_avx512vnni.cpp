@@ -34,7 +34,7 @@ namespace {
 
 constexpr size_t kPanelRows = 16;
 // Software prefetch distance of the prefill panels (16 rows at a time). It was the decode
-// distance when decode read adjacent rows (Zen 5, 1 thread, qmatvec 46080x2880: no prefetch
+// distance when decode read adjacent rows (Zen 4, 1 thread, qmatvec 46080x2880: no prefetch
 // 18.5 GB/s, 1 KiB ahead 23.7, 4 KiB 26.7, 8 KiB 34.7, 16 KiB 34.5).
 constexpr size_t kPrefetchBytes = 8192;
 // Decode GEMVs read 4 rows a quarter of the range apart, prefetching this far ahead of each

@@ -248,7 +248,7 @@ const Kernels& kernels_for(Isa isa) {
     }
     case Isa::avx512: {
       // AVX-512 without VNNI (e.g. Skylake-SP): the AVX2 int8 kernels still double the
-      // fast mode's MXFP4 GEMM rate over fp32 (217 vs 94 GOP/s on one Zen 5 thread); its fp32
+      // fast mode's MXFP4 GEMM rate over fp32 (217 vs 94 GOP/s on one Zen 4 thread); its fp32
       // GEMV is as fast, so decode does not change.
       static const Kernels avx512 = with_avx2_int8(kKernelsAvx512);
       return avx512;

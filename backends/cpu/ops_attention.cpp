@@ -31,7 +31,7 @@
 // are split into ranges whose partial (max, sum, accumulator) are merged afterwards, together
 // with the sink, which joins the softmax denominator only.
 //
-// Long-context decode on the Zen 5 VM this was tuned on (20b shape, 4096 keys, f32 cache, 2
+// Long-context decode on the Zen 4 VM this was tuned on (20b shape, 4096 keys, f32 cache, 2
 // threads, 12 layers cycled so each call's cache is cold; every alternative below was run
 // interleaved with the current code in one process, medians of 500-1500 calls each): a call
 // takes ~0.7-0.8 ms, and ~0.33-0.44 ms when every page-table entry points at the same two

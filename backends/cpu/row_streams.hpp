@@ -3,7 +3,8 @@
 // they share every load of x, and the 4 rows are a quarter of the caller's range apart (rows
 // i, i + L, i + 2L, i + 3L): each core reads 4 DRAM streams far apart (8 for MXFP4, with the
 // scales), each prefetched a short distance ahead (1 KiB for bf16, 2 KiB for MXFP4 codes:
-// kFarRowsPrefetchBytes in the kernels). Measured here (Zen 5 VM, 2 threads, 20b decode, random A/B of ~1600 calls each):
+// kFarRowsPrefetchBytes in the kernels). Measured here (Zen 4 VM, 2 threads, 20b decode,
+// random A/B of ~1600 calls each):
 //   - bf16: 4 far-apart rows against one row after the other: q/o projections -4 to -8%; 4
 //     adjacent rows (5.8 KB apart) were the slowest pattern. Prefetch 1 KiB ahead against
 //     8 KiB: -9 to -14%.
@@ -13,7 +14,7 @@
 //     calls each, medians): 1 KiB 650 us, 1.5 KiB 621, 2 KiB 603, 3 KiB 637 (mlp2 pass
 //     335/323/311/328); scales 1/8 of it as good as 1/16, better than 1/4. The AVX2 int8 kernels (kernels_avx2_int8_body.hpp)
 //     keep 4 adjacent rows and 8 KiB: they are more compute-bound, and far rows with 1 KiB
-//     measured 7% slower there (AVX-VNNI on this machine).
+//     measured 7% slower there (the AVX2 variant without VNNI: this CPU lacks AVX-VNNI).
 // Every row gets the same arithmetic from the 4-row and the 1-row kernel, so results do not
 // depend on how the caller split the rows (tested).
 #include <cstddef>

@@ -112,7 +112,7 @@ namespace {
 
 // Weights stream through the kernels on every token; mapped in 4 KiB pages each stream needs
 // a TLB entry per 4 KiB (a two-dimensional page walk in a VM) and the prefetchers stop at every
-// page. Measured on the 20b shape (2 threads, Zen 5 VM): with 23 % of the weights in small
+// page. Measured on the 20b shape (2 threads, Zen 4 VM): with 23 % of the weights in small
 // pages, 11 % of the MoE pieces ran 1.5x slower than the median and a decode token took 15-20 %
 // longer; a 6.8 GB buffer of small pages reproduces the tail, 2 MiB pages remove it.
 //
