@@ -97,7 +97,7 @@ using Widen16Masked = __m512 (*)(const uint16_t*, __mmask16);
 // one-token arithmetic, so T = 2 equals two T = 1 calls bit for bit.
 template <int R, int T, Widen16 Load, Widen16Masked LoadMasked>
 void gemv_16bit(const Weight& w, size_t r0, size_t step, const float* x, size_t ldx, float* y,
-                size_t ldy) {
+                size_t ldy, L2Ahead* ahead) {
   const size_t K = w.cols;
   const uint16_t* row[R];
   __m512 acc[R][T][2];
@@ -112,6 +112,7 @@ void gemv_16bit(const Weight& w, size_t r0, size_t step, const float* x, size_t 
       x0[t] = _mm512_loadu_ps(x + size_t(t) * ldx + k);
       x1[t] = _mm512_loadu_ps(x + size_t(t) * ldx + k + 16);
     }
+    if (ahead != nullptr) ahead->step();
     for (int r = 0; r < R; ++r) {
       prefetch_far_row(row[r] + k);
       const __m512 w0 = Load(row[r] + k), w1 = Load(row[r] + k + 16);
@@ -136,19 +137,21 @@ void gemv_16bit(const Weight& w, size_t r0, size_t step, const float* x, size_t 
 }
 template <int R>
 void gemv_bf16(const Weight& w, size_t r0, size_t step, const float* x, float* y) {
-  gemv_16bit<R, 1, bf16x16, bf16x16_masked>(w, r0, step, x, 0, y, 0);
+  gemv_16bit<R, 1, bf16x16, bf16x16_masked>(w, r0, step, x, 0, y, 0, nullptr);
 }
 template <int R>
 void gemv_f16(const Weight& w, size_t r0, size_t step, const float* x, float* y) {
-  gemv_16bit<R, 1, f16x16, f16x16_masked>(w, r0, step, x, 0, y, 0);
+  gemv_16bit<R, 1, f16x16, f16x16_masked>(w, r0, step, x, 0, y, 0, nullptr);
 }
 template <int R>
-void gemv2_bf16(const Weight& w, size_t r0, size_t step, const float* x, size_t ldx, float* y, size_t ldy) {
-  gemv_16bit<R, 2, bf16x16, bf16x16_masked>(w, r0, step, x, ldx, y, ldy);
+void gemv2_bf16(const Weight& w, size_t r0, size_t step, const float* x, size_t ldx, float* y, size_t ldy,
+                L2Ahead* ahead) {
+  gemv_16bit<R, 2, bf16x16, bf16x16_masked>(w, r0, step, x, ldx, y, ldy, ahead);
 }
 template <int R>
-void gemv2_f16(const Weight& w, size_t r0, size_t step, const float* x, size_t ldx, float* y, size_t ldy) {
-  gemv_16bit<R, 2, f16x16, f16x16_masked>(w, r0, step, x, ldx, y, ldy);
+void gemv2_f16(const Weight& w, size_t r0, size_t step, const float* x, size_t ldx, float* y, size_t ldy,
+               L2Ahead* ahead) {
+  gemv_16bit<R, 2, f16x16, f16x16_masked>(w, r0, step, x, ldx, y, ldy, ahead);
 }
 
 // Q8_0 (ggml: 34-byte blocks of f16 d and 32 int8 q, cols % 32 == 0): per block the 32

@@ -4,6 +4,7 @@
 // MatmulKernels with its own intrinsics and calls matmul_with(). Everything here is in an
 // anonymous namespace, so each ISA's translation unit (built with its own -m flags) gets its
 // own copy and no code compiled for one ISA can be linked into another's.
+#include <algorithm>
 #include <cstddef>
 
 #include "cpu_backend.hpp"
@@ -15,9 +16,10 @@ namespace {
 
 // Rows r0 + r * step (r < 4, or r = 0 for the one-row kernel) into y[r * step].
 using GemvFn = void (*)(const Weight&, size_t r0, size_t step, const float* x, float* y);
-// Two tokens at once: rows r0 + r * step for x and x + ldx into y[r * step] and y[ldy + r * step].
+// Two tokens at once: rows r0 + r * step for x and x + ldx into y[r * step] and y[ldy + r * step],
+// stepping `ahead` (may be null) once per iteration.
 using Gemv2Fn = void (*)(const Weight&, size_t r0, size_t step, const float* x, size_t ldx,
-                         float* y, size_t ldy);
+                         float* y, size_t ldy, L2Ahead* ahead);
 using PanelFn = void (*)(const Weight&, size_t r0, size_t n, float* panel);
 // y[n * ldy + r] = dot(w + r * ldw, x + n * ldx) over K, for r < rows, n < tokens of the tile.
 using TileFn = void (*)(const float* w, size_t ldw, const float* x, size_t ldx, size_t K,
@@ -91,22 +93,36 @@ void matmul_with(const MatmulKernels<T>& k, const Weight& w, size_t r0, size_t n
                                                       : nullptr;
   if (two != nullptr && two[0] != nullptr)
     return for_each_row_quad(
-        n_rows, [&](size_t i, size_t step) { two[0](w, r0 + i, step, x, ldx, y + i, ldy); },
-        [&](size_t i) { two[1](w, r0 + i, 1, x, ldx, y + i, ldy); });
+        n_rows, [&](size_t i, size_t step) { two[0](w, r0 + i, step, x, ldx, y + i, ldy, nullptr); },
+        [&](size_t i) { two[1](w, r0 + i, 1, x, ldx, y + i, ldy, nullptr); });
   // 3 to kGemvStepTokens tokens of 16-bit weights: the same kernel on pairs of tokens (an odd
   // last one alone) over L2-sized blocks of rows, each token still with its one-token result.
+  // The pairs after a block's first bring the next rows into L2 (L2Ahead).
   const Gemv2Fn* pairs = w.dtype == gptoss_dtype_bf16 ? k.gemv2_bf16
                          : w.dtype == gptoss_dtype_f16 ? k.gemv2_f16
                                                        : nullptr;
-  if (pairs != nullptr && pairs[0] != nullptr && n_tok <= kGemvStepTokens)
+  if (pairs != nullptr && pairs[0] != nullptr && n_tok <= kGemvStepTokens) {
+    const size_t later_pairs = n_tok / 2 - 1;
+    L2Ahead ahead;
     return for_each_token_block(n_rows, w.row_bytes, (n_tok + 1) / 2, [&](size_t b, size_t n, size_t p) {
       const float* xp = x + 2 * p * ldx;
       float* yp = y + 2 * p * ldy + b;
       if (2 * p + 1 == n_tok) return gemv_rows(k, w, r0 + b, n, xp, yp);
+      if (p == 0 && later_pairs > 0) {
+        // The rows after the block: the call's next block, or after its last one the rows
+        // that follow (ops hand each thread consecutive pieces: for_each_piece).
+        const size_t next_rows = std::min(n, w.rows - (r0 + b + n));
+        const size_t steps = later_pairs * (n / 4 + n % 4) * ((w.cols + 31) / 32);
+        ahead.next = reinterpret_cast<const char*>(w.data + (r0 + b + n) * w.row_bytes);
+        ahead.end = ahead.next + next_rows * w.row_bytes;
+        ahead.lines = (next_rows * w.row_bytes / 64 + steps - 1) / steps;
+      }
+      L2Ahead* a = p == 0 ? nullptr : &ahead;
       for_each_row_quad(
-          n, [&](size_t i, size_t step) { pairs[0](w, r0 + b + i, step, xp, ldx, yp + i, ldy); },
-          [&](size_t i) { pairs[1](w, r0 + b + i, 1, xp, ldx, yp + i, ldy); });
+          n, [&](size_t i, size_t step) { pairs[0](w, r0 + b + i, step, xp, ldx, yp + i, ldy, a); },
+          [&](size_t i) { pairs[1](w, r0 + b + i, 1, xp, ldx, yp + i, ldy, a); });
     });
+  }
   if (n_tok <= kGemvTokens)
     return for_each_token_block(n_rows, w.row_bytes + (w.dtype == gptoss_dtype_mxfp4 ? w.cols / 32 : 0), n_tok,
                                 [&](size_t b, size_t n, size_t t) {
