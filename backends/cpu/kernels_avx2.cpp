@@ -275,6 +275,7 @@ const MatmulKernels<3> kMatmul = {
     // tokens take the one-token GEMV per L2-sized block (row_streams.hpp).
     {nullptr, nullptr},
     {nullptr, nullptr},
+    {nullptr, nullptr},
 };
 
 void matmul(const Weight& w, size_t r0, size_t n_rows, const float* x, size_t ldx, size_t n_tok,

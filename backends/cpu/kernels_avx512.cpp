@@ -155,26 +155,46 @@ void gemv2_f16(const Weight& w, size_t r0, size_t step, const float* x, size_t l
 }
 
 // Q8_0 (ggml: 34-byte blocks of f16 d and 32 int8 q, cols % 32 == 0): per block the 32
-// products q * x in fp32, then one multiply-add with d.
-template <int R>
-void gemv_q8_0(const Weight& w, size_t r0, size_t step, const float* x, float* y) {
+// products q * x in fp32, then one multiply-add with d. T tokens (x + t * ldx, y + t * ldy)
+// share each block's widening; every (row, token) gets the one-token arithmetic.
+template <int R, int T>
+void gemv_q8_0_tokens(const Weight& w, size_t r0, size_t step, const float* x, size_t ldx, float* y,
+                      size_t ldy, L2Ahead* ahead) {
   const size_t nb = w.cols / 32;
   const uint8_t* row[R];
-  __m512 acc[R];
+  __m512 acc[R][T];
   for (int r = 0; r < R; ++r) {
     row[r] = w.data + (r0 + size_t(r) * step) * w.row_bytes;
-    acc[r] = _mm512_setzero_ps();
+    for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
   }
   for (size_t b = 0; b < nb; ++b) {
-    const __m512 x0 = _mm512_loadu_ps(x + 32 * b), x1 = _mm512_loadu_ps(x + 32 * b + 16);
+    if (ahead != nullptr) ahead->step();
+    __m512 x0[T], x1[T];
+    for (int t = 0; t < T; ++t) {
+      x0[t] = _mm512_loadu_ps(x + size_t(t) * ldx + 32 * b);
+      x1[t] = _mm512_loadu_ps(x + size_t(t) * ldx + 32 * b + 16);
+    }
     for (int r = 0; r < R; ++r) {
       const uint8_t* blk = row[r] + 34 * b;
       _mm_prefetch(reinterpret_cast<const char*>(blk) + kQ8RowPrefetchBytes, _MM_HINT_T0);
-      const __m512 p = _mm512_fmadd_ps(q8_0_half(blk, 1), x1, _mm512_mul_ps(q8_0_half(blk, 0), x0));
-      acc[r] = _mm512_fmadd_ps(p, _mm512_set1_ps(q8_0_scale(blk)), acc[r]);
+      const __m512 q0 = q8_0_half(blk, 0), q1 = q8_0_half(blk, 1), d = _mm512_set1_ps(q8_0_scale(blk));
+      for (int t = 0; t < T; ++t) {
+        const __m512 p = _mm512_fmadd_ps(q1, x1[t], _mm512_mul_ps(q0, x0[t]));
+        acc[r][t] = _mm512_fmadd_ps(p, d, acc[r][t]);
+      }
     }
   }
-  for (int r = 0; r < R; ++r) y[size_t(r) * step] = _mm512_reduce_add_ps(acc[r]);
+  for (int r = 0; r < R; ++r)
+    for (int t = 0; t < T; ++t) y[size_t(t) * ldy + size_t(r) * step] = _mm512_reduce_add_ps(acc[r][t]);
+}
+template <int R>
+void gemv_q8_0(const Weight& w, size_t r0, size_t step, const float* x, float* y) {
+  gemv_q8_0_tokens<R, 1>(w, r0, step, x, 0, y, 0, nullptr);
+}
+template <int R>
+void gemv2_q8_0(const Weight& w, size_t r0, size_t step, const float* x, size_t ldx, float* y, size_t ldy,
+                L2Ahead* ahead) {
+  gemv_q8_0_tokens<R, 2>(w, r0, step, x, ldx, y, ldy, ahead);
 }
 
 template <int R>
@@ -290,6 +310,7 @@ const MatmulKernels<4> kMatmul = {
     },
     {gemv2_bf16<4>, gemv2_bf16<1>},
     {gemv2_f16<4>, gemv2_f16<1>},
+    {gemv2_q8_0<4>, gemv2_q8_0<1>},
 };
 
 }  // namespace
@@ -305,10 +326,11 @@ void matmul(const Weight& w, size_t r0, size_t n_rows, const float* x, size_t ld
   // The blocked GEMM transposes its panel once per 32 rows: worth it from a few tokens on for
   // the dense types (bf16, f16, Q8_0, f32). Not for MXFP4 (exact precision), whose decode to
   // fp32 is scalar there: measured 205 GFLOP/s against 286 for the panels below at 64 tokens.
-  // 16-bit weights in a decode-sized step take the two-token GEMV instead (matmul_driver.hpp).
-  const bool bits16 = w.dtype == gptoss_dtype_bf16 || w.dtype == gptoss_dtype_f16;
-  if (n_tok >= 16 && (bits16 ? n_tok > kGemvStepTokens
-                             : w.dtype == gptoss_dtype_q8_0 || w.dtype == gptoss_dtype_f32))
+  // bf16, f16 and Q8_0 weights in a decode-sized step take the two-token GEMV instead
+  // (matmul_driver.hpp).
+  const bool two_token = w.dtype == gptoss_dtype_bf16 || w.dtype == gptoss_dtype_f16 ||
+                         w.dtype == gptoss_dtype_q8_0;
+  if (n_tok >= 16 && (two_token ? n_tok > kGemvStepTokens : w.dtype == gptoss_dtype_f32))
     return gemm_f32_avx512(w, r0, n_rows, x, ldx, n_tok, y, ldy);
   matmul_with(kMatmul, w, r0, n_rows, x, ldx, n_tok, y, ldy);
 }

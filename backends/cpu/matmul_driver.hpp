@@ -35,7 +35,7 @@ struct MatmulKernels {
   GemvFn gemv_mxfp4[2], gemv_bf16[2], gemv_f16[2], gemv_q8_0[2], gemv_f32[2];
   PanelFn decode_panel;  // rows to fp32 in kernel order (not used for f32 weights)
   TileFn tiles[4][TileTokens];
-  Gemv2Fn gemv2_bf16[2], gemv2_f16[2];
+  Gemv2Fn gemv2_bf16[2], gemv2_f16[2], gemv2_q8_0[2];
 };
 
 // n_tok == 1: 4 rows far apart share every load of x (row_streams.hpp).
@@ -84,24 +84,23 @@ void matmul_with(const MatmulKernels<T>& k, const Weight& w, size_t r0, size_t n
       w.dtype != gptoss_dtype_q8_0 && w.dtype != gptoss_dtype_f32)
     return matmul_fallback(w, r0, n_rows, x, ldx, n_tok, y, ldy);
   if (n_tok == 1) return gemv_rows(k, w, r0, n_rows, x, y);
-  // Two tokens of 16-bit weights (two sequences decoding together): each row is read once for
-  // both; the GEMV is memory-bound, so the second token's multiply-adds come almost free
-  // (bf16 32768x2880: 3.4 ms for one token; two: 5.6 ms in L2-sized blocks, 4.2 this way).
-  const Gemv2Fn* two = n_tok != 2                          ? nullptr
-                       : w.dtype == gptoss_dtype_bf16 ? k.gemv2_bf16
-                       : w.dtype == gptoss_dtype_f16  ? k.gemv2_f16
-                                                      : nullptr;
-  if (two != nullptr && two[0] != nullptr)
+  // The level's two-token GEMV for w's dtype (bf16, f16, Q8_0), or null.
+  const Gemv2Fn* pairs = w.dtype == gptoss_dtype_bf16   ? k.gemv2_bf16
+                         : w.dtype == gptoss_dtype_f16  ? k.gemv2_f16
+                         : w.dtype == gptoss_dtype_q8_0 ? k.gemv2_q8_0
+                                                        : nullptr;
+  if (pairs != nullptr && pairs[0] == nullptr) pairs = nullptr;
+  // Two tokens (two sequences decoding together): each row is read once for both; the GEMV is
+  // memory-bound, so the second token's multiply-adds come almost free (bf16 32768x2880: 3.4 ms
+  // for one token; two: 5.6 ms in L2-sized blocks, 4.2 this way).
+  if (pairs != nullptr && n_tok == 2)
     return for_each_row_quad(
-        n_rows, [&](size_t i, size_t step) { two[0](w, r0 + i, step, x, ldx, y + i, ldy, nullptr); },
-        [&](size_t i) { two[1](w, r0 + i, 1, x, ldx, y + i, ldy, nullptr); });
-  // 3 to kGemvStepTokens tokens of 16-bit weights: the same kernel on pairs of tokens (an odd
-  // last one alone) over L2-sized blocks of rows, each token still with its one-token result.
-  // The pairs after a block's first bring the next rows into L2 (L2Ahead).
-  const Gemv2Fn* pairs = w.dtype == gptoss_dtype_bf16 ? k.gemv2_bf16
-                         : w.dtype == gptoss_dtype_f16 ? k.gemv2_f16
-                                                       : nullptr;
-  if (pairs != nullptr && pairs[0] != nullptr && n_tok <= kGemvStepTokens) {
+        n_rows, [&](size_t i, size_t step) { pairs[0](w, r0 + i, step, x, ldx, y + i, ldy, nullptr); },
+        [&](size_t i) { pairs[1](w, r0 + i, 1, x, ldx, y + i, ldy, nullptr); });
+  // 3 to kGemvStepTokens tokens: the same kernel on pairs of tokens (an odd last one alone)
+  // over L2-sized blocks of rows, each token still with its one-token result. The pairs after
+  // a block's first bring the next rows into L2 (L2Ahead).
+  if (pairs != nullptr && n_tok <= kGemvStepTokens) {
     const size_t later_pairs = n_tok / 2 - 1;
     L2Ahead ahead;
     return for_each_token_block(n_rows, w.row_bytes, (n_tok + 1) / 2, [&](size_t b, size_t n, size_t p) {

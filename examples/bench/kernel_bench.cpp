@@ -183,6 +183,9 @@ int run_kernel_bench(const Options& o) {
     s = time_best(reps, [&] { cpu::op_linear(&st, x1.data(), &dense_q8, nullptr, 1, H, dense_q8.rows, y.data()); });
     rows.push_back({name, "GEMV Q8_0 (GGUF unembedding)", "65536x2880, 1 tok", s,
                     double(dense_q8.rows) * H * 34.0 / 32.0, 2.0 * double(dense_q8.rows) * H});
+    s = time_best(reps, [&] { cpu::op_linear(&st, x64.data(), &dense_q8, nullptr, 8, H, dense_q8.rows, y.data()); });
+    rows.push_back({name, "GEMV Q8_0 (8-sequence step)", "65536x2880, 8 tok", s,
+                    double(dense_q8.rows) * H * 34.0 / 32.0, 2.0 * 8 * double(dense_q8.rows) * H});
     for (int bf16 = 0; bf16 < 2; ++bf16) {
       const size_t elem = bf16 ? 2 : 4, layer_bytes = ctx * KV * elem;
       s = time_best(reps, [&] {

@@ -209,8 +209,9 @@ TEST_CASE("matmul: one token's results do not depend on how the rows are split",
 }
 
 // 2-4 tokens (a few sequences decoding together) run the one-token GEMV per token over blocks
-// of rows that stay in L2 (row_streams.hpp), and 16-bit weights keep it up to 16 tokens on the
-// AVX-512 levels (their two-token GEMV on pairs; AVX2 has none and takes the panels): every token must get exactly its one-token result, over shapes of
+// of rows that stay in L2 (row_streams.hpp), and bf16, f16 and Q8_0 weights keep it up to 16
+// tokens on the AVX-512 levels (their two-token GEMV on pairs; AVX2 has none and takes the
+// panels): every token must get exactly its one-token result, over shapes of
 // several blocks (2880-wide rows: 44 bf16 rows, 168 MXFP4 rows a block), and agree with the
 // double reference.
 TEST_CASE("matmul: a few tokens give each token its one-token result, bit for bit", "[cpu-kernels]") {
@@ -218,9 +219,9 @@ TEST_CASE("matmul: a few tokens give each token its one-token result, bit for bi
                          gptoss_dtype_mxfp4}) {
     const size_t rows = 365, cols = 2880;
     const Weight w = random_weight(d, rows, cols, 77);
-    const bool bits16 = d == gptoss_dtype_bf16 || d == gptoss_dtype_f16;
+    const bool two_token = d == gptoss_dtype_bf16 || d == gptoss_dtype_f16 || d == gptoss_dtype_q8_0;
     for (size_t n_tok : {2, 3, 4, 5, 8, 16}) {
-      if (n_tok > 4 && !bits16) continue;
+      if (n_tok > 4 && !two_token) continue;
       std::vector<float> x = random_floats(n_tok * cols, uint32_t(78 + n_tok));
       if (d == gptoss_dtype_mxfp4) {
         std::vector<float> xk(x.size());
@@ -241,6 +242,7 @@ TEST_CASE("matmul: a few tokens give each token its one-token result, bit for bi
   MatmulTester().dtype(gptoss_dtype_bf16).rows(100).cols(2880).tokens(3).test_all_isas();
   MatmulTester().dtype(gptoss_dtype_bf16).rows(300).cols(2880).tokens(9).row_range(7, 290).test_all_isas();
   MatmulTester().dtype(gptoss_dtype_f16).rows(200).cols(2880).tokens(16).test_all_isas();
+  MatmulTester().dtype(gptoss_dtype_q8_0).rows(300).cols(2880).tokens(8).row_range(5, 280).test_all_isas();
   MatmulTester().dtype(gptoss_dtype_mxfp4).rows(400).cols(2880).tokens(4).row_range(30, 360).test_all_isas();
 }
 
