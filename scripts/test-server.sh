@@ -45,7 +45,10 @@ start_server() {
   : > "$tmp/server.err"
   local env=()
   [ -z "${SERVER_ISA:-}" ] || env=(GPTOSS_CPU_ISA="$SERVER_ISA")
-  env "${env[@]}" "$server_bin" --model "$model" --tokenizer "$tokenizer" \
+  # --date: the system message states the date, so a seeded generation depends on it; the
+  # SDK suite's seeded expectations (one forced call, a schema answer that completes) were
+  # taken with this one and would break on other days.
+  env "${env[@]}" "$server_bin" --model "$model" --tokenizer "$tokenizer" --date 2026-11-26 \
     --port 0 --context 2048 --log-file "$tmp/server.log" "$@" 2>"$tmp/server.err" &
   server_pid=$!
   pids+=("$server_pid")

@@ -57,6 +57,19 @@ void parse_reasoning_budget(ServerOptions& o, const std::string& v) {
   }
 }
 
+// YYYY-MM-DD, a real calendar day.
+std::string parse_date(const std::string& v) {
+  const auto bad = [&] { return UsageError("--date must be a calendar date YYYY-MM-DD, got '" + v + "'"); };
+  if (v.size() != 10 || v[4] != '-' || v[7] != '-') throw bad();
+  for (size_t i : {0, 1, 2, 3, 5, 6, 8, 9})
+    if (v[i] < '0' || v[i] > '9') throw bad();
+  const int year = std::stoi(v.substr(0, 4)), month = std::stoi(v.substr(5, 2)), day = std::stoi(v.substr(8, 2));
+  const bool leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+  const int days[] = {31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  if (month < 1 || month > 12 || day < 1 || day > days[month - 1]) throw bad();
+  return v;
+}
+
 std::string read_key_file(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw UsageError("--api-key-file: cannot read " + path);
@@ -97,6 +110,7 @@ const std::map<std::string, Setter>& value_flags() {
       {"--prefix-cache",
        [](O& o, S v) { o.engine.prefix_cache_entries = parse_number<size_t>("--prefix-cache", v, 0, 4096); }},
       {"--reasoning-budget", [](O& o, S v) { parse_reasoning_budget(o, v); }},
+      {"--date", [](O& o, S v) { o.conversation_date = parse_date(v); }},
       {"--host", [](O& o, S v) { o.host = v; }},
       {"--port", [](O& o, S v) { o.port = parse_number<int>("--port", v, 0, 65535); }},
       {"--api-key", [](O& o, S v) { o.api_key = v; }},
@@ -130,6 +144,7 @@ void print_server_usage(std::FILE* out) {
       "engine:  --max-running N (16)  --max-queue N (64)  --step-tokens N (256)  --context N (8192)\n"
       "         --kv-tokens N (4 x context)  --kv-dtype f32|bf16  --prefix-cache N (8)\n"
       "         --reasoning-budget N | low=N,medium=N,high=N  --no-constrain\n"
+      "         --date YYYY-MM-DD (the prompts' current date; default today, UTC)\n"
       "http:    --host ADDR (127.0.0.1)  --port N (8000; 0 = any free port)\n"
       "         --api-key KEY | --api-key-file FILE  --insecure-no-auth\n"
       "         --max-body-bytes N  --read-timeout S  --write-timeout S  --keep-alive-timeout S\n"

@@ -32,6 +32,9 @@ struct ServerOptions {
   bool constrain = true;        // --no-constrain: no grammar (structure, tools, formats unenforced)
   // Default max_reasoning_tokens per reasoning effort (low, medium, high); < 0: no limit.
   int64_t reasoning_budget[3] = {-1, -1, -1};
+  // --date: the "Current date" every prompt's system message states (YYYY-MM-DD); empty: today
+  // in UTC. Fixing it makes seeded generations reproducible from one day to the next.
+  std::string conversation_date;
 
   // HTTP.
   std::string host = "127.0.0.1";

@@ -49,6 +49,9 @@ TEST_CASE("server options: defaults and derived values", "[server][options]") {
   CHECK_FALSE(m->constrain);
   CHECK(m->engine.kv_dtype == gptoss_kv_dtype_bf16);
   CHECK(parse({"--model", "x", "--reasoning-budget", "100"})->reasoning_budget[1] == 100);
+  CHECK(o->conversation_date.empty());
+  CHECK(parse({"--model", "x", "--date", "2026-11-26"})->conversation_date == "2026-11-26");
+  CHECK(parse({"--model", "x", "--date=2024-02-29"})->conversation_date == "2024-02-29");
 }
 
 TEST_CASE("server options: mistakes name the flag", "[server][options][bad-input]") {
@@ -65,4 +68,6 @@ TEST_CASE("server options: mistakes name the flag", "[server][options][bad-input
   CHECK(error_of({"--model", "x", "--host", "0.0.0.0", "--api-key", "k"}).empty());
   CHECK_THAT(error_of({"--model", "x", "--api-key-file", "/nonexistent/key"}), Catch::Contains("--api-key-file"));
   CHECK_THAT(error_of({"--model", "x", "--enable-bench=1"}), Catch::Contains("takes no value"));
+  for (const char* date : {"2026-13-01", "2025-02-29", "2026-11-31", "26-11-26", "2026/11/26", "2026-1-261", "", "2026-11-2x"})
+    CHECK_THAT(error_of({"--model", "x", "--date", date}), Catch::Contains("--date"));
 }

@@ -359,6 +359,10 @@ int64_t App::reasoning_budget(const ChatSetup& setup, std::optional<int64_t> req
   return options_.reasoning_budget[int(setup.effort.value_or(ReasoningEffort::medium))];
 }
 
+std::string App::conversation_date() const {
+  return options_.conversation_date.empty() ? utc_date_today() : options_.conversation_date;
+}
+
 size_t App::output_budget(size_t prompt_tokens, std::optional<int64_t> max_tokens) const {
   const size_t room = options_.engine.context_length - prompt_tokens;
   return max_tokens ? std::min(room, size_t(*max_tokens)) : room;

@@ -99,6 +99,8 @@ class App {
   Grammar constraint_grammar(const ChatSetup& setup, const char* tools_param, const char* format_param);
   // max_reasoning_tokens: the request's, else the server's default for its effort.
   int64_t reasoning_budget(const ChatSetup& setup, std::optional<int64_t> requested) const;
+  // The "Current date" of a prompt's system message: --date, else today (UTC).
+  std::string conversation_date() const;
 
   void health(const httplib::Request& req, httplib::Response& res);
   void metrics_text(const httplib::Request& req, httplib::Response& res);

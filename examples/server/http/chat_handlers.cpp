@@ -176,7 +176,7 @@ void App::chat_completions(const httplib::Request& req, httplib::Response& res) 
   check_generations(size_t(r.n), "n");
   for (const auto& type : r.setup.skipped_tools)
     spdlog::warn("/v1/chat/completions: a '{}' tool is not offered to the model (only function tools are)", type);
-  const json conversation = harmony_conversation(r.setup, r.messages, utc_date_today(), "messages");
+  const json conversation = harmony_conversation(r.setup, r.messages, conversation_date(), "messages");
   GenerationSpec spec;
   spec.prompt = render_prompt(conversation, "messages");
   spec.sampling = r.options.sampling;

@@ -111,7 +111,7 @@ void App::create_response(const httplib::Request& req, httplib::Response& res) {
   }
   items.insert(items.end(), r.input.begin(), r.input.end());
 
-  const json conversation = harmony_conversation(r.setup, items, utc_date_today(), "input");
+  const json conversation = harmony_conversation(r.setup, items, conversation_date(), "input");
   GenerationSpec spec;
   spec.prompt = render_prompt(conversation, "input");
   spec.sampling = r.options.sampling;
