@@ -88,11 +88,8 @@ void matmul(const Weight& w, size_t r0, size_t n_rows, const float* x2, size_t l
   for_each_token_block(n_rows, w.row_bytes, groups, [&](size_t b, size_t n, size_t g) {
     if (g == 0) {
       // The rows after the block: the call's next block, or after its last the rows that follow.
-      const size_t next_rows = std::min(n, w.rows - (r0 + b + n));
       const size_t steps = (groups - 1) * (n / 4 + n % 4) * (w.cols / 32);
-      ahead.next = reinterpret_cast<const char*>(w.data + (r0 + b + n) * w.row_bytes);
-      ahead.end = ahead.next + next_rows * w.row_bytes;
-      ahead.lines = steps > 0 ? (next_rows * w.row_bytes / 64 + steps - 1) / steps : 0;
+      ahead = L2Ahead::over(w.data, w.row_bytes, r0 + b + n, n, w.rows, steps);
     }
     const size_t t0 = g * kGroupTokens, tn = std::min(kGroupTokens, n_tok - t0);
     rows_for_group(w, r0 + b, n, x2 + t0 * ldx2, ldx2, tn, y + t0 * ldy + b, ldy, g == 0 ? nullptr : &ahead);

@@ -4,7 +4,6 @@
 // MatmulKernels with its own intrinsics and calls matmul_with(). Everything here is in an
 // anonymous namespace, so each ISA's translation unit (built with its own -m flags) gets its
 // own copy and no code compiled for one ISA can be linked into another's.
-#include <algorithm>
 #include <cstddef>
 
 #include "cpu_backend.hpp"
@@ -110,11 +109,8 @@ void matmul_with(const MatmulKernels<T>& k, const Weight& w, size_t r0, size_t n
       if (p == 0 && later_pairs > 0) {
         // The rows after the block: the call's next block, or after its last one the rows
         // that follow (ops hand each thread consecutive pieces: for_each_piece).
-        const size_t next_rows = std::min(n, w.rows - (r0 + b + n));
         const size_t steps = later_pairs * (n / 4 + n % 4) * ((w.cols + 31) / 32);
-        ahead.next = reinterpret_cast<const char*>(w.data + (r0 + b + n) * w.row_bytes);
-        ahead.end = ahead.next + next_rows * w.row_bytes;
-        ahead.lines = (next_rows * w.row_bytes / 64 + steps - 1) / steps;
+        ahead = L2Ahead::over(w.data, w.row_bytes, r0 + b + n, n, w.rows, steps);
       }
       L2Ahead* a = p == 0 ? nullptr : &ahead;
       for_each_row_quad(

@@ -74,6 +74,17 @@ struct L2Ahead {
   const char* next = nullptr;
   const char* end = nullptr;
   size_t lines = 0;  // cache lines per step
+
+  // Rows [first, first + n) of a matrix of `rows` rows of `row_bytes` at `data` (clipped to it),
+  // spread over `steps` steps.
+  static L2Ahead over(const void* data, size_t row_bytes, size_t first, size_t n, size_t rows, size_t steps) {
+    const size_t bytes = (first + n <= rows ? n : rows - first) * row_bytes;
+    L2Ahead a;
+    a.next = static_cast<const char*>(data) + first * row_bytes;
+    a.end = a.next + bytes;
+    a.lines = steps > 0 ? (bytes / 64 + steps - 1) / steps : 0;
+    return a;
+  }
   void step() {
     for (size_t i = 0; i < lines && next < end; ++i, next += 64) __builtin_prefetch(next, 0, 2);
   }
