@@ -1,6 +1,6 @@
 // The fast-mode kernels of the avx2 level (built with -mavx2 -mfma -mf16c): quantize_q8, and
-// the MXFP4 x int8 matmul with vpmaddubsw + vpmaddwd for CPUs without AVX-VNNI (Haswell to
-// Comet Lake, Zen 2/3). The scalar definitions are quantize_q8_reference and
+// the MXFP4 x int8 matmul and a decode step's several-token GEMV with vpmaddubsw + vpmaddwd
+// for CPUs without AVX-VNNI (Haswell to Comet Lake, Zen 2/3). The scalar definitions are quantize_q8_reference and
 // matmul_mxfp4_q8_reference (kernels_scalar.cpp); the kernels are in kernels_avx2_int8_body.hpp.
 #include "kernels_avx2_int8.hpp"
 #include "kernels_avx2_int8_body.hpp"
@@ -76,6 +76,11 @@ void quantize_q8_avx2(const float* x, size_t ldx, size_t n_tok, Q8Acts& out) {
 void matmul_mxfp4_q8_avx2(const Weight& w, size_t r0, size_t n_rows, const Q8Acts& x, size_t t0,
                           size_t n_tok, float* y, size_t ldy) {
   matmul_q8<MaddubsDot>(w, r0, n_rows, x, t0, n_tok, y, ldy);
+}
+
+void gemv_mxfp4_q8_avx2(const Weight& w, size_t r0, size_t n_rows, const Q8Acts& x, size_t t0,
+                        size_t n_tok, float* y, size_t ldy) {
+  gemv_step<MaddubsDot>(w, r0, n_rows, x, t0, n_tok, y, ldy);
 }
 
 }  // namespace gptoss::cpu

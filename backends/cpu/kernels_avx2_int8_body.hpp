@@ -17,6 +17,10 @@
 //   precomputed block scales) into an fp32 accumulator. 4 adjacent rows share each activation
 //   load (here adjacent rows measured faster than far-apart ones: row_streams.hpp).
 //
+//   2 to 16 tokens of a decode step (gemv_step: the tokens of several sequences that chose one
+//   expert): the same row layout and arithmetic per token, each pair of blocks of codes loaded
+//   and mapped once for up to 4 tokens, 2 rows at a time.
+//
 //   n_tok > 1: "lane" layout. A panel of 8 rows is decoded once into int8, one row per 32-bit
 //   lane (rows r and r + 4 share a 128-bit lane's transpose): for block b, group g (kernel-order
 //   elements 4g..4g+3) is one ymm with those 4 weights of each row. A token then needs 8
@@ -26,6 +30,7 @@
 #include "cpu_backend.hpp"
 #include "kernels.hpp"
 #include "q8_quad.hpp"
+#include "row_streams.hpp"
 
 namespace gptoss::cpu {
 namespace {
@@ -59,74 +64,141 @@ inline __m256i lanes_below(size_t n) {
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(int(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
-// --- n_tok == 1: row layout -------------------------------------------------------------
+// --- n_tok == 1, and up to 16 tokens of a decode step: row layout ------------------------
 
-// Blocks 2k, 2k + 1 of R rows (codes at byte 32k) against their activations (xe: evens, +64
-// odds) into acc, scaled by lanes 2j, 2j + 1 of cs (j = k % 4, a constant in full chunks).
-// A last odd block (whole false) loads only its 16 bytes (the rest could be past the
-// tensor): the missing block's codes become 12, against zero activations and a zero scale.
-template <class Dot, int R>
-__attribute__((always_inline)) inline void gemv_pair(const uint8_t* const* codes, size_t k, int j,
-                                                     const int8_t* xe, bool whole, const __m256* cs,
-                                                     __m256* acc) {
+// One token's activations (quad order, see Q8Acts in kernels.hpp).
+struct TokenActs {
+  const int8_t* xq;
+  const float* hd;
+  const float* q12;
+};
+
+inline TokenActs token_acts(const Q8Acts& x, size_t t) {
+  return {x.q + t * x.q_stride, x.half_d + t * x.b_stride, x.q12f + t * x.b_stride};
+}
+
+// R rows of a decode GEMV for T tokens: per row and token an accumulator, a correction and the
+// current chunk's 8 block scales.
+template <int R, int T>
+struct GemvRows {
+  const uint8_t* codes[R];
+  const uint8_t* scales[R];
+  __m256 acc[R][T], corr[R][T], cs[R][T];
+};
+
+// Blocks 2k, 2k + 1 of every row (codes at byte 32k) against each token's activations (at xo:
+// evens, +64 odds), scaled by lanes 2j, 2j + 1 of cs (j = k % 4, a constant in full chunks).
+// The codes are loaded and mapped once; each token then takes exactly the instructions of a
+// token alone. A last odd block (whole false) loads only its 16 bytes (the rest could be past
+// the tensor): the missing block's codes become 12, against zero activations and a zero scale.
+template <class Dot, int R, int T>
+__attribute__((always_inline)) inline void gemv_pair(GemvRows<R, T>& st, size_t k, int j, size_t xo,
+                                                     bool whole, const TokenActs* x) {
   const __m256i lut = code_lut(), low4 = _mm256_set1_epi8(0x0f);
   const __m256i idx = _mm256_setr_epi32(2 * j, 2 * j, 2 * j, 2 * j, 2 * j + 1, 2 * j + 1, 2 * j + 1, 2 * j + 1);
-  const __m256i x_even = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xe));
-  const __m256i x_odd = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xe + 64));
+  __m256i x_even[T], x_odd[T];
+  for (int t = 0; t < T; ++t) {
+    x_even[t] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[t].xq + xo));
+    x_odd[t] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[t].xq + xo + 64));
+  }
   for (int r = 0; r < R; ++r) {
-    const uint8_t* src = codes[r] + 32 * k;
+    const uint8_t* src = st.codes[r] + 32 * k;
     if (j % 2 == 0) _mm_prefetch(reinterpret_cast<const char*>(src) + kPrefetchBytes, _MM_HINT_T0);
     const __m256i c = whole ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src))
                             : _mm256_zextsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src)));
     const __m256i lo = _mm256_shuffle_epi8(lut, _mm256_and_si256(c, low4));
     const __m256i hi = _mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srli_epi16(c, 4), low4));
-    const __m256i s = Dot::dot2(_mm256_setzero_si256(), lo, x_even, hi, x_odd);
-    acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_permutevar8x32_ps(cs[r], idx), acc[r]);
+    for (int t = 0; t < T; ++t) {
+      const __m256i s = Dot::dot2(_mm256_setzero_si256(), lo, x_even[t], hi, x_odd[t]);
+      st.acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_permutevar8x32_ps(st.cs[r][t], idx), st.acc[r][t]);
+    }
   }
 }
 
-template <class Dot, int R>
-void gemv_rows(const Weight& w, size_t r0, const int8_t* xq, const float* hd, const float* q12,
-               float* y) {
+// Rows r0 .. r0 + R - 1 (adjacent) for T tokens into y[t * ldy + r].
+template <class Dot, int R, int T>
+void gemv_rows(const Weight& w, size_t r0, const TokenActs* x, float* y, size_t ldy) {
   const size_t nb = w.cols / 32;
-  const uint8_t* codes[R];
-  const uint8_t* scales[R];
-  __m256 acc[R], corr[R], cs[R];
+  GemvRows<R, T> st;
   for (int r = 0; r < R; ++r) {
-    codes[r] = w.data + (r0 + size_t(r)) * w.row_bytes;
-    scales[r] = w.scales + (r0 + size_t(r)) * nb;
-    acc[r] = corr[r] = _mm256_setzero_ps();
+    st.codes[r] = w.data + (r0 + size_t(r)) * w.row_bytes;
+    st.scales[r] = w.scales + (r0 + size_t(r)) * nb;
+    for (int t = 0; t < T; ++t) st.acc[r][t] = st.corr[r][t] = _mm256_setzero_ps();
   }
   // Chunks of 8 blocks (4 pairs, 128 code bytes per row), each with its 8 block scales.
   for (size_t b0 = 0; b0 < nb; b0 += 8) {
-    const __m256 h = _mm256_loadu_ps(hd + b0), c12 = _mm256_loadu_ps(q12 + b0);
+    __m256 h[T], c12[T];
+    for (int t = 0; t < T; ++t) h[t] = _mm256_loadu_ps(x[t].hd + b0), c12[t] = _mm256_loadu_ps(x[t].q12 + b0);
     const bool full = nb - b0 >= 8;
     for (int r = 0; r < R; ++r) {  // s_b * d_b / 2
-      _mm_prefetch(reinterpret_cast<const char*>(scales[r] + b0) + kPrefetchBytes / 16, _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(st.scales[r] + b0) + kPrefetchBytes / 16, _MM_HINT_T0);
       __m128i sb;
       if (full) {
-        sb = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(scales[r] + b0));
+        sb = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(st.scales[r] + b0));
       } else {  // missing blocks get scale byte 0; their half_d is 0 (padding)
         alignas(16) uint8_t tail[16] = {};
-        for (size_t i = 0; i < nb - b0; ++i) tail[i] = scales[r][b0 + i];
+        for (size_t i = 0; i < nb - b0; ++i) tail[i] = st.scales[r][b0 + i];
         sb = _mm_load_si128(reinterpret_cast<const __m128i*>(tail));
       }
-      cs[r] = _mm256_mul_ps(e8m0x8(sb), h);
-      corr[r] = _mm256_fmadd_ps(cs[r], c12, corr[r]);
+      const __m256 e = e8m0x8(sb);
+      for (int t = 0; t < T; ++t) {
+        st.cs[r][t] = _mm256_mul_ps(e, h[t]);
+        st.corr[r][t] = _mm256_fmadd_ps(st.cs[r][t], c12[t], st.corr[r][t]);
+      }
     }
-    const size_t k0 = b0 / 2;
-    const int8_t* xe = xq + 128 * (b0 / 4);  // quad order: pairs at +0, +32 of each group
+    const size_t k0 = b0 / 2, xo = 128 * (b0 / 4);  // quad order: pairs at +0, +32 of each group
     if (full) {
-      gemv_pair<Dot, R>(codes, k0 + 0, 0, xe, true, cs, acc);
-      gemv_pair<Dot, R>(codes, k0 + 1, 1, xe + 32, true, cs, acc);
-      gemv_pair<Dot, R>(codes, k0 + 2, 2, xe + 128, true, cs, acc);
-      gemv_pair<Dot, R>(codes, k0 + 3, 3, xe + 160, true, cs, acc);
+      gemv_pair<Dot, R, T>(st, k0 + 0, 0, xo, true, x);
+      gemv_pair<Dot, R, T>(st, k0 + 1, 1, xo + 32, true, x);
+      gemv_pair<Dot, R, T>(st, k0 + 2, 2, xo + 128, true, x);
+      gemv_pair<Dot, R, T>(st, k0 + 3, 3, xo + 160, true, x);
     } else {
       for (size_t k = k0; 2 * k < nb; ++k)
-        gemv_pair<Dot, R>(codes, k, int(k % 4), xq + 128 * (k / 2) + 32 * (k % 2), 2 * k + 2 <= nb, cs, acc);
+        gemv_pair<Dot, R, T>(st, k, int(k % 4), 128 * (k / 2) + 32 * (k % 2), 2 * k + 2 <= nb, x);
     }
   }
-  for (int r = 0; r < R; ++r) y[r] = hsum8(acc[r]) - hsum8(corr[r]);
+  for (int r = 0; r < R; ++r)
+    for (int t = 0; t < T; ++t) y[size_t(t) * ldy + size_t(r)] = hsum8(st.acc[r][t]) - hsum8(st.corr[r][t]);
+}
+
+// Rows [r0, r0 + n) for T tokens: R rows at a time (4 for one token, 2 for several: the
+// tokens' accumulators, corrections and scales take the registers).
+template <class Dot, int T>
+void gemv_tokens(const Weight& w, size_t r0, size_t n, const TokenActs* x, float* y, size_t ldy) {
+  constexpr int R = T == 1 ? 4 : 2;
+  size_t i = 0;
+  for (; i + R <= n; i += R) gemv_rows<Dot, R, T>(w, r0 + i, x, y + i, ldy);
+  for (; i < n; ++i) gemv_rows<Dot, 1, T>(w, r0 + i, x, y + i, ldy);
+}
+
+constexpr size_t kStepGroupTokens = 4;
+
+// Rows [r0, r0 + n) for tokens [t0, t0 + n_tok) (n_tok <= kStepGroupTokens) of x.
+template <class Dot>
+void gemv_token_group(const Weight& w, size_t r0, size_t n, const Q8Acts& x, size_t t0,
+                      size_t n_tok, float* y, size_t ldy) {
+  TokenActs a[kStepGroupTokens];
+  for (size_t t = 0; t < n_tok; ++t) a[t] = token_acts(x, t0 + t);
+  switch (n_tok) {
+    case 1: return gemv_tokens<Dot, 1>(w, r0, n, a, y, ldy);
+    case 2: return gemv_tokens<Dot, 2>(w, r0, n, a, y, ldy);
+    case 3: return gemv_tokens<Dot, 3>(w, r0, n, a, y, ldy);
+    default: return gemv_tokens<Dot, 4>(w, r0, n, a, y, ldy);
+  }
+}
+
+// A decode step's tokens of one weight (Kernels::gemv_mxfp4_q8): groups of up to 4 tokens share
+// each load and mapping of the codes; more tokens take their groups in turn over blocks of
+// rows that stay in L2 (row_streams.hpp). Every token gets exactly its one-token result.
+template <class Dot>
+void gemv_step(const Weight& w, size_t r0, size_t n_rows, const Q8Acts& x, size_t t0, size_t n_tok,
+               float* y, size_t ldy) {
+  if (n_tok <= kStepGroupTokens) return gemv_token_group<Dot>(w, r0, n_rows, x, t0, n_tok, y, ldy);
+  const size_t groups = (n_tok + kStepGroupTokens - 1) / kStepGroupTokens;
+  for_each_token_block(n_rows, w.row_bytes + w.cols / 32, groups, [&](size_t b, size_t n, size_t g) {
+    const size_t t = g * kStepGroupTokens, tn = n_tok - t < kStepGroupTokens ? n_tok - t : kStepGroupTokens;
+    gemv_token_group<Dot>(w, r0 + b, n, x, t0 + t, tn, y + t * ldy + b, ldy);
+  });
 }
 
 // --- n_tok > 1: lane layout ---------------------------------------------------------------
@@ -227,16 +299,7 @@ template <class Dot>
 void matmul_q8(const Weight& w, size_t r0, size_t n_rows, const Q8Acts& x, size_t t0,
                size_t n_tok, float* y, size_t ldy) {
   const size_t nb = w.cols / 32, ymm_per_panel = 9 * nb;
-  // Rows [a, a + n) of token t.
-  const auto gemv = [&](size_t a, size_t n, size_t t, float* yt) {
-    const int8_t* xq = x.q + t * x.q_stride;
-    const float* hd = x.half_d + t * x.b_stride;
-    const float* q12 = x.q12f + t * x.b_stride;
-    size_t i = 0;
-    for (; i + 4 <= n; i += 4) gemv_rows<Dot, 4>(w, a + i, xq, hd, q12, yt + i);
-    for (; i < n; ++i) gemv_rows<Dot, 1>(w, a + i, xq, hd, q12, yt + i);
-  };
-  if (n_tok == 1) return gemv(r0, n_rows, t0, y);
+  if (n_tok == 1) return gemv_token_group<Dot>(w, r0, n_rows, x, t0, 1, y, ldy);
   __m256i* panel = reinterpret_cast<__m256i*>(thread_scratch(ymm_per_panel * 8, 2));
   for (size_t p = 0; p < n_rows; p += kPanelRows) {
     const size_t pr = n_rows - p < kPanelRows ? n_rows - p : kPanelRows;

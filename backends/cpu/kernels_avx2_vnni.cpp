@@ -25,4 +25,9 @@ void matmul_mxfp4_q8_avxvnni(const Weight& w, size_t r0, size_t n_rows, const Q8
   matmul_q8<VnniDot>(w, r0, n_rows, x, t0, n_tok, y, ldy);
 }
 
+void gemv_mxfp4_q8_avxvnni(const Weight& w, size_t r0, size_t n_rows, const Q8Acts& x, size_t t0,
+                           size_t n_tok, float* y, size_t ldy) {
+  gemv_step<VnniDot>(w, r0, n_rows, x, t0, n_tok, y, ldy);
+}
+
 }  // namespace gptoss::cpu

@@ -32,6 +32,14 @@ void matmul_mxfp4_q8_avxvnni(const Weight& w, size_t r0, size_t n_rows, const Q8
                              size_t t0, size_t n_tok, float* y, size_t ldy) {
   matmul_mxfp4_q8_reference(w, r0, n_rows, x, t0, n_tok, y, ldy);
 }
+void gemv_mxfp4_q8_avx2(const Weight& w, size_t r0, size_t n_rows, const Q8Acts& x, size_t t0,
+                        size_t n_tok, float* y, size_t ldy) {
+  gemv_mxfp4_q8_avx512vnni(w, r0, n_rows, x, t0, n_tok, y, ldy);
+}
+void gemv_mxfp4_q8_avxvnni(const Weight& w, size_t r0, size_t n_rows, const Q8Acts& x, size_t t0,
+                           size_t n_tok, float* y, size_t ldy) {
+  gemv_mxfp4_q8_avx512vnni(w, r0, n_rows, x, t0, n_tok, y, ldy);
+}
 extern const DenseBf16Kernels* const kDenseBf16KernelsAvx512;
 const DenseBf16Kernels* const kDenseBf16KernelsAvx512 = nullptr;
 }  // namespace gptoss::cpu

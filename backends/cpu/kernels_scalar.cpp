@@ -228,6 +228,7 @@ static Kernels with_avx2_int8(const Kernels& base) {
   Kernels k = base;
   k.quantize_q8 = quantize_q8_avx2;
   k.matmul_mxfp4_q8 = cpu_has_avxvnni() ? matmul_mxfp4_q8_avxvnni : matmul_mxfp4_q8_avx2;
+  k.gemv_mxfp4_q8 = cpu_has_avxvnni() ? gemv_mxfp4_q8_avxvnni : gemv_mxfp4_q8_avx2;
   return k;
 }
 

@@ -214,19 +214,38 @@ TEST_CASE("q8: a step's tokens of one weight each get their one-token GEMV", "[c
 }
 
 // kernels_for(Isa::avx2) holds one of the two AVX2 variants (vpdpbusd where the CPU has
-// AVX-VNNI): test both wherever they can run.
+// AVX-VNNI): test both wherever they can run, the matmul against the reference and the
+// several-token GEMV of a decode step against the variant's own one-token matmul.
 TEST_CASE("q8: both AVX2 matmul variants (vpmaddubsw and AVX-VNNI)", "[cpu-kernels][q8]") {
   if (int(isa_detect()) < int(Isa::avx2)) return;
-  std::vector<std::pair<const char*, MatmulQ8>> variants = {{"avx2 maddubs", matmul_mxfp4_q8_avx2}};
-  if (cpu_has_avxvnni()) variants.push_back({"avx2 avxvnni", matmul_mxfp4_q8_avxvnni});
+  struct Variant {
+    const char* name;
+    MatmulQ8 matmul, step;
+  };
+  std::vector<Variant> variants = {{"avx2 maddubs", matmul_mxfp4_q8_avx2, gemv_mxfp4_q8_avx2}};
+  if (cpu_has_avxvnni()) variants.push_back({"avx2 avxvnni", matmul_mxfp4_q8_avxvnni, gemv_mxfp4_q8_avxvnni});
   else WARN("no AVX-VNNI on this CPU: its variant is not tested");
-  for (const auto& [name, fn] : variants) {
+  for (const Variant& v : variants) {
     for (size_t cols : {32, 64, 96, 544})
       for (size_t rows : {1, 5, 16, 37})
-        for (size_t n_tok : {1, 2, 9, 17}) check_matmul_fn(name, fn, rows, cols, n_tok);
-    check_matmul_fn(name, fn, 40, 96, 3, 7, 30);
-    check_matmul_fn(name, fn, 5760, 2880, 1, 5700, 60);
-    check_matmul_fn(name, fn, 2880, 2880, 12, 2850, 30);
+        for (size_t n_tok : {1, 2, 9, 17}) check_matmul_fn(v.name, v.matmul, rows, cols, n_tok);
+    check_matmul_fn(v.name, v.matmul, 40, 96, 3, 7, 30);
+    check_matmul_fn(v.name, v.matmul, 5760, 2880, 1, 5700, 60);
+    check_matmul_fn(v.name, v.matmul, 2880, 2880, 12, 2850, 30);
+    for (size_t cols : {2880, 160, 32})
+      for (size_t n_tok : {2, 3, 4, 5, 16}) {
+        const size_t rows = 45;
+        const Weight w = random_weight(gptoss_dtype_mxfp4, rows, cols, uint32_t(7 + cols), 0, -8);
+        const auto x = activations(n_tok, cols, uint32_t(8 + n_tok));
+        Q8Storage mem;
+        Q8Acts& q = mem.prepare(n_tok, cols);
+        quantize_q8_reference(x.data(), cols, n_tok, q);
+        std::vector<float> got(n_tok * rows), alone(n_tok * rows);
+        v.step(w, 0, rows, q, 0, n_tok, got.data(), rows);
+        for (size_t t = 0; t < n_tok; ++t) v.matmul(w, 0, rows, q, t, 1, alone.data() + t * rows, rows);
+        INFO(v.name << " " << rows << "x" << cols << ", " << n_tok << " tokens");
+        CHECK(got == alone);
+      }
   }
 }
 
