@@ -51,10 +51,12 @@ inline void for_each_row_pair(size_t n_rows, Two&& two, One&& one) {
 constexpr size_t kGemvTokens = 4;
 // A decode step of up to this many sequences keeps every token's one-token arithmetic where a
 // kernel can do so without re-decoding the weights per token: the int8 MXFP4 GEMV (each
-// expert's few tokens, matmul_q8_step; with VNNI the codes decoded once for up to 4 tokens)
-// and the two-token 16-bit GEMV (bf16/f16 rows, in pairs over the L2-sized blocks). 20b, 8 sequences with their own prompts, one step: 555 ms with
-// the panels for both, 450 with the GEMV for the experts, 385 with the pairs too
-// (gptoss-bench -b 8; one token alone: ~100 ms in the same run).
+// expert's few tokens, matmul_q8_step: the codes decoded once for up to 4 tokens) and the
+// two-token 16-bit GEMV (bf16/f16 rows, in pairs over the L2-sized blocks). 20b, 8 sequences
+// with their own prompts, one step, Zen 4: 555 ms with the panels for both, 450 with the GEMV
+// for the experts, 385 with the pairs too (gptoss-bench -b 8; one token alone: ~100 ms in the
+// same run). Zen 3 (AVX2): 616-720 ms with the panels and the per-token int8 GEMV, 539-616 ms
+// with the several-token kernels (docs/performance.md).
 constexpr size_t kGemvStepTokens = 16;
 constexpr size_t kGemvBlockBytes = size_t(256) << 10;
 
