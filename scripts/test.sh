@@ -8,20 +8,22 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 jobs="$(nproc 2>/dev/null || echo 2)"
+# Each section's header says how far into the run it starts, so a slow CI run shows where it went.
+section() { echo "== $1   [at $((SECONDS / 60)) min $((SECONDS % 60)) s]"; }
 
 bash scripts/setup.sh
 
-echo "== build (release)"
+section "build (release)"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j"$jobs"
 
-echo "== build (ASan + UBSan)"
+section "build (ASan + UBSan)"
 # (Without the GPU backends: their kernels cannot run under ASan, and CI has no GPU anyway.)
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPTOSS_SANITIZE=ON \
       -DGPTOSS_BUILD_EXAMPLES=OFF -DGPTOSS_BUILD_CUDA=OFF -DGPTOSS_HIP=OFF >/dev/null
 cmake --build build-asan -j"$jobs"
 
-echo "== library tests under ASan + UBSan (loaders on corrupt files, C API, registry, ...)"
+section "library tests under ASan + UBSan (loaders on corrupt files, C API, registry, ...)"
 # intercept_tls_get_addr=0: the sanitizer runtime of GCC <= 13 and LLVM <= 16 takes a dynamic
 # TLS block (the plugins' thread_locals) whose address is 16 bytes past a 4 KiB boundary for a
 # pre-2.25 glibc header and reads garbage from before it; LeakSanitizer's tracer then crashes
@@ -29,12 +31,15 @@ echo "== library tests under ASan + UBSan (loaders on corrupt files, C API, regi
 ASAN_OPTIONS=detect_leaks=1:intercept_tls_get_addr=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -j"$jobs"
 
-echo "== full suite"
+section "full suite"
 ctest --test-dir build --output-on-failure -j"$jobs"
 
+section "installed library, consumers, pip package"
 bash scripts/test-install.sh build
 
-echo "== server: the OpenAI SDK against gptoss-server (SQLite and PostgreSQL stores), load test"
+section "server: the OpenAI SDK against gptoss-server (SQLite and PostgreSQL stores), load test"
 bash scripts/test-server.sh
 
+section "fuzzing and ThreadSanitizer"
 bash scripts/reliability.sh  # fuzz harnesses and ThreadSanitizer (docs/reliability.md)
+section "all passed"
