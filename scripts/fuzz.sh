@@ -2,6 +2,7 @@
 # libFuzzer campaigns on the harnesses of tests/fuzz (docs/reliability.md).
 #
 #   scripts/fuzz.sh                          the harness names, one per line
+#   scripts/fuzz.sh --build                  builds every harness (what a run would build)
 #   scripts/fuzz.sh HARNESS SECONDS [FLAG..]  builds what is missing (build-fuzz/, clang 14,
 #                                            ASan + UBSan + LeakSanitizer) and runs HARNESS
 #                                            from its committed corpus for SECONDS, with extra
@@ -11,7 +12,8 @@
 # Inputs the run finds are kept in build-fuzz/out/HARNESS/corpus (the committed corpus is only
 # read), so a later run goes on from there. A crash, leak or timeout fails with the libFuzzer
 # report and the crashing input as hex; the input stays in build-fuzz/out/HARNESS/artifacts/.
-# Environment: GPTOSS_FUZZ_BUILD (build folder), GPTOSS_FUZZ_JOBS (build jobs, default 2).
+# Environment: GPTOSS_FUZZ_BUILD (build folder), GPTOSS_FUZZ_JOBS (build jobs, default 2),
+# GPTOSS_FUZZ_PREBUILT (set: run the harness as built, without building it).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 fuzz_dir="$root/tests/fuzz"
@@ -20,12 +22,26 @@ harnesses() {
   for f in "$fuzz_dir"/harnesses/*.cpp; do basename "$f" .cpp; done
 }
 
+build="${GPTOSS_FUZZ_BUILD:-$root/build-fuzz}"
+build_targets() {
+  if [ ! -f "$build/CMakeCache.txt" ]; then
+    cmake -S "$root" -B "$build" -DGPTOSS_FUZZ=ON -DCMAKE_BUILD_TYPE=Release \
+          -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
+          -DGPTOSS_BUILD_EXAMPLES=OFF -DGPTOSS_BUILD_CUDA=OFF -DGPTOSS_HIP=OFF >/dev/null
+  fi
+  cmake --build "$build" -j"${GPTOSS_FUZZ_JOBS:-2}" --target "$@" >/dev/null
+}
+
 if (($# == 0)); then
   harnesses
   exit 0
 fi
+if [ "$1" = "--build" ]; then
+  build_targets fuzz
+  exit 0
+fi
 if (($# < 2)) || [[ ! "$2" =~ ^[0-9]+$ ]]; then
-  echo "usage: scripts/fuzz.sh [HARNESS SECONDS [LIBFUZZER_FLAG...]]" >&2
+  echo "usage: scripts/fuzz.sh [--build | HARNESS SECONDS [LIBFUZZER_FLAG...]]" >&2
   exit 2
 fi
 name="$1"
@@ -37,13 +53,8 @@ if [ ! -f "$fuzz_dir/harnesses/$name.cpp" ]; then
   exit 2
 fi
 
-build="${GPTOSS_FUZZ_BUILD:-$root/build-fuzz}"
-if [ ! -f "$build/CMakeCache.txt" ]; then
-  cmake -S "$root" -B "$build" -DGPTOSS_FUZZ=ON -DCMAKE_BUILD_TYPE=Release \
-        -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
-        -DGPTOSS_BUILD_EXAMPLES=OFF -DGPTOSS_BUILD_CUDA=OFF -DGPTOSS_HIP=OFF >/dev/null
-fi
-cmake --build "$build" -j"${GPTOSS_FUZZ_JOBS:-2}" --target "fuzz-$name" >/dev/null
+# (Set by scripts/reliability.sh, which builds every harness first and then runs several at once.)
+[ -n "${GPTOSS_FUZZ_PREBUILT:-}" ] || build_targets "fuzz-$name"
 
 out="$build/out/$name"
 mkdir -p "$out/corpus" "$out/artifacts"

@@ -2,8 +2,8 @@
 # The fuzzing and ThreadSanitizer part of CI (docs/reliability.md), run by scripts/test.sh:
 #  1. every fuzz harness (scripts/fuzz.sh lists them) runs from its committed corpus for an
 #     equal share of GPTOSS_FUZZ_BUDGET_SECONDS (default 240: the CI cost stays the same as
-#     harnesses are added; at least 30 s each); a crash, leak or timeout fails, printing the
-#     input as hex;
+#     harnesses are added; at least 30 s each), as many at once as there are cores; a crash,
+#     leak or timeout fails, printing the input as hex;
 #  2. the threaded paths run under ThreadSanitizer (build-tsan/, g++): every entry of
 #     tsan_tests below; a reported data race fails.
 # Environment: GPTOSS_FUZZ_BUILD / GPTOSS_TSAN_BUILD (build folders), GPTOSS_FUZZ_BUDGET_SECONDS.
@@ -24,9 +24,24 @@ mapfile -t harnesses < <(bash scripts/fuzz.sh)
 budget="${GPTOSS_FUZZ_BUDGET_SECONDS:-240}"
 seconds=$((budget / ${#harnesses[@]}))
 ((seconds >= 30)) || seconds=30
+echo "== build (fuzz harnesses, clang)"
+GPTOSS_FUZZ_JOBS="$jobs" bash scripts/fuzz.sh --build
+# A libFuzzer run is one thread: the harnesses run $jobs at a time, each into its own log,
+# printed in order once all have finished.
+logs="$(mktemp -d)"
+trap 'rm -rf "$logs"' EXIT
+echo "== fuzz ${#harnesses[@]} harnesses, ${seconds} s each from tests/fuzz/corpus/NAME, $jobs at a time"
 for h in "${harnesses[@]}"; do
-  echo "== fuzz $h (${seconds} s from tests/fuzz/corpus/$h)"
-  GPTOSS_FUZZ_JOBS="$jobs" bash scripts/fuzz.sh "$h" "$seconds" || failed=1
+  while (($(jobs -rp | wc -l) >= jobs)); do wait -n || true; done
+  (rc=0
+   GPTOSS_FUZZ_PREBUILT=1 bash scripts/fuzz.sh "$h" "$seconds" >"$logs/$h.log" 2>&1 || rc=$?
+   echo "$rc" >"$logs/$h.rc") &
+done
+wait
+for h in "${harnesses[@]}"; do
+  echo "-- fuzz $h"
+  cat "$logs/$h.log"
+  [ "$(cat "$logs/$h.rc" 2>/dev/null)" = 0 ] || { echo "fuzz $h FAILED"; failed=1; }
 done
 
 echo "== build (ThreadSanitizer)"
