@@ -645,8 +645,19 @@ struct gptoss_constraint_options {
                                    When reached, the analysis message is closed and the answer
                                    opened: <|end|><|start|>assistant<|channel|>final<|message|>
                                    (a tool-call header instead with tool_choice required or
-                                   named), one allowed token at a time. Ignored by JSON
-                                   grammars. */
+                                   named), one allowed token at a time. Every message without
+                                   recipient that is not the answer counts: analysis and
+                                   commentary preambles alike. Ignored by JSON grammars. */
+  int64_t max_tokens;           /* Tokens the constraint may accept in all, its terminating
+                                   token included (< 0, the default: no limit). When set, the
+                                   mask lets through only tokens after which the grammar can
+                                   still be completed within what is left, so the output is
+                                   complete and valid when the limit is reached: reasoning is
+                                   ended, the answer opened, open strings, arrays and objects
+                                   closed, required properties given their shortest values.
+                                   gptoss_constraint_create refuses a limit below
+                                   gptoss_constraint_min_tokens of the grammar's start. Needs a
+                                   vocabulary with a token for every single byte (o200k has). */
 };
 GPTOSS_API enum gptoss_status gptoss_constraint_options_init_sized(
     struct gptoss_constraint_options* options, size_t size);
@@ -655,7 +666,10 @@ GPTOSS_API enum gptoss_status(gptoss_constraint_options_init)(struct gptoss_cons
   gptoss_constraint_options_init_sized((options), sizeof(*(options)))
 
 /* A constraint at the start of `grammar` (which it retains). `options` may be NULL (defaults).
- * Returns success or invalid_argument (NULL grammar/constraint_out, options->struct_size). */
+ * Returns success or invalid_argument (NULL grammar/constraint_out, options->struct_size;
+ * options->max_tokens below the shortest complete output: the message names that minimum,
+ * "max_tokens 12 is below the 31 tokens the shortest complete output takes"; max_tokens set on
+ * a grammar that cannot finish, or with a vocabulary lacking single-byte tokens). */
 GPTOSS_API enum gptoss_status gptoss_constraint_create(
     gptoss_grammar_t grammar, const struct gptoss_constraint_options* options,
     gptoss_constraint_t* constraint_out);
@@ -683,6 +697,18 @@ GPTOSS_API enum gptoss_status gptoss_constraint_fill_mask(gptoss_constraint_t co
  * allowed), else 0. */
 GPTOSS_API enum gptoss_status gptoss_constraint_is_finished(gptoss_constraint_t constraint,
                                                             int32_t* finished_out);
+
+/* *min_tokens_out = how many tokens the shortest way to finish the grammar from here takes at
+ * most (each byte of the shortest completion one token, each special token one: a real
+ * tokenization needs as many or fewer); 0 once finished; -1 if the grammar cannot be finished
+ * from here (a Harmony spec without a final channel or tools, say). */
+GPTOSS_API enum gptoss_status gptoss_constraint_min_tokens(gptoss_constraint_t constraint,
+                                                          int64_t* min_tokens_out);
+
+/* *closed_out = 1 once options->max_tokens has forbidden a token the grammar allowed: the
+ * output was steered to its shortest completion to finish within the limit. Else 0. */
+GPTOSS_API enum gptoss_status gptoss_constraint_closed_by_budget(gptoss_constraint_t constraint,
+                                                                int32_t* closed_out);
 
 /* Attaches `constraint` to `sampler` (retained; NULL detaches). While attached,
  * gptoss_context_sample samples only tokens the constraint allows (their logits, after

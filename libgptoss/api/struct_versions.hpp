@@ -49,7 +49,8 @@ GPTOSS_STRUCT_VERSIONS(gptoss_context_options, GPTOSS_UPTO(max_batch_tokens));  
 GPTOSS_STRUCT_VERSIONS(gptoss_sampler_options, GPTOSS_UPTO(top_logprobs));       // 56
 GPTOSS_STRUCT_VERSIONS(gptoss_harmony_render_options, GPTOSS_UPTO(auto_drop_analysis));  // 16
 GPTOSS_STRUCT_VERSIONS(gptoss_harmony_state, GPTOSS_UPTO(num_messages));         // 64
-GPTOSS_STRUCT_VERSIONS(gptoss_constraint_options, GPTOSS_UPTO(max_reasoning_tokens));  // 16
+GPTOSS_STRUCT_VERSIONS(gptoss_constraint_options,  // 16, 24
+                       GPTOSS_UPTO(max_reasoning_tokens), GPTOSS_UPTO(max_tokens));
 // ---------------------------------------------------------------------------------------------
 
 #undef GPTOSS_STRUCT_VERSIONS
