@@ -20,6 +20,7 @@ gptoss_constraint_options default_constraint_options() {
   gptoss_constraint_options o{};
   o.struct_size = sizeof(o);
   o.max_reasoning_tokens = -1;
+  o.max_tokens = -1;
   return o;
 }
 
@@ -88,6 +89,7 @@ GPTOSS_API enum gptoss_status gptoss_constraint_create(gptoss_grammar_t grammar,
     const gptoss_constraint_options o = api::read_struct(options, default_constraint_options(), "options");
     constrain::ConstraintOptions co;
     co.max_reasoning_tokens = o.max_reasoning_tokens;
+    co.max_tokens = o.max_tokens;
     auto handle = std::make_unique<gptoss_constraint>();
     handle->constraint = grammar->grammar.make_constraint(co);
     handle->mask = constrain::TokenMask(handle->constraint->num_tokens());
@@ -126,6 +128,23 @@ GPTOSS_API enum gptoss_status gptoss_constraint_is_finished(gptoss_constraint_t 
     const constrain::Constraint& c = constraint_of(constraint);
     api::require(finished_out, "finished_out");
     *finished_out = c.finished() ? 1 : 0;
+  });
+}
+
+GPTOSS_API enum gptoss_status gptoss_constraint_min_tokens(gptoss_constraint_t constraint, int64_t* min_tokens_out) {
+  return api::guard([&] {
+    const constrain::Constraint& c = constraint_of(constraint);
+    api::require(min_tokens_out, "min_tokens_out");
+    const uint64_t cost = c.min_tokens();
+    *min_tokens_out = cost >= constrain::Grammar::kNoCompletion ? -1 : int64_t(cost);
+  });
+}
+
+GPTOSS_API enum gptoss_status gptoss_constraint_closed_by_budget(gptoss_constraint_t constraint, int32_t* closed_out) {
+  return api::guard([&] {
+    const constrain::Constraint& c = constraint_of(constraint);
+    api::require(closed_out, "closed_out");
+    *closed_out = c.closed_by_budget() ? 1 : 0;
   });
 }
 

@@ -13,6 +13,35 @@ namespace gptoss::constrain {
 
 struct ConstraintOptions {
   int64_t max_reasoning_tokens = -1;  // < 0: no limit
+  int64_t max_tokens = -1;            // tokens the constraint may accept in all; < 0: no limit
+};
+
+// What is left of ConstraintOptions::max_tokens. With a limit, a constraint allows only tokens
+// after which its cheapest completion (in Grammar::min_cost's measure, which a vocabulary with
+// every byte as a token can always spell in as many tokens) still fits in what is left. At the
+// start the whole output fits, and some token always keeps it fitting (the first byte or
+// special token of the cheapest completion), so the output ends, complete, within the limit.
+class TokenBudget {
+ public:
+  explicit TokenBudget(int64_t max_tokens) : max_(max_tokens) {}
+  bool limited() const { return max_ >= 0; }
+  // Tokens left once the next one is taken (may be negative).
+  int64_t after_next() const { return max_ - used_ - 1; }
+  // Whether a token after which the cheapest completion costs `cost` fits.
+  bool fits_after_next(uint64_t cost) const { return !limited() || (after_next() >= 0 && cost <= uint64_t(after_next())); }
+  void use() { ++used_; }
+  void reset() {
+    used_ = 0;
+    closed = false;
+  }
+  // Refuses a limit that the grammar's cheapest output (`cost` at its start) does not fit.
+  void check_start(uint64_t cost, const Vocabulary& vocab) const;
+
+  bool closed = false;  // the limit has forbidden a token the grammar allowed
+
+ private:
+  int64_t max_;
+  int64_t used_ = 0;
 };
 
 class Constraint {
@@ -28,6 +57,11 @@ class Constraint {
   virtual bool allows(uint32_t token) = 0;
   virtual bool finished() const = 0;
   virtual size_t num_tokens() const = 0;
+  // The cheapest completion from here (Grammar::min_cost's measure, an upper bound on the
+  // tokens it takes); Grammar::kNoCompletion when the grammar cannot be completed.
+  virtual uint64_t min_tokens() const = 0;
+  // Whether ConstraintOptions::max_tokens has forbidden a token the grammar allowed.
+  virtual bool closed_by_budget() const = 0;
   // An independent copy at the same position (to try a continuation, say).
   virtual std::unique_ptr<Constraint> clone() const = 0;
 };

@@ -268,6 +268,29 @@ void Dfa::minimize() {
   continues_.swap(continues);
 }
 
+std::vector<uint32_t> Dfa::distances_to_accept() const {
+  const size_t n = num_states();
+  std::vector<std::vector<int32_t>> into(n);
+  for (size_t s = 0; s < n; ++s)
+    for (size_t c = 0; c < n_classes_; ++c)
+      if (const int32_t t = next_[s * n_classes_ + c]; t != kDead) into[size_t(t)].push_back(int32_t(s));
+  constexpr uint32_t kUnseen = UINT32_MAX;
+  std::vector<uint32_t> dist(n, kUnseen);
+  std::vector<int32_t> queue;
+  for (size_t s = 0; s < n; ++s)
+    if (accepting_[s]) {
+      dist[s] = 0;
+      queue.push_back(int32_t(s));
+    }
+  for (size_t head = 0; head < queue.size(); ++head)
+    for (int32_t from : into[size_t(queue[head])])
+      if (dist[size_t(from)] == kUnseen) {
+        dist[size_t(from)] = dist[size_t(queue[head])] + 1;
+        queue.push_back(from);
+      }
+  return dist;
+}
+
 bool Dfa::operator==(const Dfa& o) const {
   return start_ == o.start_ && n_classes_ == o.n_classes_ && byte_class_ == o.byte_class_ &&
          next_ == o.next_ && accepting_ == o.accepting_;

@@ -32,6 +32,10 @@ class Dfa {
   size_t num_states() const { return accepting_.size(); }
   size_t memory_bytes() const { return next_.size() * sizeof(int32_t) + 2 * accepting_.size() + 256; }
 
+  // For each state, the fewest bytes that lead from it to an accepting state (every state
+  // has one: states that cannot reach acceptance are removed).
+  std::vector<uint32_t> distances_to_accept() const;
+
   bool operator==(const Dfa& other) const;
   uint64_t hash() const;
 

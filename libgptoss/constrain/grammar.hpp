@@ -4,6 +4,7 @@
 // run of symbols ended by an `end` symbol, so a position in the grammar is one index.
 // Immutable once built (grammar_builder.hpp), except for the per-lexeme-state token sets it
 // computes on first use (thread-safe): it is shared by every sequence that uses it.
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -39,6 +40,20 @@ class Grammar {
   size_t num_rules() const { return alternatives_.size(); }
   uint32_t root() const { return root_; }
 
+  // Costs of completions, for closing an output within a token budget: a completion's bytes
+  // plus its special tokens, so a vocabulary with a token for every byte can always spell it
+  // in that many tokens or fewer. kNoCompletion where none exists.
+  static constexpr uint64_t kNoCompletion = uint64_t(1) << 40;
+  static uint64_t add_costs(uint64_t a, uint64_t b) { return std::min(a + b, kNoCompletion); }
+  // Bytes from `state` of `lexeme` to its nearest accepting state.
+  uint64_t bytes_to_accept(uint32_t lexeme, int32_t state) const { return to_accept_[first_slot_[lexeme] + size_t(state)]; }
+  // The most bytes_to_accept of any state of `lexeme`.
+  uint64_t most_bytes_to_accept(uint32_t lexeme) const { return most_to_accept_[lexeme]; }
+  // The cheapest completion of the symbols from `pos` to the end of its alternative.
+  uint64_t rest_cost(uint32_t pos) const { return rest_cost_[pos]; }
+  // The cheapest complete output.
+  uint64_t min_cost() const { return rest_cost_.empty() ? kNoCompletion : rule_cost_[root_]; }
+
   // The text tokens a lexeme accepts from `state` (computed on first request, then cached;
   // beyond kMaxCacheBytes of cached sets they are computed each time).
   std::shared_ptr<const LexemeTokens> tokens(uint32_t lexeme, int32_t state) const;
@@ -53,7 +68,13 @@ class Grammar {
   std::vector<std::vector<uint32_t>> alternatives_;
   uint32_t root_;
 
-  std::vector<size_t> first_slot_;  // lexeme -> index of its state 0 in cache_
+  void compute_costs();
+
+  std::vector<size_t> first_slot_;  // lexeme -> index of its state 0 in cache_ and to_accept_
+  std::vector<uint32_t> to_accept_;
+  std::vector<uint64_t> most_to_accept_;
+  std::vector<uint64_t> rule_cost_;
+  std::vector<uint64_t> rest_cost_;
   mutable std::mutex cache_mutex_;
   mutable std::vector<std::shared_ptr<const LexemeTokens>> cache_;
   mutable size_t cache_bytes_ = 0;

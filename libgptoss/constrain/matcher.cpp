@@ -28,7 +28,9 @@ void Matcher::reset() {
 uint32_t Matcher::push_node(uint32_t pos, uint32_t parent) {
   const uint64_t below = parent == kNil ? 0 : nodes_[parent].hash;
   const uint64_t hash = (below ^ (uint64_t(pos) + 0x9e3779b97f4a7c15ull)) * 0xbf58476d1ce4e5b9ull;
-  nodes_.push_back({pos, parent, hash ^ (hash >> 31)});
+  const uint64_t after =
+      parent == kNil ? 0 : Grammar::add_costs(grammar_->rest_cost(nodes_[parent].pos), nodes_[parent].after);
+  nodes_.push_back({pos, parent, hash ^ (hash >> 31), after});
   return uint32_t(nodes_.size() - 1);
 }
 
@@ -185,7 +187,7 @@ bool Matcher::accept_bytes(std::string_view bytes) {
   return commit(a_, mark);
 }
 
-void Matcher::check_exit(const LexemeTokens::Exit& exit, TokenMask& mask) {
+void Matcher::check_exit(const LexemeTokens::Exit& exit, TokenMask& mask, uint64_t limit) {
   const Vocabulary& v = grammar_->vocab();
   const tokenizer::TokenTrie& trie = v.trie();
   const size_t root = exit.node, end = trie.skip(root), depth = trie.depth(root);
@@ -217,34 +219,98 @@ void Matcher::check_exit(const LexemeTokens::Exit& exit, TokenMask& mask) {
         continue;
       }
     }
-    for (auto [t, stop] = trie.tokens_at(node); t != stop; ++t) mask.set(*t);
+    auto [t, stop] = trie.tokens_at(node);
+    if (t != stop && (limit == kNoLimit || min_cost(levels_[k]) <= limit))
+      for (; t != stop; ++t) mask.set(*t);
+    else held_back_ = held_back_ || t != stop;
     ++node;
   }
 }
 
-void Matcher::fill_mask(TokenMask& mask) {
+void Matcher::fill_mask(TokenMask& mask) { fill_mask(mask, kNoLimit); }
+
+uint64_t Matcher::thread_cost(const Thread& t) const {
+  if (t.node == kNil) return 0;
+  const Grammar& g = *grammar_;
+  const Node& n = nodes_[t.node];
+  const uint64_t here = t.state == kSpecialState ? 1 : g.bytes_to_accept(g.at(n.pos).id, t.state);
+  return Grammar::add_costs(Grammar::add_costs(here, g.rest_cost(n.pos + 1)), n.after);
+}
+
+uint64_t Matcher::min_cost(const std::vector<Thread>& threads) const {
+  uint64_t best = Grammar::kNoCompletion;
+  for (const Thread& t : threads) best = std::min(best, thread_cost(t));
+  return best;
+}
+
+uint64_t Matcher::cost() const { return min_cost(threads_); }
+
+// The walk of LexemeTokens::compute, keeping the tokens that end close enough to acceptance.
+void Matcher::set_inside_within(uint32_t lexeme, int32_t state, uint64_t max_to_accept, TokenMask& mask) {
+  const Grammar& g = *grammar_;
+  const Dfa& d = g.lexeme(lexeme);
+  const tokenizer::TokenTrie& trie = g.vocab().trie();
+  std::vector<int32_t> states(trie.max_depth() + 1);
+  states[0] = state;
+  for (size_t i = 0, n = trie.num_nodes(); i < n;) {
+    const uint32_t depth = trie.depth(i);
+    const int32_t next = d.step(states[depth - 1], trie.byte(i));
+    if (next == Dfa::kDead) {
+      i = trie.skip(i);
+      continue;
+    }
+    states[depth] = next;
+    auto [t, end] = trie.tokens_at(i);
+    if (g.bytes_to_accept(lexeme, next) <= max_to_accept)
+      for (; t != end; ++t) mask.set(*t);
+    else held_back_ = held_back_ || t != end;
+    ++i;
+  }
+}
+
+// With a limit, a token is kept when some thread leads through it to a completion within the
+// limit: a special token by the cost of what follows it; a token inside a lexeme by the DFA
+// state it ends in (all of them at once when even the farthest state is close enough); a
+// token that leaves the lexeme by the threads its rest leads to, checked on the trie walk.
+bool Matcher::fill_mask(TokenMask& mask, uint64_t limit) {
   const Grammar& g = *grammar_;
   mask.clear();
+  held_back_ = false;
   for (size_t i = 0; i < threads_.size(); ++i) {
     const Thread t = threads_[i];
     if (t.node == kNil) continue;
     const Node n = nodes_[t.node];
     const Symbol s = g.at(n.pos);
+    const uint64_t beyond = Grammar::add_costs(g.rest_cost(n.pos + 1), n.after);
     if (t.state == kSpecialState) {
-      mask.set(s.id);
+      if (limit == kNoLimit || beyond <= limit) mask.set(s.id);
+      else held_back_ = true;
       continue;
     }
     const auto tokens = g.tokens(s.id, t.state);
-    tokens->merge_inside_into(mask);
+    if (limit == kNoLimit || Grammar::add_costs(g.most_bytes_to_accept(s.id), beyond) <= limit)
+      tokens->merge_inside_into(mask);
+    else if (beyond <= limit)
+      set_inside_within(s.id, t.state, limit - beyond, mask);
+    else
+      held_back_ = held_back_ || tokens->num_inside() > 0;
     if (tokens->exits.empty()) continue;
     // Tokens that leave the lexeme and go on: their rest must suit what follows it.
     const size_t mark = nodes_.size();
     continuation_.clear();
     expand(n.pos + 1, n.parent, continuation_);
     dedup(continuation_);
-    for (const LexemeTokens::Exit& e : tokens->exits) check_exit(e, mask);
+    for (const LexemeTokens::Exit& e : tokens->exits) check_exit(e, mask, limit);
     nodes_.resize(mark);
   }
+  return held_back_;
+}
+
+uint64_t Matcher::cost_after(uint32_t token) {
+  const size_t mark = step_token(token);
+  const uint64_t cost = a_.empty() ? Grammar::kNoCompletion : min_cost(a_);
+  nodes_.resize(mark);
+  return cost;
 }
 
 bool Matcher::finished() const {

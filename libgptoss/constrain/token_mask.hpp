@@ -34,4 +34,20 @@ class TokenMask {
   std::vector<uint32_t> words_;
 };
 
+// A mask kept for scratch work by an object that is copied (a constraint's clone): copies
+// start without one instead of copying 25 KB they would overwrite anyway.
+class ScratchMask {
+ public:
+  ScratchMask() = default;
+  ScratchMask(const ScratchMask&) {}
+  ScratchMask& operator=(const ScratchMask&) { return *this; }
+  TokenMask& get(size_t num_tokens) {
+    if (mask_.num_tokens() != num_tokens) mask_ = TokenMask(num_tokens);
+    return mask_;
+  }
+
+ private:
+  TokenMask mask_;
+};
+
 }  // namespace gptoss::constrain

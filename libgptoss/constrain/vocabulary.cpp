@@ -53,6 +53,17 @@ std::string_view Vocabulary::special_name(uint32_t id) const {
   return it->second;
 }
 
+bool Vocabulary::has_every_byte() const {
+  bool seen[256] = {};
+  size_t n = 0;
+  for (uint32_t id = 0; id < num_text_ && n < 256; ++id)
+    if (const std::string_view b = text_bytes(id); b.size() == 1 && !seen[uint8_t(b[0])]) {
+      seen[uint8_t(b[0])] = true;
+      ++n;
+    }
+  return n == 256;
+}
+
 uint32_t Vocabulary::require_special(std::string_view name) const {
   auto id = special_id(name);
   if (!id) fail(gptoss_status_invalid_argument, "the tokenizer has no {} token: not a Harmony tokenizer", name);

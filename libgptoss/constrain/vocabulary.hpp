@@ -39,6 +39,9 @@ class Vocabulary {
   // Throws gptoss::Error(invalid_argument) naming the token when the vocabulary lacks it.
   uint32_t require_special(std::string_view name) const;
   const tokenizer::TokenTrie& trie() const { return *trie_; }
+  // Whether every byte is a text token of its own, so that any text can be written in as
+  // many tokens as it has bytes (o200k's byte-level BPE: yes).
+  bool has_every_byte() const;
 
  private:
   std::shared_ptr<const Tokenizer> tokenizer_;          // when made from a tokenizer
