@@ -181,6 +181,104 @@ TEST_CASE("sampling through a constraint on a real model yields a valid document
   }
 }
 
+TEST_CASE("constraint API: the token budget's entry points and their errors", "[api][bad-input][constrain]") {
+  auto tok = tokenizer();
+  auto grammar = json_grammar(tok.get(), R"({"type": "object", "properties": {"qty": {"type": "integer"}},
+      "required": ["qty"]})");
+  auto con = constraint(grammar.get());
+  int64_t min = 0;
+  CHECK(gptoss_constraint_min_tokens(nullptr, &min) == gptoss_status_invalid_argument);
+  CHECK(gptoss_constraint_min_tokens(con.get(), nullptr) == gptoss_status_invalid_argument);
+  GPTOSS_REQUIRE_OK(gptoss_constraint_min_tokens(con.get(), &min));
+  CHECK(min == 10);  // {"qty":0} and the end token
+  int32_t closed = 7;
+  CHECK(gptoss_constraint_closed_by_budget(nullptr, &closed) == gptoss_status_invalid_argument);
+  CHECK(gptoss_constraint_closed_by_budget(con.get(), nullptr) == gptoss_status_invalid_argument);
+  CHECK(closed == 7);
+  GPTOSS_REQUIRE_OK(gptoss_constraint_closed_by_budget(con.get(), &closed));
+  CHECK(closed == 0);
+
+  gptoss_constraint_options o;
+  gptoss_constraint_options_init(&o);
+  CHECK(o.max_tokens == -1);
+  o.max_tokens = 9;
+  gptoss_constraint_t c = nullptr;
+  CHECK(gptoss_constraint_create(grammar.get(), &o, &c) == gptoss_status_invalid_argument);
+  CHECK_THAT(last_error(), Catch::Contains("max_tokens 9 is below the 10 tokens"));
+  CHECK(c == nullptr);
+  // A caller built against the first gptoss_constraint_options (16 bytes) gets no budget.
+  o.struct_size = 16;
+  GPTOSS_REQUIRE_OK(gptoss_constraint_create(grammar.get(), &o, &c));
+  ConstraintPtr old_caller(c);
+  // A Harmony spec that can never end its turn (no final channel, no tools) has no minimum.
+  gptoss_grammar_t h = nullptr;
+  GPTOSS_REQUIRE_OK(gptoss_grammar_create_harmony(tok.get(), R"({"channels": ["analysis", "commentary"]})", &h));
+  GrammarPtr endless(h);
+  auto e = constraint(endless.get());
+  GPTOSS_REQUIRE_OK(gptoss_constraint_min_tokens(e.get(), &min));
+  CHECK(min == -1);
+  o.struct_size = sizeof(o);
+  o.max_tokens = 1000;
+  CHECK(gptoss_constraint_create(endless.get(), &o, &c) == gptoss_status_invalid_argument);
+  CHECK_THAT(last_error(), Catch::Contains("no complete output"));
+}
+
+TEST_CASE("sampling hot on a real model within a budget at its minimum: complete and valid", "[api][constrain]") {
+  auto model = load_conformance_model();
+  gptoss_tokenizer_t raw_tok = nullptr;
+  GPTOSS_REQUIRE_OK(gptoss_model_get_tokenizer(model.get(), &raw_tok));
+  TokPtr tok(raw_tok);
+  auto grammar = json_grammar(tok.get(), R"({"type": "object", "properties": {"name": {"type": "string"},
+      "tags": {"type": "array", "items": {"type": "string"}}}, "required": ["name", "tags"],
+      "additionalProperties": false})");
+  int64_t min = 0;
+  GPTOSS_REQUIRE_OK(gptoss_constraint_min_tokens(constraint(grammar.get()).get(), &min));
+  for (uint64_t seed = 1; seed <= 3; ++seed) {
+    gptoss_constraint_options o;
+    gptoss_constraint_options_init(&o);
+    o.max_tokens = min + int64_t(seed) - 1;
+    gptoss_constraint_t raw_c = nullptr;
+    GPTOSS_REQUIRE_OK(gptoss_constraint_create(grammar.get(), &o, &raw_c));
+    ConstraintPtr con(raw_c);
+    gptoss_sampler_options so;
+    gptoss_sampler_options_init(&so);
+    so.seed = seed;
+    so.temperature = 1.5f;
+    gptoss_sampler_t raw = nullptr;
+    GPTOSS_REQUIRE_OK(gptoss_sampler_create(&so, &raw));
+    SamplerPtr sampler(raw);
+    GPTOSS_REQUIRE_OK(gptoss_sampler_set_constraint(sampler.get(), con.get()));
+    auto ctx = make_context(model.get(), 256);
+    size_t n = 0;
+    GPTOSS_REQUIRE_OK(gptoss_context_append_chars(ctx.get(), "JSON:", 5, &n));
+    std::string text;
+    int32_t finished = 0;
+    int64_t used = 0;
+    while (!finished && used <= o.max_tokens) {
+      uint32_t t = 0;
+      GPTOSS_REQUIRE_OK(gptoss_context_sample(ctx.get(), sampler.get(), &t));
+      ++used;
+      GPTOSS_REQUIRE_OK(gptoss_constraint_is_finished(con.get(), &finished));
+      if (finished) break;
+      const void* bytes = nullptr;
+      size_t size = 0;
+      GPTOSS_REQUIRE_OK(gptoss_tokenizer_decode(tok.get(), t, &bytes, &size));
+      text.append(static_cast<const char*>(bytes), size);
+      GPTOSS_REQUIRE_OK(gptoss_context_append_tokens(ctx.get(), 1, &t));
+    }
+    INFO("seed " << seed << " budget " << o.max_tokens << ": " << text);
+    REQUIRE(finished == 1);
+    CHECK(used <= o.max_tokens);
+    const auto doc = nlohmann::json::parse(text);
+    CHECK(doc["name"].is_string());
+    CHECK(doc["tags"].is_array());
+    // Whether the budget had to steer depends on how many bytes the sampled tokens carry.
+    int32_t closed = 7;
+    GPTOSS_REQUIRE_OK(gptoss_constraint_closed_by_budget(con.get(), &closed));
+    CHECK((closed == 0 || closed == 1));
+  }
+}
+
 TEST_CASE("handles outlive each other in any order", "[api][constrain]") {
   auto tok = tokenizer();
   gptoss_grammar_t g = nullptr;
