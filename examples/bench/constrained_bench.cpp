@@ -39,6 +39,7 @@ struct Scenario {
   const char* name;
   bool harmony;
   const char* source;  // spec or schema
+  bool budget;         // max_tokens twice the shortest output: every output is closed by it
 };
 
 struct Times {
@@ -63,16 +64,27 @@ size_t popcount(const std::vector<uint32_t>& mask) {
   return n;
 }
 
-gptoss_constraint_t new_constraint(gptoss_grammar_t g) {
+gptoss_constraint_t new_constraint(gptoss_grammar_t g, int64_t max_tokens) {
+  gptoss_constraint_options co;
+  gptoss_constraint_options_init(&co);
+  co.max_tokens = max_tokens;
   gptoss_constraint_t c = nullptr;
-  return api_ok(gptoss_constraint_create(g, nullptr, &c), "creating a constraint") ? c : nullptr;
+  return api_ok(gptoss_constraint_create(g, &co, &c), "creating a constraint") ? c : nullptr;
+}
+
+int64_t min_tokens(gptoss_grammar_t g) {
+  gptoss_constraint_t c = new_constraint(g, -1);
+  int64_t n = -1;
+  if (c) api_ok(gptoss_constraint_min_tokens(c, &n), "min_tokens");
+  gptoss_constraint_release(c);
+  return n;
 }
 
 // Decodes n tokens after `prompt` under `grammar`; a document or turn that finishes starts
 // over (constraints reset, the context goes on).
-bool decode(gptoss_context_t ctx, gptoss_sampler_t sampler, gptoss_grammar_t grammar,
+bool decode(gptoss_context_t ctx, gptoss_sampler_t sampler, gptoss_grammar_t grammar, int64_t max_tokens,
             const std::vector<uint32_t>& prompt, size_t n, Times* times) {
-  gptoss_constraint_t live = new_constraint(grammar), mirror = new_constraint(grammar);
+  gptoss_constraint_t live = new_constraint(grammar, max_tokens), mirror = new_constraint(grammar, max_tokens);
   bool good = live && mirror && api_ok(gptoss_sampler_set_constraint(sampler, live), "attaching") &&
               api_ok(gptoss_context_reset(ctx), "reset") &&
               api_ok(gptoss_context_append_tokens(ctx, prompt.size(), prompt.data()), "append") &&
@@ -159,9 +171,12 @@ int run_constrained_bench(const Options& o) {
     gptoss_grammar_release(first);
   }
 
-  const Scenario scenarios[] = {{"harmony (tools, text answer)", true, kToolsSpec},
-                                {"harmony + JSON answer (nested schema)", true, nullptr},
-                                {"JSON Schema (nested, strings)", false, kNestedSchema}};
+  const Scenario scenarios[] = {{"harmony (tools, text answer)", true, kToolsSpec, false},
+                                {"harmony + JSON answer (nested schema)", true, nullptr, false},
+                                {"JSON Schema (nested, strings)", false, kNestedSchema, false},
+                                {"harmony (tools, text answer), budget 2x shortest", true, kToolsSpec, true},
+                                {"harmony + JSON answer, budget 2x shortest", true, nullptr, true},
+                                {"JSON Schema (nested), budget 2x shortest", false, kNestedSchema, true}};
   struct Row {
     std::string name, part;
     double compile_ms, cold_ms, mean_ms, p50, p99, max, steps;
@@ -177,8 +192,10 @@ int run_constrained_bench(const Options& o) {
     const double compile_ms = ms_since(t0);
     if (!api_ok(st, "compiling the grammar")) return 1;
     const auto& prompt = s.harmony ? harmony_prompt : json_prompt;
+    const int64_t max_tokens = s.budget ? 2 * min_tokens(grammar) : -1;
     Times cold, warm;  // first pass: token sets computed on first use; second: cached
-    if (!decode(ctx, sampler, grammar, prompt, o.n_gen, &cold) || !decode(ctx, sampler, grammar, prompt, o.n_gen, &warm))
+    if (!decode(ctx, sampler, grammar, max_tokens, prompt, o.n_gen, &cold) ||
+        !decode(ctx, sampler, grammar, max_tokens, prompt, o.n_gen, &warm))
       return 1;
     std::vector<double> cold_all = cold.dense;
     cold_all.insert(cold_all.end(), cold.sparse.begin(), cold.sparse.end());

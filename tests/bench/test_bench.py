@@ -119,13 +119,13 @@ class BenchTest(unittest.TestCase):
         out = json.loads(r.stdout)
         self.assertGreater(out["decode_ms_per_token"], 0)
         grammars = {s["grammar"] for s in out["scenarios"]}
-        self.assertEqual(len(grammars), 3)
+        self.assertEqual(len(grammars), 6)  # three grammars, with and without a token budget
         for s in out["scenarios"]:
             self.assertGreater(s["count"], 0)
             m = s["mask_ms"]
             self.assertTrue(0 < m["p50"] <= m["p99"] <= m["max"], s)
             self.assertGreater(s["compile_ms"], 0)
-        self.assertEqual(sum(s["count"] for s in out["scenarios"]), 3 * 12)
+        self.assertEqual(sum(s["count"] for s in out["scenarios"]), 6 * 12)
         table = run("--constrained", "-m", MODEL, "--tokenizer-json", TOKENIZER, "-n", "4", "-t", "2")
         self.assertEqual(table.returncode, 0, table.stderr)
         self.assertIn("| grammar | steps |", table.stdout)
