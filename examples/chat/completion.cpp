@@ -10,10 +10,16 @@ constexpr const char* kDim = "\033[2m";
 constexpr const char* kCyan = "\033[36m";
 constexpr const char* kReset = "\033[0m";
 
+// The answer is the final channel. Commentary without a recipient is a preamble the model
+// writes before its tool calls: like analysis, it is not the answer, so a script reading
+// stdout must never take it for one.
 bool is_answer_channel(const char* channel) {
   // Tolerant parsing may yield a message without a channel; it is still what the user sees.
-  return channel == nullptr || std::string_view(channel) == "final" ||
-         std::string_view(channel) == "commentary";
+  return channel == nullptr || std::string_view(channel) == "final";
+}
+
+bool is_commentary(const char* channel) {
+  return channel != nullptr && std::string_view(channel) == "commentary";
 }
 }  // namespace
 
@@ -48,7 +54,7 @@ void Completion::show(Section section, const gptoss_harmony_state& state, std::s
     section_ = section;
     section_message_ = state.num_messages;
     if (section == Section::reasoning) {
-      write(display_.color ? kDim : "[reasoning] ");
+      write(display_.color ? kDim : is_commentary(state.channel) ? "[preamble] " : "[reasoning] ");
     } else if (section == Section::tool_call) {
       std::string label = std::string("[tool call -> ") + state.recipient;
       if (state.content_type) label += std::string(" ") + state.content_type;

@@ -1,6 +1,7 @@
 #pragma once
 // A completion as it streams: feeds each token to the Harmony parser (or decodes it as raw
-// text) and shows it — final answer plain, reasoning dimmed or hidden, tool calls labelled.
+// text) and shows it — final answer plain, reasoning (analysis, and commentary preambles
+// without recipient) dimmed or hidden, tool calls labelled.
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -12,7 +13,7 @@ namespace gptoss_cli {
 
 struct Display {
   std::FILE* out = nullptr;   // null: collect only, print nothing
-  bool show_reasoning = true;
+  bool show_reasoning = true;  // analysis and preambles; the answer and tool calls always show
   bool color = false;         // ANSI dim/colour (only when `out` is a terminal)
 };
 
