@@ -12,9 +12,11 @@ Grammar make_grammar(gptoss_tokenizer_t tokenizer, const Options& options) {
     if (options.json_schema.empty()) return nullptr;
     status = gptoss_grammar_create_json_schema(tokenizer, options.json_schema.c_str(), &grammar);
   } else {
-    nlohmann::json spec = nlohmann::json::object();
+    // ordered_json: the grammar generates properties in the order the schema lists them.
+    nlohmann::ordered_json spec = nlohmann::ordered_json::object();
     if (!options.json_schema.empty())
-      spec["response_format"] = {{"type", "json_schema"}, {"schema", nlohmann::json::parse(options.json_schema)}};
+      spec["response_format"] = {{"type", "json_schema"},
+                                 {"schema", nlohmann::ordered_json::parse(options.json_schema)}};
     status = gptoss_grammar_create_harmony(tokenizer, spec.dump().c_str(), &grammar);
   }
   if (status == gptoss_status_invalid_argument || status == gptoss_status_unsupported_argument)

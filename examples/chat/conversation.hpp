@@ -8,6 +8,8 @@
 
 namespace gptoss_cli {
 
+// ordered_json: a --json-schema shown to the model keeps its properties in the order the
+// grammar generates them.
 class Conversation {
  public:
   explicit Conversation(const Options& options);
@@ -28,12 +30,12 @@ class Conversation {
   void load(const std::string& path);
 
  private:
-  nlohmann::json initial_messages() const;
+  nlohmann::ordered_json initial_messages() const;
   std::string model_identity_;
   std::string reasoning_effort_;
   std::string developer_;
   std::string json_schema_;  // shown to the model as the response format
-  nlohmann::json messages_;
+  nlohmann::ordered_json messages_;
 };
 
 }  // namespace gptoss_cli
