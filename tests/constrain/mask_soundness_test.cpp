@@ -160,3 +160,32 @@ TEST_CASE("masks equal step-by-step acceptance on the real vocabulary at sampled
   budget.max_reasoning_tokens = 3;
   check_walks(harmony_grammar(v, kToolsSpec), *v, 2, 24, 22, 6, budget, false);
 }
+
+// With a token budget the mask is narrowed by costs (cached sets kept whole or walked, exits
+// priced on the trie walk, header tokens priced one by one); allows() prices each token alone
+// from the state it would reach. Both must agree, from the budget's edge to well above it.
+TEST_CASE("masks equal step-by-step acceptance under a token budget", "[constrain][soundness][budget]") {
+  auto v = small_vocab();
+  auto with_budget = [](const CompiledGrammar& g, int64_t reasoning, int64_t extra) {
+    ConstraintOptions o;
+    o.max_reasoning_tokens = reasoning;
+    o.max_tokens = int64_t(g.make_constraint(o)->min_tokens()) + extra;
+    return o;
+  };
+  uint32_t seed = 31;
+  for (const char* schema : {kNestedSchema, R"({"type": "object"})",
+                             R"({"type": "array", "items": {"type": ["number", "string"]}, "minItems": 2})"})
+    for (int64_t extra : {0, 2, 9, 40}) {
+      INFO(schema << " budget minimum + " << extra);
+      const CompiledGrammar g = json_grammar(v, schema);
+      check_walks(g, *v, 6, 200, seed++, 1, with_budget(g, -1, extra));
+    }
+  for (const char* spec : {kToolsSpec, R"({"tools": {"functions": {"tools": [{"name": "get_weather"}]}},
+                                           "tool_choice": "required"})"})
+    for (int64_t reasoning : {-1, 3})
+      for (int64_t extra : {0, 3, 30}) {
+        INFO(spec << " reasoning " << reasoning << " budget minimum + " << extra);
+        const CompiledGrammar g = harmony_grammar(v, spec);
+        check_walks(g, *v, 4, 300, seed++, 1, with_budget(g, reasoning, extra));
+      }
+}

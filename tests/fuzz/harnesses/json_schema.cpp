@@ -10,7 +10,10 @@
 //  - a few steps, each taking an allowed token the input chooses: accepting it succeeds; a
 //    forbidden token is refused with invalid_argument and leaves the mask unchanged; the mask
 //    is empty exactly when the constraint says it is finished, and then the text before the
-//    end token is a JSON document.
+//    end token is a JSON document;
+//  - for a grammar whose shortest output is short: with max_tokens from that minimum to a few
+//    more, a walk the input chooses finishes within the budget on a JSON document, and one
+//    less than the minimum is refused with invalid_argument.
 // Step costs may hit the matcher's documented ambiguity bound (insufficient_resources).
 #include <cstring>
 #include <string>
@@ -117,6 +120,48 @@ void walk(gptoss_tokenizer_t tok, gptoss_grammar_t g, fuzz::Bytes choices) {
   gptoss_constraint_release(c);
 }
 
+// Short outputs only: each step scans the whole mask, and the budget's closing is the same
+// machinery at any length.
+constexpr int64_t kMaxBudgetedOutput = 32;
+
+void walk_within_budget(gptoss_tokenizer_t tok, gptoss_grammar_t g, fuzz::Bytes choices) {
+  gptoss_constraint_t c = nullptr;
+  fuzz::check_status(gptoss_constraint_create(g, nullptr, &c), {}, "constraint_create");
+  int64_t min = -2;
+  fuzz::check_status(gptoss_constraint_min_tokens(c, &min), {}, "min_tokens");
+  gptoss_constraint_release(c);
+  GPTOSS_FUZZ_CHECK(min >= 1, "a compiled grammar without a finite shortest output");
+  if (min > kMaxBudgetedOutput || choices.empty()) return;
+  gptoss_constraint_options o;
+  gptoss_constraint_options_init(&o);
+  o.max_tokens = min - 1;
+  fuzz::check_status(gptoss_constraint_create(g, &o, &c), {gptoss_status_invalid_argument},
+                     "constraint_create below the minimum");
+  GPTOSS_FUZZ_CHECK(c == nullptr, "a budget below the minimum was accepted");
+  o.max_tokens = min + int64_t(choices.take(1) % 4);
+  fuzz::check_status(gptoss_constraint_create(g, &o, &c), {}, "constraint_create within budget");
+  std::vector<uint32_t> accepted;
+  int32_t finished = 0;
+  while (!finished) {
+    GPTOSS_FUZZ_CHECK(int64_t(accepted.size()) < o.max_tokens, "the budget ran out before the output finished");
+    const std::vector<uint32_t> mask = fill_mask(c);
+    if (mask.empty()) break;  // the ambiguity bound
+    const uint32_t t = nth_allowed(mask, choices.empty() ? 0 : choices.take(3));
+    GPTOSS_FUZZ_CHECK(t != UINT32_MAX, "the budget left no token allowed");
+    gptoss_status st = gptoss_constraint_accept_token(c, t);
+    fuzz::check_status(st, {gptoss_status_insufficient_resources}, "accept an allowed token within budget");
+    if (st != gptoss_status_success) break;
+    accepted.push_back(t);
+    fuzz::check_status(gptoss_constraint_is_finished(c, &finished), {}, "is_finished");
+  }
+  if (finished) {
+    accepted.pop_back();
+    const std::string text = decode(tok, accepted);
+    GPTOSS_FUZZ_CHECK(nlohmann::json::accept(text), "finished within budget on text that is not JSON: " + text);
+  }
+  gptoss_constraint_release(c);
+}
+
 }  // namespace
 
 GPTOSS_FUZZ_INITIALIZE_WITH_REAL_TOKENIZER()
@@ -141,6 +186,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   GPTOSS_FUZZ_CHECK(g != sentinel && g != nullptr, "success without a grammar");
   walk(tok, g, fuzz::Bytes(data + rest, size - rest));
+  walk_within_budget(tok, g, fuzz::Bytes(data + rest, size - rest));
   gptoss_grammar_release(g);
   return 0;
 }
