@@ -284,3 +284,57 @@ TEST_CASE("constrained sequences: forced tool calls with valid arguments, the sa
   CHECK(squeezed.metrics.prometheus(squeezed.scheduler->gauges()).find("gptoss_preemptions_total 0\n") ==
         std::string::npos);
 }
+
+TEST_CASE("structured output with a token budget: complete, valid, and ended by <|return|> within max_tokens",
+          "[server][scheduler]") {
+  ChatSetup setup;
+  setup.format.type = ResponseFormat::Type::json_schema;
+  setup.format.schema = nlohmann::json::parse(R"({"type": "object",
+      "properties": {"name": {"type": "string"}, "score": {"type": "number"},
+                     "tags": {"type": "array", "items": {"type": "string", "enum": ["x", "y"]}},
+                     "inner": {"type": "object", "properties": {"note": {"type": "string"}}, "required": ["note"],
+                               "additionalProperties": false}},
+      "required": ["name", "score", "tags", "inner"], "additionalProperties": false})");
+  Engine e(config(9, 8192, 1024, 0));
+  GrammarCache grammars(e.tokenizer.get(), 4);
+  const Grammar grammar = grammars.harmony(constraint_spec(setup).dump());
+  const int64_t shortest = shortest_output_tokens(grammar, -1);
+  REQUIRE(shortest > 0);
+  const std::vector<ConversationItem> items = {{ConversationItem::Kind::message, "user", false, "JSON?", "", ""}};
+  const auto prompt_tokens = render_conversation(e.tokenizer.get(), harmony_conversation(setup, items, "2025-06-28", "input").dump());
+  // The random-weight model wanders (free strings, reasoning without end): only the budget ends
+  // these. A budget of exactly the shortest output leaves no choice anywhere the grammar has one.
+  const std::vector<size_t> budgets = {size_t(shortest), size_t(shortest) + 5, 2 * size_t(shortest)};
+  std::vector<std::pair<size_t, std::shared_ptr<Job>>> jobs;
+  for (size_t budget : budgets)
+    for (uint64_t seed = 0; seed < 3; ++seed) {
+      GenerationSpec s;
+      s.prompt = prompt_tokens;
+      s.max_tokens = budget;
+      s.sampling.seed = seed;
+      s.sampling.temperature = 1.5;
+      s.grammar = grammar;
+      s.complete_within_max_tokens = true;
+      jobs.emplace_back(budget, e.scheduler->submit(std::move(s)));
+    }
+  for (auto& [budget, job] : jobs) {
+    INFO("budget " << budget << " of shortest " << shortest);
+    std::vector<OutputEvent> events;
+    std::optional<Finish> finish;
+    while (!finish) finish = job->take(events, std::chrono::milliseconds(100));
+    REQUIRE(finish->reason == FinishReason::stop);
+    CHECK(finish->usage.output_tokens <= budget);
+    if (budget == size_t(shortest)) CHECK(finish->closed_by_budget);
+    std::string channel, answer;
+    for (const auto& ev : events) {
+      if (ev.kind == OutputEvent::Kind::begin) channel = ev.header.channel;
+      if (ev.kind == OutputEvent::Kind::delta && channel == "final") answer += ev.text;
+    }
+    INFO(answer);
+    const auto doc = nlohmann::json::parse(answer);
+    CHECK(doc["name"].is_string());
+    CHECK(doc["score"].is_number());
+    CHECK(doc["tags"].is_array());
+    CHECK(doc["inner"]["note"].is_string());
+  }
+}

@@ -40,6 +40,7 @@ using KvCacheHandle = Handle<gptoss_kvcache, gptoss_kvcache_release>;
 using ContextHandle = Handle<gptoss_context, gptoss_context_release>;
 using SamplerHandle = Handle<gptoss_sampler, gptoss_sampler_release>;
 using ParserHandle = Handle<gptoss_harmony_parser, gptoss_harmony_parser_release>;
+using ConstraintHandle = Handle<gptoss_constraint, gptoss_constraint_release>;
 
 // Text to ids (special-token strings become their ids when allow_special).
 std::vector<uint32_t> encode(gptoss_tokenizer_t tokenizer, std::string_view text, bool allow_special);

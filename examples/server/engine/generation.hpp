@@ -27,7 +27,11 @@ struct GenerationSpec {
   std::vector<std::string> stop;  // stop strings, matched in the answer text
   bool ignore_stop_tokens = false;  // /bench: always generate max_tokens
   Grammar grammar;                  // what the output must be (null: anything)
-  int64_t max_reasoning_tokens = -1;  // analysis tokens before the answer is forced; < 0: no limit
+  int64_t max_reasoning_tokens = -1;  // reasoning (and preamble) tokens before the answer is forced; < 0: no limit
+  // The grammar's output must be complete within max_tokens (structured output): the
+  // constraint is given max_tokens as its budget and steers to its shortest completion at
+  // the edge, so the output ends with its stop token instead of being cut.
+  bool complete_within_max_tokens = false;
 };
 
 struct TokenLogprob {
@@ -66,6 +70,7 @@ struct Finish {
   FinishReason reason = FinishReason::stop;
   std::string error;  // FinishReason::error
   Usage usage;
+  bool closed_by_budget = false;  // the token budget forbade a token the grammar allowed
 };
 
 }  // namespace gptoss_server

@@ -25,9 +25,29 @@ SamplerHandle make_sampler(const Sampling& s) {
   return SamplerHandle(sampler);
 }
 
+// max_tokens: the sequence's whole output, its stop token included, which is what the
+// constraint counts: advance() ends on a stop token before it checks the length, so a stop
+// token sampled as the max_tokens-th token finishes the output as `stop`.
+ConstraintHandle make_constraint(const Grammar& grammar, int64_t max_reasoning_tokens, int64_t max_tokens) {
+  gptoss_constraint_options co;
+  check(gptoss_constraint_options_init(&co), "gptoss_constraint_options_init");
+  co.max_reasoning_tokens = max_reasoning_tokens;
+  co.max_tokens = max_tokens;
+  gptoss_constraint_t constraint = nullptr;
+  check(gptoss_constraint_create(grammar.get(), &co, &constraint), "gptoss_constraint_create");
+  return ConstraintHandle(constraint);
+}
+
 double seconds(std::chrono::steady_clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
 }  // namespace
+
+int64_t shortest_output_tokens(const Grammar& grammar, int64_t max_reasoning_tokens) {
+  ConstraintHandle constraint = make_constraint(grammar, max_reasoning_tokens, -1);
+  int64_t n = -1;
+  check(gptoss_constraint_min_tokens(constraint.get(), &n), "gptoss_constraint_min_tokens");
+  return n;
+}
 
 Sequence::Sequence(std::shared_ptr<Job> job, gptoss_tokenizer_t tokenizer, size_t context_length, Metrics& metrics)
     : job_(std::move(job)), tokenizer_(tokenizer), context_length_(context_length), metrics_(metrics),
@@ -41,14 +61,9 @@ Sequence::Sequence(std::shared_ptr<Job> job, gptoss_tokenizer_t tokenizer, size_
   if (spec.grammar) {
     // The sampler draws only tokens the grammar allows (and accepts each into the constraint);
     // it holds the constraint, whose state survives preemption with the sampler.
-    gptoss_constraint_options co;
-    check(gptoss_constraint_options_init(&co), "gptoss_constraint_options_init");
-    co.max_reasoning_tokens = spec.max_reasoning_tokens;
-    gptoss_constraint_t constraint = nullptr;
-    check(gptoss_constraint_create(spec.grammar.get(), &co, &constraint), "gptoss_constraint_create");
-    const gptoss_status status = gptoss_sampler_set_constraint(sampler_.get(), constraint);
-    gptoss_constraint_release(constraint);
-    check(status, "gptoss_sampler_set_constraint");
+    constraint_ = make_constraint(spec.grammar, spec.max_reasoning_tokens,
+                                  spec.complete_within_max_tokens ? int64_t(spec.max_tokens) : -1);
+    check(gptoss_sampler_set_constraint(sampler_.get(), constraint_.get()), "gptoss_sampler_set_constraint");
   }
   alternatives_.resize(size_t(std::max(0, spec.sampling.logprobs)));
   usage_.prompt_tokens = prompt_size_;
@@ -114,10 +129,12 @@ void Sequence::finish(FinishReason reason, const std::string& error) {
   }
   reason_ = reason;
   usage_.reasoning_tokens = tracker_->reasoning_tokens();
+  int32_t closed = 0;
+  if (constraint_ && gptoss_constraint_closed_by_budget(constraint_.get(), &closed) != gptoss_status_success) closed = 0;
   job_->push(std::move(events_));
   events_.clear();
   metrics_.add_tokens(0, 0, generated_);
-  job_->finish({reason, message, usage_});
+  job_->finish({reason, message, usage_, closed != 0});
 }
 
 }  // namespace gptoss_server

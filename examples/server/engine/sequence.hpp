@@ -13,6 +13,11 @@
 
 namespace gptoss_server {
 
+// The tokens the shortest complete output of `grammar` takes (each byte of it counted as one
+// token, as gptoss_constraint_create counts it against a budget), with the reasoning limit a
+// sequence would have; -1 when the grammar cannot be finished. Throws EngineError.
+int64_t shortest_output_tokens(const Grammar& grammar, int64_t max_reasoning_tokens);
+
 class Sequence {
  public:
   // Throws EngineError for sampling options the library refuses.
@@ -50,6 +55,7 @@ class Sequence {
   size_t prompt_size_;
   std::vector<uint32_t> stop_tokens_;
   SamplerHandle sampler_;
+  ConstraintHandle constraint_;  // also held by the sampler; null without a grammar
   std::unique_ptr<OutputTracker> tracker_;
   std::vector<OutputEvent> events_;
   std::vector<gptoss_token_logprob> alternatives_;
