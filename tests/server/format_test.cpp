@@ -201,6 +201,32 @@ TEST_CASE("chat choice: deltas and the non-streaming choice agree", "[server][fo
   CHECK(empty.choice({FinishReason::length, {}, {}})["finish_reason"] == "length");
 }
 
+TEST_CASE("closed_by_budget: on the Response and its terminal event, on chat choices and their last chunk",
+          "[server][format]") {
+  auto tok = tokenizer();
+  ResponsesFormatter f(tok.get(), {{"id", "resp_6"}, {"closed_by_budget", false}}, false);
+  f.start();
+  f.on_events({begin("final"), delta("{\"a\":\"\"}"), end()});
+  f.finish({FinishReason::stop, {}, {}, true});
+  const auto last = f.terminal();
+  REQUIRE(last.size() == 1);
+  CHECK(last[0]["type"] == "response.completed");
+  CHECK(last[0]["response"]["closed_by_budget"] == true);
+  CHECK(f.response()["status"] == "completed");
+  ResponsesFormatter g(tok.get(), {{"id", "resp_7"}, {"closed_by_budget", false}}, false);
+  g.start();
+  g.finish({FinishReason::stop, {}, {}});
+  CHECK(g.response()["closed_by_budget"] == false);
+
+  ChatChoice c(tok.get(), 0, false);
+  c.on_events({begin("commentary", "functions.get_weather"), delta("{}"), end()});
+  const Finish closed{FinishReason::stop, {}, {}, true};
+  CHECK(c.finish_entry(closed)["closed_by_budget"] == true);
+  CHECK(c.finish_entry(closed)["finish_reason"] == "tool_calls");
+  CHECK(c.choice(closed)["closed_by_budget"] == true);
+  CHECK(c.choice({FinishReason::stop, {}, {}})["closed_by_budget"] == false);
+}
+
 TEST_CASE("completion choice: echo, text and legacy logprobs", "[server][format]") {
   auto tok = tokenizer();
   const auto ids = encode(tok.get(), " there", false);

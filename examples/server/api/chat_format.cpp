@@ -79,6 +79,7 @@ const char* ChatChoice::finish_reason(const Finish& finish) const {
 json ChatChoice::finish_entry(const Finish& finish) const {
   json e = entry(json::object());
   e["finish_reason"] = finish_reason(finish);
+  e["closed_by_budget"] = finish.closed_by_budget;  // extension (docs/server.md)
   return e;
 }
 
@@ -90,7 +91,7 @@ json ChatChoice::choice(const Finish& finish) const {
   if (!tool_calls_.empty()) message["tool_calls"] = tool_calls_;
   json lps = logprobs_ ? json{{"content", content_logprobs_}, {"refusal", nullptr}} : json(nullptr);
   return {{"index", index_}, {"message", std::move(message)}, {"logprobs", std::move(lps)},
-          {"finish_reason", finish_reason(finish)}};
+          {"finish_reason", finish_reason(finish)}, {"closed_by_budget", finish.closed_by_budget}};
 }
 
 CompletionChoice::CompletionChoice(gptoss_tokenizer_t tokenizer, int index, int logprobs, std::string echo)

@@ -104,7 +104,11 @@ ChatRequest parse_chat_request(std::string_view text) {
 
   r.options.sampling = parse_sampling(body);
   auto max_tokens = body.integer("max_completion_tokens", 1, INT32_MAX);
-  if (!max_tokens) max_tokens = body.integer("max_tokens", 1, INT32_MAX);
+  r.options.max_tokens_param = "max_completion_tokens";
+  if (!max_tokens) {
+    max_tokens = body.integer("max_tokens", 1, INT32_MAX);
+    r.options.max_tokens_param = "max_tokens";
+  }
   r.options.max_tokens = max_tokens;
   r.options.stop = parse_stop(body);
   r.options.max_reasoning_tokens = parse_max_reasoning_tokens(body);

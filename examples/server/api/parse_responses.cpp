@@ -180,6 +180,7 @@ ResponsesRequest parse_responses_request(std::string_view text) {
 
   r.options.sampling = parse_sampling(body);
   r.options.max_tokens = body.integer("max_output_tokens", 1, INT32_MAX);
+  r.options.max_tokens_param = "max_output_tokens";
   r.options.stop = parse_stop(body);
   r.options.max_reasoning_tokens = parse_max_reasoning_tokens(body);
   const auto top_logprobs = body.integer("top_logprobs", 0, 20);

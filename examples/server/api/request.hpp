@@ -63,6 +63,7 @@ struct ConversationItem {
 struct GenerationOptions {
   Sampling sampling;
   std::optional<int64_t> max_tokens;
+  std::string max_tokens_param;  // the field that gave max_tokens, for errors that name it
   std::vector<std::string> stop;
   std::optional<int64_t> max_reasoning_tokens;
 };

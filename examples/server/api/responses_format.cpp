@@ -135,6 +135,8 @@ std::vector<json> ResponsesFormatter::finish(const Finish& finish) {
                         {"output_tokens", u.output_tokens},
                         {"output_tokens_details", {{"reasoning_tokens", u.reasoning_tokens}}},
                         {"total_tokens", u.prompt_tokens + u.output_tokens}};
+  // Extension: the token limit closed a structured answer (docs/server.md).
+  response_["closed_by_budget"] = finish.closed_by_budget;
   switch (finish.reason) {
     case FinishReason::stop:
       end_item("completed");

@@ -11,6 +11,7 @@
 #include "api/harmony_conversation.hpp"
 #include "api/ids.hpp"
 #include "engine/capi.hpp"
+#include "engine/sequence.hpp"
 
 namespace gptoss_server {
 
@@ -352,6 +353,36 @@ Grammar App::constraint_grammar(const ChatSetup& setup, const char* tools_param,
                           format ? format_param : tools_param,
                           format ? "invalid_response_format" : "invalid_function_parameters");
   }
+}
+
+void App::budget_structured_output(GenerationSpec& spec, const ChatSetup& setup, const GenerationOptions& options,
+                                   const char* items_param) const {
+  const bool forced_call =
+      setup.tool_choice.mode == ToolChoice::Mode::required || setup.tool_choice.mode == ToolChoice::Mode::function;
+  const bool structured = forced_call || setup.format.type != ResponseFormat::Type::text;
+  // Free text keeps the API's behaviour: cut by the limit, it ends `incomplete`.
+  if (!spec.grammar || !structured) return;
+  const int64_t shortest = shortest_output_tokens(spec.grammar, spec.max_reasoning_tokens);
+  if (shortest < 0) return;  // no complete output exists to steer to (the library refuses a budget)
+  const size_t budget = spec.max_tokens;
+  if (int64_t(budget) < shortest) {
+    const std::string what = "the shortest complete output this request allows (its " +
+                             std::string(forced_call ? "forced tool call" : "response format") +
+                             ") takes " + std::to_string(shortest) + " tokens";
+    if (options.max_tokens && *options.max_tokens < shortest) {
+      const std::string& param = options.max_tokens_param;
+      throw invalid_request("Invalid '" + param + "': integer below minimum value. Expected a value >= " +
+                                std::to_string(shortest) + ", but got " + std::to_string(*options.max_tokens) +
+                                " instead: " + what + ".",
+                            param, "integer_below_min_value");
+    }
+    throw invalid_request("This model's maximum context length is " + std::to_string(options_.engine.context_length) +
+                              " tokens. However, your request resulted in " + std::to_string(spec.prompt.size()) +
+                              " tokens of prompt, which leaves " + std::to_string(budget) + " for the output, and " +
+                              what + ".",
+                          items_param, "context_length_exceeded");
+  }
+  spec.complete_within_max_tokens = true;
 }
 
 int64_t App::reasoning_budget(const ChatSetup& setup, std::optional<int64_t> requested) const {

@@ -97,6 +97,12 @@ class App {
   // The grammar that holds a Harmony chat's output to its setup (null with --no-constrain);
   // a schema the compiler refuses is a 400 naming `tools_param` or `format_param`.
   Grammar constraint_grammar(const ChatSetup& setup, const char* tools_param, const char* format_param);
+  // Structured output (a JSON response format, a forced tool call) must come out complete:
+  // the constraint gets spec.max_tokens as its budget. A budget below the shortest complete
+  // output is a 400 before anything runs: naming options.max_tokens_param when the request's
+  // limit is too small, `items_param` (context_length_exceeded) when the context is.
+  void budget_structured_output(GenerationSpec& spec, const ChatSetup& setup, const GenerationOptions& options,
+                                const char* items_param) const;
   // max_reasoning_tokens: the request's, else the server's default for its effort.
   int64_t reasoning_budget(const ChatSetup& setup, std::optional<int64_t> requested) const;
   // The "Current date" of a prompt's system message: --date, else today (UTC).

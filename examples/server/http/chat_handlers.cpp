@@ -184,6 +184,7 @@ void App::chat_completions(const httplib::Request& req, httplib::Response& res) 
   spec.stop = r.options.stop;
   spec.grammar = constraint_grammar(r.setup, "tools", "response_format");
   spec.max_reasoning_tokens = reasoning_budget(r.setup, r.options.max_reasoning_tokens);
+  budget_structured_output(spec, r.setup, r.options, "messages");
 
   auto run = std::make_shared<ChoicesRun<ChatChoice>>(
       ClientConnection(req.remote_addr, req.remote_port, req.local_port),

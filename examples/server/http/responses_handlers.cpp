@@ -58,6 +58,7 @@ json base_response(const ResponsesRequest& r, const std::string& id, int64_t cre
                {"created_at", created_at},
                {"status", "in_progress"},
                {"background", false},
+               {"closed_by_budget", false},
                {"error", nullptr},
                {"incomplete_details", nullptr},
                {"instructions", optional(r.setup.instructions)},
@@ -119,6 +120,7 @@ void App::create_response(const httplib::Request& req, httplib::Response& res) {
   spec.stop = r.options.stop;
   spec.grammar = constraint_grammar(r.setup, "tools", "text.format");
   spec.max_reasoning_tokens = reasoning_budget(r.setup, r.options.max_reasoning_tokens);
+  budget_structured_output(spec, r.setup, r.options, "input");
   auto job = engine().scheduler->submit(std::move(spec));
 
   const std::string id = new_id("resp_");
