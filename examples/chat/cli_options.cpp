@@ -88,7 +88,11 @@ const std::map<std::string, Setter>& value_flags() {
          if (o.min_p >= 1.0f) throw UsageError("--min-p must be in [0, 1), got " + v);
        }},
       {"--seed", [](Options& o, const std::string& v) { o.seed = parse_count<uint64_t>("--seed", v, 0); }},
-      {"--max-tokens", [](Options& o, const std::string& v) { o.max_tokens = parse_count<size_t>("--max-tokens", v, 1); }},
+      {"--max-tokens",
+       [](Options& o, const std::string& v) {
+         o.max_tokens = parse_count<size_t>("--max-tokens", v, 1);
+         o.max_tokens_given = true;
+       }},
       {"--reasoning-effort",
        [](Options& o, const std::string& v) {
          if (v != "low" && v != "medium" && v != "high")
@@ -171,10 +175,11 @@ void print_usage(std::FILE* out) {
       "  --raw, --no-harmony       send the text as is, print the raw completion\n"
       "constrained decoding (Harmony structure enforced by default):\n"
       "  --json-schema FILE        the answer is JSON valid against this JSON Schema (with\n"
-      "                            --raw: the whole output)\n"
+      "                            --raw: the whole output), complete within --max-tokens\n"
       "  --max-reasoning-tokens N  close the analysis channel after N tokens, then answer\n"
       "  --no-constrain            sample freely: nothing enforced\n"
-      "  --hide-reasoning          do not show the analysis channel (chat shows it dimmed)\n"
+      "  --hide-reasoning          do not show reasoning: analysis and preambles (chat\n"
+      "                            shows them dimmed)\n"
       "  --show-reasoning          show it in generate too\n"
       "output:\n"
       "  --format text|ids|json    generate/getp: answer text, token ids, or a JSON object\n"

@@ -34,6 +34,7 @@ struct Options {
   float min_p = 0.0f;
   std::optional<uint64_t> seed;  // unset: a random seed (printed with --verbose)
   size_t max_tokens = 1024;
+  bool max_tokens_given = false;  // --max-tokens on the command line: also a constrained answer's budget
 
   // Conversation.
   bool harmony = true;         // --raw / --no-harmony send text as is

@@ -1,8 +1,44 @@
 #include "constraints.hpp"
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 namespace gptoss_cli {
+namespace {
+
+gptoss_constraint_options constraint_options(const Options& options) {
+  gptoss_constraint_options co;
+  check(gptoss_constraint_options_init(&co), "gptoss_constraint_options_init");
+  if (options.max_reasoning_tokens) co.max_reasoning_tokens = *options.max_reasoning_tokens;
+  return co;
+}
+
+// Tokens the shortest complete output from the grammar's start takes (at most: one per byte),
+// or -1 when the grammar cannot be finished.
+int64_t shortest_answer(gptoss_grammar_t grammar, const Options& options) {
+  gptoss_constraint_options co = constraint_options(options);
+  gptoss_constraint_t probe = nullptr;
+  check(gptoss_constraint_create(grammar, &co, &probe), "gptoss_constraint_create");
+  Constraint owned(probe);
+  int64_t tokens = -1;
+  check(gptoss_constraint_min_tokens(probe, &tokens), "gptoss_constraint_min_tokens");
+  return tokens;
+}
+
+// Only structured output gets a budget: a JSON document cut by the token limit is invalid, so
+// it is steered to close in time. Free text cut short is merely short, and steering it would
+// leave --max-tokens no longer a plain cap on the tokens shown (a budget below the shortest
+// complete Harmony turn would even be refused).
+bool budgeted(gptoss_grammar_t grammar, const Options& options) {
+  return grammar != nullptr && !options.json_schema.empty();
+}
+
+std::string max_tokens_flag(const Options& options) {
+  return "--max-tokens " + std::to_string(options.max_tokens) + (options.max_tokens_given ? "" : " (the default)");
+}
+
+}  // namespace
 
 Grammar make_grammar(gptoss_tokenizer_t tokenizer, const Options& options) {
   if (!options.constrain) return nullptr;
@@ -25,16 +61,62 @@ Grammar make_grammar(gptoss_tokenizer_t tokenizer, const Options& options) {
   return Grammar(grammar);
 }
 
-Constraint attach_constraint(gptoss_grammar_t grammar, gptoss_sampler_t sampler, const Options& options) {
-  if (grammar == nullptr) return nullptr;
-  gptoss_constraint_options co;
-  check(gptoss_constraint_options_init(&co), "gptoss_constraint_options_init");
-  if (options.max_reasoning_tokens) co.max_reasoning_tokens = *options.max_reasoning_tokens;
+void check_token_budget(gptoss_grammar_t grammar, const Options& options) {
+  if (!budgeted(grammar, options)) return;
+  const int64_t shortest = shortest_answer(grammar, options);
+  if (shortest >= 0 && options.max_tokens < static_cast<uint64_t>(shortest))
+    throw UsageError(max_tokens_flag(options) + " is below the " + std::to_string(shortest) +
+                     " tokens the shortest complete answer takes");
+}
+
+bool AnswerConstraint::closed_by_budget() const {
+  if (!handle || budget < 0) return false;
+  int32_t closed = 0;
+  check(gptoss_constraint_closed_by_budget(handle.get(), &closed), "gptoss_constraint_closed_by_budget");
+  return closed != 0;
+}
+
+std::string AnswerConstraint::budget_source() const {
+  return budget_from_context ? std::to_string(budget) + " tokens left in the context"
+                             : "--max-tokens " + std::to_string(budget);
+}
+
+AnswerConstraint attach_constraint(gptoss_grammar_t grammar, gptoss_sampler_t sampler,
+                                   const Options& options, size_t room) {
+  AnswerConstraint answer;
+  if (grammar == nullptr) return answer;
+  gptoss_constraint_options co = constraint_options(options);
+  if (budgeted(grammar, options)) {
+    // The generation loop samples at most --max-tokens tokens and stops at a full context;
+    // every sampled token, the end token included, goes through the constraint, so its
+    // budget is the smaller of the two limits.
+    answer.budget_from_context = room < options.max_tokens;
+    answer.budget = static_cast<int64_t>(std::min(room, options.max_tokens));
+    const int64_t shortest = shortest_answer(grammar, options);
+    if (shortest < 0) {
+      answer.budget = -1;  // an answer that cannot end cannot be steered to its end
+    } else if (answer.budget < shortest) {
+      throw UsageError((answer.budget_from_context
+                            ? "the context leaves room for " + std::to_string(answer.budget) + " tokens,"
+                            : max_tokens_flag(options) + " is") +
+                       " below the " + std::to_string(shortest) +
+                       " tokens the shortest complete answer takes" +
+                       (answer.budget_from_context ? " (raise --context)" : ""));
+    }
+    co.max_tokens = answer.budget;
+  }
   gptoss_constraint_t constraint = nullptr;
   check(gptoss_constraint_create(grammar, &co, &constraint), "gptoss_constraint_create");
-  Constraint owned(constraint);
+  answer.handle.reset(constraint);
   check(gptoss_sampler_set_constraint(sampler, constraint), "gptoss_sampler_set_constraint");
-  return owned;
+  return answer;
+}
+
+size_t sampling_room(gptoss_context_t context) {
+  size_t held = 0, capacity = 0;
+  check(gptoss_context_get_num_tokens(context, &held), "gptoss_context_get_num_tokens");
+  check(gptoss_context_get_max_tokens(context, &capacity), "gptoss_context_get_max_tokens");
+  return held < capacity ? capacity - held + 1 : 1;
 }
 
 bool finished(gptoss_constraint_t constraint) {

@@ -63,6 +63,7 @@ int run_chat(const Options& options) {
   Context context = make_context(model.get(), options, kvcache.get());
   Sampler sampler = make_sampler(options, seed);
   Grammar grammar = make_grammar(tokenizer.get(), options);
+  check_token_budget(grammar.get(), options);
   Conversation conversation(options);
   std::vector<uint32_t> raw_history;  // --raw: every token so far, prompts and completions
 
@@ -139,7 +140,14 @@ int run_chat(const Options& options) {
     sync_context(context.get(), prompt);
 
     Completion completion(tokenizer.get(), options.harmony, display);
-    Constraint constraint = attach_constraint(grammar.get(), sampler.get(), options);  // a fresh turn
+    AnswerConstraint constraint;  // a fresh one each turn
+    try {
+      constraint = attach_constraint(grammar.get(), sampler.get(), options, sampling_room(context.get()));
+    } catch (const UsageError& e) {  // the context too full for an answer: like a prompt that does not fit
+      if (options.harmony) conversation.pop_last();
+      std::fprintf(stderr, "gptoss: %s; /reset to start over\n", e.what());
+      continue;
+    }
     g_interrupt.store(false);
     g_generating.store(true);
     GenerationStats stats;
@@ -161,6 +169,9 @@ int run_chat(const Options& options) {
         if (!stop.contains(token)) raw_history.push_back(token);
     }
     if (stats.interrupted) std::fputs("[interrupted]\n", stderr);
+    if (constraint.closed_by_budget() && !options.quiet)
+      std::fprintf(stderr, "gptoss: the token budget closed the answer (%s)\n",
+                   constraint.budget_source().c_str());
     if (!options.quiet) stats.print(stderr);
   }
   return 0;

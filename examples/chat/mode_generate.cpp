@@ -28,10 +28,12 @@ int run_generate(const Options& options) {
   Context context = make_context(model.get(), options, kvcache.get());
   Sampler sampler = make_sampler(options, seed);
   Grammar grammar = make_grammar(tokenizer.get(), options);
-  Constraint constraint = attach_constraint(grammar.get(), sampler.get(), options);
+  check_token_budget(grammar.get(), options);
   std::vector<uint32_t> prompt_ids = prompt_tokens(tokenizer.get(), options, prompt);
   check(gptoss_context_append_tokens(context.get(), prompt_ids.size(), prompt_ids.data()),
         "appending the prompt");
+  AnswerConstraint constraint =
+      attach_constraint(grammar.get(), sampler.get(), options, sampling_room(context.get()));
 
   // Text streams as it comes; ids and json are printed whole at the end.
   Display display;
@@ -44,6 +46,7 @@ int run_generate(const Options& options) {
   GenerationStats stats = generate(model.get(), context.get(), sampler.get(), tokenizer.get(),
                                    options, completion, nullptr, constraint.get());
   completion.finish();
+  const bool closed_by_budget = constraint.closed_by_budget();
 
   if (options.format == OutputFormat::ids) {
     std::printf("%s\n", ids_line(completion.tokens()).c_str());
@@ -56,10 +59,14 @@ int run_generate(const Options& options) {
         {"generated_tokens", stats.generated_tokens},
         {"prefill_tokens_per_second", stats.prefill_tokens_per_second()},
         {"decode_tokens_per_second", stats.decode_tokens_per_second()},
-        {"first_token_seconds", stats.first_token_seconds}};
+        {"first_token_seconds", stats.first_token_seconds},
+        {"closed_by_budget", closed_by_budget}};
     std::printf("%s\n", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   }
   std::fflush(stdout);
+  if (closed_by_budget && !options.quiet)
+    std::fprintf(stderr, "gptoss: the token budget closed the answer (%s)\n",
+                 constraint.budget_source().c_str());
   if (!options.quiet) stats.print(stderr);
   return 0;
 }

@@ -44,7 +44,7 @@ std::vector<std::string> read_prompts(const std::string& path) {
 struct Sequence {
   Context context;
   Sampler sampler;
-  Constraint constraint;
+  AnswerConstraint constraint;
   std::unique_ptr<Completion> completion;
   size_t capacity = 0;
   size_t generated = 0;
@@ -56,6 +56,8 @@ struct Totals {
   size_t generated_tokens = 0;
   double prefill_seconds = 0;
   double decode_seconds = 0;
+  size_t closed_by_budget = 0;  // answers the token budget steered to their end
+  std::string budget_source;    // what set that budget, for the notice
 };
 
 void process(std::vector<Sequence*>& live) {
@@ -79,11 +81,11 @@ std::vector<std::string> run_batch(gptoss_model_t model, gptoss_tokenizer_t toke
     Sequence& s = sequences[i];
     s.context = make_context(model, options, kvcache);
     s.sampler = make_sampler(options, seed);
-    s.constraint = attach_constraint(grammar, s.sampler.get(), options);
     s.completion = std::make_unique<Completion>(tokenizer, options.harmony, Display{});
     std::vector<uint32_t> ids = prompt_tokens(tokenizer, options, prompts[first + i]);
     check(gptoss_context_append_tokens(s.context.get(), ids.size(), ids.data()),
           ("appending prompt " + std::to_string(first + i + 1)).c_str());
+    s.constraint = attach_constraint(grammar, s.sampler.get(), options, sampling_room(s.context.get()));
     check(gptoss_context_get_max_tokens(s.context.get(), &s.capacity),
           "gptoss_context_get_max_tokens");
     totals.prompt_tokens += ids.size();
@@ -124,12 +126,18 @@ std::vector<std::string> run_batch(gptoss_model_t model, gptoss_tokenizer_t toke
   std::vector<std::string> lines;
   for (Sequence& s : sequences) {
     s.completion->finish();
+    const bool closed_by_budget = s.constraint.closed_by_budget();
+    if (closed_by_budget) {
+      ++totals.closed_by_budget;
+      totals.budget_source = s.constraint.budget_source();
+    }
     if (options.format == OutputFormat::ids) {
       lines.push_back(ids_line(s.completion->tokens()));
     } else if (options.format == OutputFormat::json) {
       nlohmann::json out = {{"text", s.completion->answer()},
                             {"tokens", s.completion->tokens()},
-                            {"messages", nlohmann::json::parse(s.completion->messages_json())}};
+                            {"messages", nlohmann::json::parse(s.completion->messages_json())},
+                            {"closed_by_budget", closed_by_budget}};
       lines.push_back(out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     } else {
       lines.push_back(one_line(s.completion->answer()));
@@ -154,6 +162,7 @@ int run_getp(const Options& options) {
   const size_t batch = std::min(options.batch, std::max<size_t>(prompts.size(), 1));
   KvCache kvcache = make_kvcache(model.get(), options, batch);
   Grammar grammar = make_grammar(tokenizer.get(), options);
+  check_token_budget(grammar.get(), options);
 
   Totals totals;
   const auto start = Clock::now();
@@ -176,6 +185,9 @@ int run_getp(const Options& options) {
                  seconds, seconds > 0 ? total / seconds : 0.0,
                  totals.prefill_seconds > 0 ? totals.prompt_tokens / totals.prefill_seconds : 0.0,
                  totals.decode_seconds > 0 ? totals.generated_tokens / totals.decode_seconds : 0.0);
+    if (totals.closed_by_budget > 0)
+      std::fprintf(stderr, "gptoss: the token budget closed %zu of %zu answers (%s)\n",
+                   totals.closed_by_budget, prompts.size(), totals.budget_source.c_str());
   }
   return 0;
 }

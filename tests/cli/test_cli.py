@@ -7,14 +7,22 @@ GPTOSS_TEST_TOKENIZER (tokenizer.json; the model directory has none), GPTOSS_TES
 
 import json
 import os
+import random
 import re
 import signal
 import subprocess
+import sys
 import tempfile
 import threading
 import time
 import unittest
 from pathlib import Path
+
+try:
+    import jsonschema
+except ImportError as e:  # a dependency, not an optional extra
+    raise ImportError("these tests validate with the jsonschema package: run scripts/setup.sh "
+                      "(it installs Debian's python3-jsonschema)") from e
 
 REPO = Path(__file__).resolve().parents[2]
 CLI = os.environ.get("GPTOSS_CLI", str(REPO / "build/bin/gptoss"))
@@ -366,6 +374,138 @@ class ConstrainedTest(unittest.TestCase):
             lines = result.stderr.strip().splitlines()
             self.assertEqual(len(lines), 1, (args, result.stderr))
             self.assertIn(mention, lines[0])
+
+
+# Nested object, array, enum, free string, number: a random model fills the free string until
+# the budget closes it.
+BUDGET_SCHEMA = {"type": "object", "properties": {
+    "s": {"type": "string"}, "n": {"type": "integer", "minimum": 1, "maximum": 9},
+    "l": {"type": "array", "items": {"enum": ["a", "b"]}, "maxItems": 3},
+    "o": {"type": "object", "properties": {"x": {"type": "number"}}, "required": ["x"]}},
+    "required": ["s", "n", "l", "o"], "additionalProperties": False}
+BELOW = re.compile(r"^gptoss: --max-tokens (\d+)( \(the default\))? is below the (\d+) tokens the shortest "
+                   r"complete answer takes$")
+
+
+@unittest.skipUnless((Path(CLI).parent / "gptoss-make-model").exists(), "gptoss-make-model missing")
+class TokenBudgetTest(unittest.TestCase):
+    """--json-schema with --max-tokens: the answer is steered to a complete, valid end within
+    the limit, on a model made from a fresh random seed (printed), every document validated by
+    the jsonschema package."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        seed = int(os.environ.get("GPTOSS_TEST_MODEL_SEED") or random.SystemRandom().randrange(1, 2**31))
+        print(f"\nfresh random model: gptoss-make-model --preset tiny --seed {seed} "
+              f"(GPTOSS_TEST_MODEL_SEED={seed} replays it)", file=sys.stderr, flush=True)
+        subprocess.run([str(Path(CLI).parent / "gptoss-make-model"), "--preset", "tiny", "--format", "hf",
+                        "--seed", str(seed), "--tokenizer-json", TOKENIZER, "--out", cls.tmp.name],
+                       check=True, capture_output=True)
+        cls.model = ["--model", str(Path(cls.tmp.name) / "model-hf"), "--context", "512"]
+        if os.environ.get("GPTOSS_TEST_BACKEND"):
+            cls.model += ["--backend", os.environ["GPTOSS_TEST_BACKEND"]]
+        cls.schema = Path(cls.tmp.name) / "schema.json"
+        cls.schema.write_text(json.dumps(BUDGET_SCHEMA))
+        cls.minimum = {}
+        for raw in ([], ["--raw"]):  # the shortest complete answer, from the error below it
+            result = run("generate", "-i", "x", *cls.model, "--json-schema", str(cls.schema), "--max-tokens", "1",
+                         *raw)
+            below = BELOW.match(result.stderr.strip())
+            assert result.returncode == 2 and below, result.stderr
+            cls.minimum[bool(raw)] = int(below.group(3))
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def validate(self, text, where):
+        try:
+            jsonschema.validate(json.loads(text), BUDGET_SCHEMA)
+        except Exception as e:
+            raise AssertionError(f"{where}: {text!r}: {e}") from e
+
+    def test_below_the_minimum_is_a_one_line_error_before_generating(self):
+        shortest = self.minimum[False]
+        self.assertGreater(shortest, self.minimum[True])  # the Harmony header comes on top
+        prompts = Path(self.tmp.name) / "prompts.txt"
+        prompts.write_text("a\nb\n")
+        for mode in (["generate", "-i", "x"], ["getp", "-i", str(prompts)], ["chat"]):
+            result = run(*mode, *self.model, "--json-schema", str(self.schema), "--max-tokens", str(shortest - 1),
+                         stdin="Hi\n")
+            self.assertEqual(result.returncode, 2, (mode, result.stderr))
+            self.assertEqual(result.stdout, "", mode)  # nothing generated
+            self.assertEqual(result.stderr.strip().splitlines(),
+                             [f"gptoss: --max-tokens {shortest - 1} is below the {shortest} tokens the shortest "
+                              f"complete answer takes"], mode)
+        # A context too small for the answer after the prompt says so too.
+        result = run("generate", "-i", "x", *self.model, "--json-schema", str(self.schema), "--context", "170")
+        self.assertEqual(result.returncode, 2, result.stderr)
+        self.assertRegex(result.stderr, r"the context leaves room for \d+ tokens, below the "
+                                        rf"{shortest} tokens the shortest complete answer takes \(raise --context\)")
+
+    def test_answers_at_and_above_the_minimum_are_complete_and_valid(self):
+        # 20 seeds at budgets from the minimum to 4x it, temperatures 0.7-1.5; then getp's
+        # batches: 12 prompts at the minimum, and raw documents.
+        shortest = self.minimum[False]
+        for seed in range(1, 21):
+            budget = shortest + (seed - 1) * 3 * shortest // 19
+            temperature = f"{0.7 + 0.8 * ((seed * 7) % 20) / 19:.2f}"
+            where = f"seed {seed}, --max-tokens {budget} (minimum {shortest}), --temperature {temperature}"
+            result = ok("generate", "-i", f"Record {seed}?", *self.model, "--json-schema", str(self.schema),
+                        "--max-tokens", str(budget), "--seed", str(seed), "--temperature", temperature,
+                        "--format", "json")
+            out = json.loads(result.stdout)
+            self.assertEqual(out["tokens"][-1], RETURN, where)
+            self.assertLessEqual(len(out["tokens"]), budget, where)
+            self.validate(out["text"], where)
+            finals = [m for m in out["messages"] if m["channel"] == "final"]
+            self.assertEqual([m["content"][0]["text"] for m in finals], [out["text"]], where)
+            notice = f"gptoss: the token budget closed the answer (--max-tokens {budget})\n"
+            self.assertEqual(notice in result.stderr, out["closed_by_budget"], (where, result.stderr))
+        with tempfile.TemporaryDirectory() as d:
+            prompts = Path(d) / "prompts.txt"
+            prompts.write_text("".join(f"Record {i}?\n" for i in range(12)))
+            for raw in (False, True):
+                budget = self.minimum[raw]
+                result = ok("getp", "-i", str(prompts), *self.model, "--json-schema", str(self.schema),
+                            "--max-tokens", str(budget), "--seed", "7", "--temperature", "1.3", "--format", "json",
+                            *(["--raw"] if raw else []))
+                lines = result.stdout.splitlines()
+                self.assertEqual(len(lines), 12)
+                for i, line in enumerate(lines):
+                    out = json.loads(line)
+                    where = f"getp prompt {i}, --max-tokens {budget} (the minimum){', --raw' if raw else ''}"
+                    self.assertLessEqual(len(out["tokens"]), budget, where)
+                    self.assertTrue(out["closed_by_budget"], where)
+                    self.validate(out["text"][:out["text"].index("<|")] if raw else out["text"], where)
+                self.assertIn(f"gptoss: the token budget closed 12 of 12 answers (--max-tokens {budget})",
+                              result.stderr)
+
+    def test_notice_only_when_the_budget_closed_the_answer(self):
+        shortest = self.minimum[False]
+        args = ["generate", "-i", "Hi", *self.model, "--json-schema", str(self.schema), "--seed", "3"]
+        closed = ok(*args, "--max-tokens", str(shortest))
+        self.validate(closed.stdout, "at the minimum")
+        self.assertIn(f"gptoss: the token budget closed the answer (--max-tokens {shortest})", closed.stderr)
+        self.assertNotIn("token budget", ok(*args, "--max-tokens", str(shortest), "-q").stderr)  # -q: no notices
+        # A bounded answer with room to spare, no reasoning: nothing to close.
+        bounded = Path(self.tmp.name) / "bounded.json"
+        bounded.write_text(json.dumps(SCHEMA))
+        free = ok("generate", "-i", "Hi", *self.model, "--json-schema", str(bounded), "--max-reasoning-tokens", "0",
+                  "--max-tokens", "200", "--seed", "3", "--format", "json")
+        self.assertFalse(json.loads(free.stdout)["closed_by_budget"])
+        self.assertNotIn("token budget", free.stderr)
+        # Chat: every turn fits; /save shows the answers.
+        with tempfile.TemporaryDirectory() as d:
+            saved = Path(d) / "chat.json"
+            result = ok("chat", *self.model, "--json-schema", str(self.schema), "--max-tokens", str(2 * shortest),
+                        "--seed", "5", stdin=f"One\nTwo\n/save {saved}\n")
+            finals = [m for m in json.loads(saved.read_text())["messages"] if m.get("channel") == "final"]
+            self.assertEqual(len(finals), 2, result.stderr)
+            for m in finals:
+                self.validate(m["content"][0]["text"], "chat")
+            self.assertEqual(result.stderr.count("the token budget closed the answer"), 2, result.stderr)
 
 
 if __name__ == "__main__":
