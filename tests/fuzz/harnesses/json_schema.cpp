@@ -135,6 +135,7 @@ void walk_within_budget(gptoss_tokenizer_t tok, gptoss_grammar_t g, fuzz::Bytes 
   gptoss_constraint_options o;
   gptoss_constraint_options_init(&o);
   o.max_tokens = min - 1;
+  c = nullptr;
   fuzz::check_status(gptoss_constraint_create(g, &o, &c), {gptoss_status_invalid_argument},
                      "constraint_create below the minimum");
   GPTOSS_FUZZ_CHECK(c == nullptr, "a budget below the minimum was accepted");
