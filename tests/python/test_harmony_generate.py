@@ -103,14 +103,17 @@ class GenerateTest(unittest.TestCase):
         self.assertEqual(response.tokens, [t.id for t in seen])
         self.assertTrue(1 <= len(response.tokens) <= 6)
         self.assertIsInstance(response.messages, list)
-        # text and reasoning split the parsed messages by channel.
+        # text and reasoning split the parsed messages by channel: the answer is the final
+        # channel; analysis and commentary preambles (no recipient) are reasoning.
         def body(m):
             return "".join(p["text"] for p in m["content"] if p["type"] == "text")
         self.assertEqual(response.text, "".join(body(m) for m in response.messages
-                                                if m.get("channel") != "analysis"
+                                                if m.get("channel") in (None, "final")
                                                 and not m.get("recipient")))
         self.assertEqual(response.reasoning, "".join(body(m) for m in response.messages
-                                                     if m.get("channel") == "analysis"))
+                                                     if m.get("channel") not in (None, "final")
+                                                     and not m.get("recipient")))
+        self.assertFalse(response.closed_by_budget)  # free text gets no budget
         # Tokens that render back: the conversation plus the reply renders without error.
         gptoss.render(model().tokenizer, [{"role": "user", "content": "Hello"}] + response.messages)
 

@@ -14,7 +14,7 @@ from ._errors import (BufferTooSmallError, ContextOverflowError, GptossError, Gp
                       InsufficientMemoryError, InsufficientResourcesError, InternalError,
                       InvalidArgumentError, InvalidStateError, UnsupportedArgumentError,
                       UnsupportedSystemError)
-from ._generate import ChatResponse, Token, chat, generate, system_message
+from ._generate import ChatResponse, Generation, Token, chat, generate, system_message
 from ._library import LibraryNotFoundError, library_path, lib as _lib
 from ._library import package_version as _package_version
 from .constrain import Constraint, Grammar, StopStrings
@@ -26,7 +26,8 @@ from .tokenizer import Tokenizer
 
 __all__ = [
     "Model", "ModelInfo", "Tokenizer", "Context", "KVCache", "Sampler", "Logprob",
-    "render", "StreamParser", "generate", "chat", "Token", "ChatResponse", "system_message",
+    "render", "StreamParser", "generate", "chat", "Token", "Generation", "ChatResponse",
+    "system_message",
     "Grammar", "Constraint", "StopStrings",
     "GptossError", "InvalidArgumentError", "UnsupportedArgumentError", "InvalidStateError",
     "GptossIOError", "InsufficientMemoryError", "InsufficientResourcesError",

@@ -109,6 +109,7 @@ class ConstraintOptions(ctypes.Structure):
     _fields_ = [
         ("struct_size", c_size_t),
         ("max_reasoning_tokens", ctypes.c_int64),
+        ("max_tokens", ctypes.c_int64),
     ]
 
 
@@ -222,6 +223,8 @@ _PROTOTYPES = {
     "gptoss_constraint_accept_token": [c_void_p, c_uint32],
     "gptoss_constraint_fill_mask": [c_void_p, _P(c_uint32), c_size_t, _P(c_size_t)],
     "gptoss_constraint_is_finished": [c_void_p, _P(c_int32)],
+    "gptoss_constraint_min_tokens": [c_void_p, _P(ctypes.c_int64)],
+    "gptoss_constraint_closed_by_budget": [c_void_p, _P(c_int32)],
     "gptoss_sampler_set_constraint": [c_void_p, c_void_p],
     "gptoss_stop_strings_create": [_P(c_char_p), c_size_t, _P(c_void_p)],
     "gptoss_stop_strings_release": [c_void_p],

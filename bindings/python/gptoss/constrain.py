@@ -77,18 +77,26 @@ def _looks_like_schema(d):
 
 
 class Constraint(Handle):
-    """One sequence's position in a grammar. max_reasoning_tokens (Harmony grammars): analysis
-    tokens allowed before the answer is forced open (None: no limit)."""
+    """One sequence's position in a grammar. max_reasoning_tokens (Harmony grammars): tokens
+    of reasoning (analysis, and commentary preambles) allowed before the answer is forced open
+    (None: no limit). max_tokens: tokens the constraint may accept in all, its end token
+    included (None: no limit); the mask then steers the output to a complete valid end within
+    it. A max_tokens below min_tokens at the start raises InvalidArgumentError naming that
+    minimum."""
 
     _release_name = "gptoss_constraint_release"
 
-    def __init__(self, grammar, max_reasoning_tokens=None):
+    def __init__(self, grammar, max_reasoning_tokens=None, max_tokens=None):
         opts = ConstraintOptions()
         check(lib.gptoss_constraint_options_init_sized(ctypes.byref(opts), ctypes.sizeof(opts)), "gptoss_constraint_options_init_sized")
         if max_reasoning_tokens is not None:
             if max_reasoning_tokens < 0:
                 raise ValueError(f"max_reasoning_tokens must not be negative, got {max_reasoning_tokens}")
             opts.max_reasoning_tokens = max_reasoning_tokens
+        if max_tokens is not None:
+            if max_tokens < 0:
+                raise ValueError(f"max_tokens must not be negative, got {max_tokens}")
+            opts.max_tokens = max_tokens
         out = ctypes.c_void_p()
         check(lib.gptoss_constraint_create(grammar, ctypes.byref(opts), ctypes.byref(out)),
               "gptoss_constraint_create")
@@ -125,6 +133,24 @@ class Constraint(Handle):
         """True once the grammar's terminating token was accepted."""
         flag = ctypes.c_int32()
         check(lib.gptoss_constraint_is_finished(self, ctypes.byref(flag)), "gptoss_constraint_is_finished")
+        return bool(flag.value)
+
+    @property
+    def min_tokens(self):
+        """Tokens the shortest way to finish takes from here (at most: one per byte of the
+        shortest completion, one per special token); 0 once finished; -1 if the grammar
+        cannot be finished from here."""
+        n = ctypes.c_int64()
+        check(lib.gptoss_constraint_min_tokens(self, ctypes.byref(n)), "gptoss_constraint_min_tokens")
+        return n.value
+
+    @property
+    def closed_by_budget(self):
+        """True once max_tokens forbade a token the grammar allowed: the output was steered to
+        its shortest completion to end within the limit."""
+        flag = ctypes.c_int32()
+        check(lib.gptoss_constraint_closed_by_budget(self, ctypes.byref(flag)),
+              "gptoss_constraint_closed_by_budget")
         return bool(flag.value)
 
     def reset(self):
