@@ -1,5 +1,7 @@
 // The HTTP layer before a model is loaded: health checks answer 503, the API answers 503 in
-// OpenAI's error shape, authentication and unknown routes.
+// OpenAI's error shape, authentication and unknown routes. Then, with one layer of the
+// conformance model loaded: the token limit of structured output (the 400 below its minimum,
+// closed_by_budget).
 #include <catch2/catch.hpp>
 #include <spdlog/sinks/ringbuffer_sink.h>
 #include <spdlog/spdlog.h>
@@ -15,6 +17,7 @@
 #include <thread>
 
 #include "http/app.hpp"
+#include "support/c_api.hpp"
 
 using namespace gptoss_server;
 using nlohmann::json;
@@ -49,6 +52,25 @@ struct LoadingServer {
     for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(store_path + suffix, ec);
   }
   httplib::Client client() const { return httplib::Client("127.0.0.1", port); }
+
+  // Loads one layer of the conformance model (scalar kernels: the same tokens on any machine).
+  void load_model() {
+    setenv("GPTOSS_CPU_ISA", "scalar", 1);  // read when the model opens its device
+    options.engine.max_running = 4;
+    options.engine.step_tokens = 64;
+    options.engine.context_length = 1024;
+    options.engine.kv_tokens = 4096;
+    options.engine.prefix_cache_entries = 0;
+    auto engine = std::make_unique<Engine>();
+    engine->model.reset(gptoss::test::load_conformance_model(gptoss::test::Format::hf, 1, gptoss_precision_exact).release());
+    gptoss_tokenizer_t tokenizer = nullptr;
+    check(gptoss_model_get_tokenizer(engine->model.get(), &tokenizer), "gptoss_model_get_tokenizer");
+    engine->tokenizer.reset(tokenizer);
+    engine->vocab_size = 201088;
+    engine->grammars = std::make_unique<GrammarCache>(tokenizer, 8);
+    engine->scheduler = std::make_unique<Scheduler>(engine->model.get(), options.engine, app->metrics());
+    app->set_engine(std::move(engine));
+  }
 };
 
 json error_of(const httplib::Result& r) {
@@ -195,4 +217,81 @@ TEST_CASE("requests cpp-httplib refuses before routing: named errors, clean log 
   CHECK(std::count(lines.begin(), lines.end(), '\n') == 3);
   CHECK(lines.find("x\\x0afake\\x00") != std::string::npos);
   CHECK(lines.find("- - 414 - -") != std::string::npos);  // no method, path, time or client to name
+}
+
+namespace {
+json post_json(httplib::Client& c, const char* path, const json& body) {
+  auto r = c.Post(path, body.dump(), "application/json");
+  REQUIRE(r);
+  INFO(r->body);
+  return {{"status", r->status}, {"body", json::parse(r->body)}};
+}
+
+// The minimum a 400 names: "Expected a value >= N, but got ...".
+int64_t named_minimum(const json& error) {
+  const std::string message = error["message"];
+  INFO(message);
+  const size_t at = message.find(">= ");
+  REQUIRE(at != std::string::npos);
+  const int64_t n = std::stoll(message.substr(at + 3));
+  CHECK(message.find("takes " + std::to_string(n) + " tokens") != std::string::npos);
+  return n;
+}
+}  // namespace
+
+TEST_CASE("structured output: a limit below the shortest complete output is a 400 naming it; at it, "
+          "the answer completes, closed_by_budget", "[server][http]") {
+  LoadingServer s;
+  s.load_model();
+  auto c = s.client();
+  const json format = {{"type", "json_object"}};
+  json below = post_json(c, "/v1/responses", {{"model", "m"}, {"input", "hi"}, {"max_output_tokens", 1},
+                                              {"text", {{"format", format}}}});
+  REQUIRE(below["status"] == 400);
+  const json& error = below["body"]["error"];
+  CHECK(error["param"] == "max_output_tokens");
+  CHECK(error["code"] == "integer_below_min_value");
+  CHECK(error["type"] == "invalid_request_error");
+  const int64_t min = named_minimum(error);
+  CHECK(min > 1);
+
+  // At the minimum exactly: complete, ended by <|return|> within the limit, closed by it.
+  json at = post_json(c, "/v1/responses", {{"model", "m"}, {"input", "hi"}, {"max_output_tokens", min},
+                                           {"text", {{"format", format}}}, {"seed", 3}, {"temperature", 1.5}});
+  REQUIRE(at["status"] == 200);
+  const json& r = at["body"];
+  CHECK(r["status"] == "completed");
+  CHECK(r["closed_by_budget"] == true);
+  CHECK(r["usage"]["output_tokens"] <= min);
+  std::string text;
+  for (const auto& item : r["output"])
+    if (item["type"] == "message") text = item["content"][0]["text"];
+  CHECK(json::parse(text).is_object());
+  auto stored = c.Get("/v1/responses/" + r["id"].get<std::string>());
+  REQUIRE(stored);
+  CHECK(json::parse(stored->body)["closed_by_budget"] == true);
+
+  // Chat names the field it was given; a forced call has a minimum too.
+  const json tools = json::parse(R"([{"type": "function", "function": {"name": "f",
+      "parameters": {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]}}}])");
+  json chat_below = post_json(c, "/v1/chat/completions",
+                              {{"model", "m"}, {"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"max_tokens", 2},
+                               {"tools", tools}, {"tool_choice", "required"}});
+  REQUIRE(chat_below["status"] == 400);
+  CHECK(chat_below["body"]["error"]["param"] == "max_tokens");
+  const int64_t call_min = named_minimum(chat_below["body"]["error"]);
+  json chat = post_json(c, "/v1/chat/completions",
+                        {{"model", "m"}, {"messages", {{{"role", "user"}, {"content", "hi"}}}},
+                         {"max_completion_tokens", call_min}, {"tools", tools}, {"tool_choice", "required"}, {"seed", 1}});
+  REQUIRE(chat["status"] == 200);
+  const json& choice = chat["body"]["choices"][0];
+  CHECK(choice["finish_reason"] == "tool_calls");
+  CHECK(choice["closed_by_budget"] == true);
+  CHECK(json::parse(choice["message"]["tool_calls"][0]["function"]["arguments"].get<std::string>())["a"].is_string());
+
+  // Free text is not held to a minimum: cut by the limit, it is incomplete.
+  json free = post_json(c, "/v1/responses", {{"model", "m"}, {"input", "hi"}, {"max_output_tokens", 1}});
+  REQUIRE(free["status"] == 200);
+  CHECK(free["body"]["status"] == "incomplete");
+  CHECK(free["body"]["closed_by_budget"] == false);
 }
