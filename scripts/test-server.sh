@@ -2,11 +2,16 @@
 # End-to-end tests of gptoss-server with the official OpenAI Node SDK (tests/server/sdk), on
 # the shared tiny conformance model: the suite against the SQLite store, the same suite against
 # a PostgreSQL store (a temporary cluster started here and stopped on exit, even on failure),
-# the lifecycle tests (drain on SIGTERM, 429, auth, limits), then a load test shortened for CI.
+# structured output within the token limit on many seeds (tests/server/sdk/budget.test.mjs,
+# on a model of fresh random weights), the lifecycle tests (drain on SIGTERM, 429, auth,
+# limits), then a load test shortened for CI.
 #
 #   scripts/test-server.sh                 what CI runs (after scripts/test.sh has built)
 #   LOAD_SECONDS=120 scripts/test-server.sh   the full 2-minute, 16-client load test
 #   scripts/test-server.sh --load-only     only the load test
+#   BUDGET_SEEDS=N BUDGET_BASE=N BUDGET_MODEL_SEED=N scripts/test-server.sh
+#                                          the token-limit part's requests per case (20), and
+#                                          a run's seeds, which it prints, to repeat it
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -16,6 +21,7 @@ model="${GPTOSS_TEST_MODEL:-$root/../shared/conformance/logits/model-hf}"
 tokenizer="${GPTOSS_TOKENIZER_JSON:-$root/third_party/tokenizer/tokenizer.json}"
 node_dir="$root/third_party/node"
 load_seconds="${LOAD_SECONDS:-20}"
+budget_seeds="${BUDGET_SEEDS:-20}"
 load_only=0
 [ "${1:-}" = "--load-only" ] && load_only=1
 
@@ -48,7 +54,7 @@ start_server() {
   # --date: the system message states the date, so a seeded generation depends on it; the
   # SDK suite's seeded expectations (one forced call, a schema answer that completes) were
   # taken with this one and would break on other days.
-  env "${env[@]}" "$server_bin" --model "$model" --tokenizer "$tokenizer" --date 2026-11-26 \
+  env "${env[@]}" "$server_bin" --model "${server_model:-$model}" --tokenizer "$tokenizer" --date 2026-11-26 \
     --port 0 --context 2048 --log-file "$tmp/server.log" "$@" 2>"$tmp/server.err" &
   server_pid=$!
   pids+=("$server_pid")
@@ -108,6 +114,25 @@ if [ $load_only -eq 0 ]; then
   start_postgres
   GPTOSS_TEST_POSTGRES_URI="$pg_uri" "$build/bin/gptoss-server-tests" "[postgres]"
   run_suite PostgreSQL --store "$pg_uri" --api-key test-key
+
+  # The SDK suite runs budget.test.mjs once per case (at the minimum budget); here it runs many
+  # seeds per case, budgets from the minimum to 4x. On the default kernels (not the suite's
+  # scalar ones: 4x faster on the development VM; no expectation depends on batch-independent
+  # results) and on a tiny model of fresh random weights each run, so every run also meets
+  # weights no earlier run has. BUDGET_MODEL_SEED and BUDGET_BASE repeat a run's model and
+  # requests; the tokens can still differ, as the default kernels' rounding depends on what is
+  # batched together.
+  model_seed="${BUDGET_MODEL_SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}"
+  budget_base="${BUDGET_BASE:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}"
+  echo "== structured output within the token limit: $budget_seeds seeds per case" \
+    "(BUDGET_MODEL_SEED=$model_seed BUDGET_BASE=$budget_base repeat this run)"
+  "$build/bin/gptoss-make-model" --preset tiny --seed "$model_seed" --out "$tmp/budget-model" --format hf \
+    --tokenizer-json "$tokenizer" >/dev/null
+  server_model="$tmp/budget-model/model-hf" start_server --store "$tmp/budget.sqlite3" --api-key test-key
+  GPTOSS_SERVER_URL="$server_url" GPTOSS_SERVER_MODEL=model-hf GPTOSS_SERVER_API_KEY=test-key \
+    GPTOSS_BUDGET_SEEDS="$budget_seeds" GPTOSS_BUDGET_BASE="$budget_base" \
+    node --test --test-concurrency=1 "$root"/tests/server/sdk/budget.test.mjs
+  stop_server
 
   echo "== lifecycle: drain on SIGTERM, queue limits, auth, loading"
   GPTOSS_SERVER_BIN="$server_bin" GPTOSS_TEST_MODEL="$model" GPTOSS_TEST_TOKENIZER="$tokenizer" \
