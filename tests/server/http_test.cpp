@@ -239,8 +239,8 @@ int64_t named_minimum(const json& error) {
 }
 }  // namespace
 
-TEST_CASE("structured output: a limit below the shortest complete output is a 400 naming it; at it, "
-          "the answer completes, closed_by_budget", "[server][http]") {
+TEST_CASE("structured output over HTTP: a limit below the minimum is a 400 naming it and at the minimum "
+          "the answer completes closed by the budget", "[server][http]") {
   LoadingServer s;
   s.load_model();
   auto c = s.client();
