@@ -116,7 +116,7 @@ void HarmonyGrammar::add_header_forms(const std::vector<HeaderAlternative>& alte
         }
         for (const std::string& w : part.words) {
           Spelled n = s;
-          n.units.insert(n.units.end(), w.begin(), w.end());
+          for (unsigned char c : w) n.units.push_back(c);  // bytes as the constraint counts them, never sign-extended
           n.text += w;
           next.push_back(std::move(n));
         }

@@ -60,7 +60,7 @@ TEST_CASE("versioned structs: the sizes of git history are the library's", "[api
   CHECK(sizeof(gptoss_sampler_options) == 56);
   CHECK(sizeof(gptoss_harmony_render_options) == 16);
   CHECK(sizeof(gptoss_harmony_state) == 64);
-  CHECK(sizeof(gptoss_constraint_options) == 16);
+  CHECK(sizeof(gptoss_constraint_options) == 24);
 }
 
 TEST_CASE("model options at every size", "[api][abi]") {

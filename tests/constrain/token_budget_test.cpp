@@ -253,6 +253,10 @@ TEST_CASE("Harmony turns close within every budget from the minimum to 4x it", "
        {{"response_format", {{"type", "json_schema"}, {"schema", kOrder}}}, {"tools", tools}}, 8},
       {"tool_choice required", {{"tools", tools}, {"tool_choice", "required"}}, -1},
       {"tool_choice named", {{"tools", tools}, {"tool_choice", {{"type", "function"}, {"name", "place_order"}}}}, 4},
+      {"a tool named in UTF-8, required",
+       Json::parse(R"({"tools": {"functions": {"name": "functions", "tools": [{"name": "m\u00e9t\u00e9o"}]}},
+                       "tool_choice": "required"})"),
+       -1},
   };
   for (const HarmonyCase& hc : cases) {
     CompiledGrammar g;
