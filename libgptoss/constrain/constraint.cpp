@@ -12,7 +12,7 @@ class GrammarConstraint final : public Constraint {
  public:
   GrammarConstraint(std::shared_ptr<const Grammar> grammar, const ConstraintOptions& options)
       : matcher_(std::move(grammar)), budget_(options.max_tokens) {
-    budget_.check_start(matcher_.cost(), matcher_.grammar().vocab());
+    if (budget_.limited()) budget_.check_start(matcher_.cost(), matcher_.grammar().vocab());
   }
 
   void reset() override {

@@ -7,7 +7,7 @@ namespace gptoss::constrain {
 HarmonyConstraint::HarmonyConstraint(std::shared_ptr<const HarmonyGrammar> grammar, const ConstraintOptions& options)
     : grammar_(std::move(grammar)), options_(options), budget_(options.max_tokens) {
   reset();
-  budget_.check_start(cost(), grammar_->vocab());
+  if (budget_.limited()) budget_.check_start(cost(), grammar_->vocab());  // cost() scans the header forms
 }
 
 void HarmonyConstraint::reset() {
