@@ -6,12 +6,12 @@
 #   lib/gptoss/backends/libgptoss-backend-*.so                   component runtime
 #   lib/cmake/gptoss/gptoss{Config,ConfigVersion,Targets*}.cmake component development
 #   lib/pkgconfig/gptoss.pc                                      component development
-#   bin/<every program of examples/ and tools/>                  component programs
+#   bin/<every program of server/, examples/, tools/>                component programs
 #   share/gptoss/tokenizer.json (the CLI's default model needs it) component programs
 #   share/doc/libgptoss/ (README, LICENSE, docs/)                component docs
 #
 # Plugins and programs are found by walking the targets of their directories, so a new
-# backend (backends/<name>, target gptoss-backend-<name>) or program (examples/server) is
+# backend (backends/<name>, target gptoss-backend-<name>) or program (server/, examples/) is
 # installed without touching this file.
 include(CMakePackageConfigHelpers)
 
@@ -54,6 +54,9 @@ endforeach()
 set(program_dirs ${PROJECT_SOURCE_DIR}/tools)
 if(GPTOSS_BUILD_EXAMPLES)
   list(APPEND program_dirs ${PROJECT_SOURCE_DIR}/examples)
+endif()
+if(GPTOSS_BUILD_SERVER)
+  list(APPEND program_dirs ${PROJECT_SOURCE_DIR}/server)
 endif()
 file(RELATIVE_PATH lib_from_bin ${CMAKE_INSTALL_FULL_BINDIR} ${CMAKE_INSTALL_FULL_LIBDIR})
 foreach(dir IN LISTS program_dirs)

@@ -27,7 +27,7 @@ build_targets() {
   if [ ! -f "$build/CMakeCache.txt" ]; then
     cmake -S "$root" -B "$build" -DGPTOSS_FUZZ=ON -DCMAKE_BUILD_TYPE=Release \
           -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
-          -DGPTOSS_BUILD_EXAMPLES=OFF -DGPTOSS_BUILD_CUDA=OFF -DGPTOSS_HIP=OFF >/dev/null
+          -DGPTOSS_BUILD_EXAMPLES=OFF -DGPTOSS_BUILD_SERVER=OFF -DGPTOSS_BUILD_CUDA=OFF -DGPTOSS_HIP=OFF >/dev/null
   fi
   cmake --build "$build" -j"${GPTOSS_FUZZ_JOBS:-2}" --target "$@" >/dev/null
 }

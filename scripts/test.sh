@@ -20,7 +20,7 @@ cmake --build build -j"$jobs"
 section "build (ASan + UBSan)"
 # (Without the GPU backends: their kernels cannot run under ASan, and CI has no GPU anyway.)
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPTOSS_SANITIZE=ON \
-      -DGPTOSS_BUILD_EXAMPLES=OFF -DGPTOSS_BUILD_CUDA=OFF -DGPTOSS_HIP=OFF >/dev/null
+      -DGPTOSS_BUILD_EXAMPLES=OFF -DGPTOSS_BUILD_SERVER=OFF -DGPTOSS_BUILD_CUDA=OFF -DGPTOSS_HIP=OFF >/dev/null
 cmake --build build-asan -j"$jobs"
 
 section "library tests under ASan + UBSan (loaders on corrupt files, C API, registry, ...)"

@@ -1,4 +1,4 @@
-// gptoss-server's request parsing (examples/server/api): every input is a request body given
+// gptoss-server's request parsing (server/api): every input is a request body given
 // to the three parsers the HTTP handlers call first — parse_responses_request,
 // parse_chat_request, parse_completions_request — and, where one succeeds, to what the
 // Responses and Chat handlers do next before the engine: harmony_conversation (the prompt's
