@@ -117,7 +117,7 @@ if [ $load_only -eq 0 ]; then
 
   # The SDK suite runs budget.test.mjs once per case (at the minimum budget); here it runs many
   # seeds per case, budgets from the minimum to 4x. On the default kernels (not the suite's
-  # scalar ones: 4x faster on the development VM; no expectation depends on batch-independent
+  # scalar ones: several times faster, and no expectation depends on batch-independent
   # results) and on a tiny model of fresh random weights each run, so every run also meets
   # weights no earlier run has. BUDGET_MODEL_SEED and BUDGET_BASE repeat a run's model and
   # requests; the tokens can still differ, as the default kernels' rounding depends on what is

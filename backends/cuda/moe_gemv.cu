@@ -10,11 +10,8 @@
 //          E2M1 codes turned into int8 (2v) by byte permutes in registers, dp4a dot products,
 //          one float multiply-add per 32-block with scale * d / 2. Stage 1 quantizes its
 //          SwiGLU output in its epilogue, 32 units per block, so stage 2 reads int8 too.
-//          Chosen over decoding to bf16/f16 for the decode GEMV because a token reads each
-//          weight once, so the cost per weight is what bounds it: ~1.3 instructions per
-//          weight here (byte permutes + dp4a) against ~3-4 for decode-to-float + FMA, which
-//          at H100 bandwidth (~26 weights per clock per SM) would leave the SM issue-bound
-//          near the bandwidth limit. Unmeasured; docs/backends.md has the arithmetic.
+//          Not decode-to-float + FMA: a token reads each weight once, so instructions per
+//          weight bound the GEMV near peak bandwidth (the estimate: docs/backends.md).
 //   exact: fp32 activations, weights decoded to fp32 (exactly: v * 2^(e-127)), FMA.
 #include <cmath>
 

@@ -54,7 +54,7 @@ uint64_t* touched_buffer(size_t bytes);
 // each thread through its parts without waiting for the others) over a model's own files, as
 // the page cache holds them (mapped a second time, read-only, 2 MiB-aligned for huge pages as
 // the loader maps them), or over an anonymous buffer. --read-probe (read_probe.cpp) times them
-// between decode tokens: on this VM the memory a model lives in reads slower than a buffer of
+// between decode tokens, since the memory a model lives in can read slower than a buffer of
 // 1 GiB read over and over.
 // Over files, it reads only the 2 MiB pieces the page cache holds whole (it must not read the
 // disk; what the cache lacks the model has not read either) and is !ok() where it holds none;

@@ -60,9 +60,9 @@ double measure_read_bandwidth(unsigned threads, size_t bytes) {
   // the percentage is not flattered by a handicapped baseline: huge pages, and each thread
   // reading one stream with software prefetch 8 KiB ahead (the MXFP4 GEMVs), or 4 streams a
   // quarter of its range apart with prefetch 8 KiB or 1 KiB ahead (the bf16 GEMVs;
-  // row_streams.hpp). 4 KiB pages and no prefetch read ~30% slower here. The buffer must
-  // dwarf every cache: a 256 MiB one read up to ~35% faster than 1-2 GiB on this VM (some of
-  // it stayed cached), while a decode token streams ~3.7 GB that no cache holds.
+  // row_streams.hpp). The buffer must dwarf every cache, as the ~3.7 GB a decode token streams
+  // do: a smaller one partly stays cached and reads faster (docs/performance.md,
+  // "Smaller measurements behind code choices").
   uint64_t* buf = touched_buffer(n * sizeof(uint64_t));
   if (buf == nullptr) return 0.0;
   double best = 0;

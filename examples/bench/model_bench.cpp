@@ -54,7 +54,7 @@ gptoss_model_options model_options(const Options& o) {
 }
 
 int run_model_bench(const Options& o) {
-  // Read bandwidth drifts on a shared machine (2x within minutes here): it is measured around
+  // Read bandwidth drifts on a shared machine (by 2x within minutes): it is measured around
   // every repetition, and each repetition's decode is compared with the higher of the two
   // measurements beside it. The test buffer is kept out of the peak RSS (reset_peak_rss).
   size_t peak_rss = 0;

@@ -437,7 +437,7 @@ struct gptoss_backend_api {
                                    const struct gptoss_step_hints* hints);
   enum gptoss_status (*step_end)(gptoss_backend_stream_t stream);
 
-  /* -- Ops: the reference composition of the model's math (DESIGN.md). All enqueued. -- */
+  /* -- Ops: the reference composition of the model's math. All enqueued. -- */
   /* out[t, :] = row tokens[t] of the embedding. tokens: int32 [n_tokens], each < vocab (the
    * core checks). */
   enum gptoss_status (*embedding)(gptoss_backend_stream_t stream, gptoss_backend_weight_t weight,

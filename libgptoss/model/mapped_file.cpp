@@ -110,11 +110,9 @@ size_t huge_page_mapped_bytes(const void* begin, size_t size) {
 
 namespace {
 
-// Weights stream through the kernels on every token; mapped in 4 KiB pages each stream needs
-// a TLB entry per 4 KiB (a two-dimensional page walk in a VM) and the prefetchers stop at every
-// page. Measured on the 20b shape (2 threads, Zen 4 VM): with 23 % of the weights in small
-// pages, 11 % of the MoE pieces ran 1.5x slower than the median and a decode token took 15-20 %
-// longer; a 6.8 GB buffer of small pages reproduces the tail, 2 MiB pages remove it.
+// Weights are mapped with 2 MiB pages: they stream through the kernels on every token, and in
+// 4 KiB pages each stream needs a TLB entry per 4 KiB (a two-dimensional page walk in a VM) and
+// the prefetchers stop at every page (decode cost: docs/performance.md, "Huge pages").
 //
 // The page cache maps a range with one 2 MiB entry only where it holds the range as a 2 MiB
 // folio. It makes those when it reads the file for a MADV_HUGEPAGE mapping, but a file that was
@@ -124,9 +122,8 @@ namespace {
 // where the kernel supports it for files); failing that, drop the file's cached pages once
 // (POSIX_FADV_DONTNEED; it leaves pages that other processes map) so that they are read again
 // into 2 MiB folios: one re-read from disk, after which loads find huge folios in the cache.
-// No MADV_WILLNEED: its readahead fills the cache with small folios (measured: a 24 MiB file
-// read back that way mapped 16 MiB in 2 MiB pages, faulted in as used all 24), so pages not
-// cached yet are read by the faults of their first use.
+// No MADV_WILLNEED: its readahead fills the cache with small folios, so pages not cached yet
+// are read by the faults of their first use.
 // Returns the mapping to keep (the same one, or a fresh one after the re-read).
 uint8_t* map_with_huge_pages(int fd, size_t size, const std::string& path) {
   uint8_t* p = map_aligned(fd, size);

@@ -1,4 +1,4 @@
-// The forward pass, written once as backend op calls (DESIGN.md "The model's math"):
+// The forward pass, written once as backend op calls (docs/architecture.md, "One forward step"):
 //   x = embed(tokens); h = rmsnorm(x)
 //   per layer: q, k, v = qkv(h); rope; KV write; a = attention; x += o_proj(a); h = rmsnorm(x)
 //              ids, gates = router top-4 of h; x += moe(h); h = rmsnorm(x) (next layer's norm)

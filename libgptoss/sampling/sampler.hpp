@@ -56,8 +56,8 @@ class Sampler {
 
   bool has_last() const { return has_last_; }
   // Log-probabilities of the last sample under the penalised temperature-1 softmax, computed
-  // on first request from the kept logits (a pass of exp in double over the vocabulary,
-  // ~0.9 ms for 201088 logits: too much to pay on every sample when few callers ask).
+  // on first request from the kept logits (a pass of exp in double over the vocabulary: too
+  // much to pay on every sample when few callers ask).
   const TokenLogprob& last_chosen() const;
   const std::vector<TokenLogprob>& last_alternatives() const;
 

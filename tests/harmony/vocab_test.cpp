@@ -1,5 +1,5 @@
-// Harmony's view of the vocabulary: the tokenizer's ids plus openai-harmony's extra
-// <|reserved_201088|> (shared/conformance/harmony/README.md, "Caveats").
+// Harmony's view of the vocabulary: the tokenizer's ids plus the extra <|reserved_201088|>
+// that openai-harmony's encoding adds past the tokenizer's last id.
 #include <catch2/catch.hpp>
 
 #include "harmony/harmony_test_support.hpp"

@@ -1,8 +1,8 @@
 #pragma once
-// Subcommands of gptoss-conformance. logits, tokenizer and harmony each run one folder in the
-// format of ../shared/conformance/<kind>/; backend-ops runs every backend slot against the
-// CPU's scalar reference. Each prints a final "N passed, M failed" line and returns the
-// process exit code (0 only if nothing failed).
+// Subcommands of gptoss-conformance. logits, tokenizer and harmony each run one folder of the
+// shared conformance data (GPTOSS_SHARED_DIR/conformance/<kind>/); backend-ops runs every
+// backend slot against the CPU's scalar reference. Each prints a final "N passed, M failed"
+// line and returns the process exit code (0 only if nothing failed).
 #include <string>
 #include <vector>
 

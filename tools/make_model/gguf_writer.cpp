@@ -199,7 +199,7 @@ class KvWriter {
   uint64_t count_ = 0;
 };
 
-// The converter's metadata keys (see shared/conformance/logits/model.gguf.txt).
+// The metadata keys llama.cpp's convert_hf_to_gguf.py writes for architecture gpt-oss.
 void write_metadata(KvWriter& kv, const ModelConfig& c, const GgufOptions& o, const GgufVocab* vocab) {
   const std::string a = "gpt-oss.";
   kv.string("general.architecture", "gpt-oss");
