@@ -1,9 +1,7 @@
 #pragma once
 // o200k_harmony byte-level BPE (tiktoken semantics: merge ranks = token ids of the merged
 // byte strings; pre-split by the o200k regex with PCRE2).
-//
-// OWNED BY: the tokenizer work (issue 3). The interface below is what the rest of the core
-// uses; extend it, do not change existing signatures without updating callers.
+
 #include <cstdint>
 #include <memory>
 #include <optional>

@@ -1,6 +1,6 @@
 #pragma once
 // The tensor-core unit of the GPU kernels, isolated so that another matrix unit (MFMA on
-// CDNA, issue 20) can sit beside it with the same interface: a warp multiplies a 16x16 bf16
+// CDNA) can sit beside it with the same interface: a warp multiplies a 16x16 bf16
 // tile A (row-major, K contiguous) by a 16x8 bf16 tile B (stored as 8 rows of 16 K values,
 // i.e. the weight matrix's own row-major layout) into a 16x8 fp32 accumulator.
 //
