@@ -11,6 +11,8 @@ pkgs=(build-essential cmake pkg-config libfmt-dev libspdlog-dev nlohmann-json3-d
 # The fuzz build (docs/reliability.md): clang 14, its libFuzzer and sanitizer runtimes, and
 # llvm-symbolizer for readable crash reports.
 pkgs+=(clang-14 libclang-rt-14-dev llvm-14)
+# scripts/check-format.sh: clang-format 14.
+pkgs+=(clang-format-14)
 # ROCm 5.2.3's HIP compiler and runtime headers: backends/hip is compiled (never run) in CI.
 pkgs+=(hipcc libamdhip64-dev)
 missing=()

@@ -13,6 +13,9 @@ section() { echo "== $1   [at $((SECONDS / 60)) min $((SECONDS % 60)) s]"; }
 
 bash scripts/setup.sh
 
+section "formatting of the C/C++ lines changed since .clang-format (scripts/check-format.sh)"
+bash scripts/check-format.sh
+
 section "build (release)"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j"$jobs"
