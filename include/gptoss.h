@@ -19,7 +19,10 @@
  *    gptoss_x_init_sized(&o, sizeof o), which writes the defaults of the fields your struct
  *    holds and nothing beyond it (the plain gptoss_x_init symbol, for programs built against
  *    0.2, writes the 0.2 struct). _sized returns invalid_argument on NULL or a size below the
- *    struct's first version. New fields are only appended,
+ *    struct's first version. New fields are only appended, the first of each version marked
+ *    `since 0.x (N bytes)`: libraries before 0.x do not know that field and those after it,
+ *    and N (64-bit) is the struct_size that covers them (docs/abi.md's table, checked with
+ *    these markers by tests/api/abi_doc_test.cpp); unmarked fields are the first version's,
  *    and every struct with a struct_size (options the caller passes, info the library fills)
  *    follows one rule: a struct_size of any published version of the struct is accepted — the
  *    library reads or writes the fields it covers and defaults the rest (so a program built
@@ -234,7 +237,9 @@ struct gptoss_model_options {
   int32_t use_mmap;       /* 1 = memory-map weight files (default), 0 = read them */
   const char* tokenizer_path; /* tokenizer.json to use instead of the one beside the model
                                  (HF) or in its metadata (GGUF); NULL = default */
+  /* since 0.1 (48 bytes) */
   enum gptoss_precision precision; /* default gptoss_precision_fast */
+  /* since 0.2 (48 bytes: in the tail padding) */
   enum gptoss_split_mode split_mode; /* default gptoss_split_mode_layer; with one device (the
                                         CPU backend unless GPTOSS_CPU_DEVICES=N) all modes are
                                         the same */
@@ -284,6 +289,7 @@ struct gptoss_model_info {
   size_t num_parameters;        /* total parameter count */
   const char* backend;          /* name of the backend in use ("cpu"...); model-owned */
   const char* format;           /* "safetensors" or "gguf"; model-owned */
+  /* since 0.1 (136 bytes) */
   /* Bytes of weights one decode step (one token) reads, as the checkpoint stores them: every
    * dense tensor, num_active_experts of each layer's experts, one embedding row; the KV cache
    * comes on top (gptoss_model_get_kv_bytes_per_token). Decode speed is bounded by memory
@@ -638,7 +644,7 @@ GPTOSS_API enum gptoss_status gptoss_grammar_create_harmony(gptoss_tokenizer_t t
 GPTOSS_API enum gptoss_status gptoss_grammar_retain(gptoss_grammar_t grammar);
 GPTOSS_API enum gptoss_status gptoss_grammar_release(gptoss_grammar_t grammar);
 
-struct gptoss_constraint_options {
+struct gptoss_constraint_options { /* since 0.2 */
   size_t struct_size;           /* sizeof(struct gptoss_constraint_options) */
   int64_t max_reasoning_tokens; /* Harmony grammars: content tokens the analysis channel may
                                    use in all (< 0, the default: no limit; 0: no analysis).
@@ -648,6 +654,7 @@ struct gptoss_constraint_options {
                                    named), one allowed token at a time. Every message without
                                    recipient that is not the answer counts: analysis and
                                    commentary preambles alike. Ignored by JSON grammars. */
+  /* since 0.3 (24 bytes) */
   int64_t max_tokens;           /* Tokens the constraint may accept in all, its terminating
                                    token included (< 0, the default: no limit). When set, the
                                    mask lets through only tokens after which the grammar can

@@ -3,104 +3,17 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <numeric>
 #include <vector>
+
+#include "../common/sampling.hpp"
 
 namespace gptoss::cpu {
 namespace {
 
-// Index of the largest value among the allowed ones (the lowest on ties), `first` the lowest
-// allowed index.
-size_t argmax(const std::vector<float>& v, size_t first) {
-  size_t best = first;
-  float top = v[first];
-  for (size_t i = first + 1; i < v.size(); ++i)
-    if (v[i] > top) top = v[i], best = i;
-  return best;
-}
-
-struct Scratch {
+// The masked copy of a row's logits and the shared choice's scratch, per thread.
+struct Scratch : backends::SampleScratch {
   std::vector<float> work;
-  std::vector<uint32_t> order;
-  std::vector<double> probs;
 };
-
-// Steps 2 and 3 of the slot's algorithm over `work` (disallowed tokens already -inf).
-uint32_t choose(const gptoss_sample_row& p, size_t first_allowed, Scratch& s) {
-  const std::vector<float>& work = s.work;
-  const size_t V = work.size();
-  if (p.temperature == 0.0f) return uint32_t(argmax(work, first_allowed));
-  auto last_positive = [&](auto&& token_at, size_t n, auto&& prob_at) {
-    for (size_t i = n; i-- > 0;)
-      if (prob_at(i) > 0.0) return token_at(i);
-    return token_at(n - 1);
-  };
-  const bool keeps_all = p.top_p >= 1.0f && p.min_p <= 0.0f && (p.top_k == 0 || p.top_k >= V);
-  if (keeps_all) {
-    const double top = work[argmax(work, first_allowed)];
-    s.probs.resize(V);
-    double sum = 0.0;
-    for (size_t i = 0; i < V; ++i) sum += s.probs[i] = std::exp((work[i] - top) / p.temperature);
-    double r = p.uniform * sum;
-    for (size_t i = 0; i < V; ++i) {
-      r -= s.probs[i];
-      if (r < 0.0) return uint32_t(i);
-    }
-    return last_positive([](size_t i) { return uint32_t(i); }, V, [&](size_t i) { return s.probs[i]; });
-  }
-  std::vector<uint32_t>& order = s.order;
-  order.resize(V);
-  std::iota(order.begin(), order.end(), 0u);
-  auto by_logit = [&](uint32_t a, uint32_t b) { return work[a] > work[b] || (work[a] == work[b] && a < b); };
-  size_t n = (p.top_k > 0 && p.top_k < V) ? p.top_k : V;
-  if (n < V) {
-    std::partial_sort(order.begin(), order.begin() + std::ptrdiff_t(n), order.end(), by_logit);
-  } else {
-    // The sorted head of 1024 covers top-p and min-p unless the distribution is flat.
-    const size_t head = std::min<size_t>(V, 1024);
-    std::partial_sort(order.begin(), order.begin() + std::ptrdiff_t(head), order.end(), by_logit);
-    double head_mass = 0.0, all_mass = 0.0;
-    const double top = work[order[0]];
-    for (size_t i = 0; i < V; ++i) {
-      const double e = std::exp((work[order[i]] - top) / p.temperature);
-      all_mass += e;
-      if (i < head) head_mass += e;
-    }
-    const bool head_enough = (p.top_p >= 1.0f || head_mass >= double(p.top_p) * all_mass) &&
-                             (p.min_p <= 0.0f || head == V ||
-                              std::exp((work[order[head - 1]] - top) / p.temperature) < p.min_p);
-    if (!head_enough) std::sort(order.begin(), order.end(), by_logit);
-  }
-  std::vector<double>& probs = s.probs;
-  probs.resize(n);
-  double top = -INFINITY;
-  for (size_t i = 0; i < n; ++i) top = std::max(top, double(work[order[i]]));
-  double sum = 0.0;
-  for (size_t i = 0; i < n; ++i) sum += probs[i] = std::exp((work[order[i]] - top) / p.temperature);
-  for (size_t i = 0; i < n; ++i) probs[i] /= sum;
-  if (p.min_p > 0.0f) {
-    size_t keep = 1;
-    while (keep < n && probs[keep] >= p.min_p * probs[0]) ++keep;
-    n = keep;
-  }
-  if (p.top_p < 1.0f) {
-    double mass = 0.0;
-    size_t keep = 0;
-    while (keep < n) {
-      mass += probs[keep++];
-      if (mass >= p.top_p) break;
-    }
-    n = keep;
-  }
-  double total = 0.0;
-  for (size_t i = 0; i < n; ++i) total += probs[i];
-  double r = p.uniform * total;
-  for (size_t i = 0; i < n; ++i) {
-    r -= probs[i];
-    if (r < 0.0) return order[i];
-  }
-  return last_positive([&](size_t i) { return order[i]; }, n, [&](size_t i) { return probs[i]; });
-}
 
 // The top k of `v` by (value descending, index ascending; NaN as -inf), most likely first:
 // one pass keeping a small sorted list (k <= GPTOSS_SAMPLE_MAX_TOP), what partial_sort gives.
@@ -178,7 +91,8 @@ gptoss_status sample_rows(ThreadPool& pool, const Kernels& kernels, const float*
         out.logprob = -INFINITY;
         continue;
       }
-      const uint32_t token = choose(p, first_allowed, s);
+      const uint32_t token = backends::sample_choose({p.temperature, p.top_k, p.top_p, p.min_p}, p.uniform,
+                                                     s.work.data(), vocab, m, allowed, first_allowed, s);
       float top = -INFINITY;
       for (float x : s.work) top = std::max(top, x);
       report(p, kernels, s.work.data(), vocab, top, token, allowed, out, s.order);

@@ -1,7 +1,8 @@
 #pragma once
 // Sampling on the CPU device (gptoss_backend_api::sample): the algorithm of the slot's
-// comment in include/gptoss/backend.h, with the host sampler's arithmetic step for step
-// (libgptoss/sampling/sampler.cpp), so that both take the same token for the same uniform.
+// comment in include/gptoss/backend.h. The token is chosen by backends/common/sampling.hpp,
+// which the host sampler (libgptoss/sampling/sampler.cpp) calls too, so that both take the
+// same token for the same uniform.
 #include <cstddef>
 #include <cstdint>
 

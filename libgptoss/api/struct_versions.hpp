@@ -30,28 +30,33 @@ constexpr size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; 
     static_assert(round_up(ends[std::size(ends) - 1], alignof(T)) == sizeof(T),               \
                   #T " has a field that its row in libgptoss/api/struct_versions.hpp does "   \
                   "not list: append GPTOSS_UPTO(<new field>) to the row");                    \
-  }
+  };
 
 // ---------------------------------------------------------------------------------------------
 // Every versioned struct of gptoss.h and its published versions, each given by its last field
-// (from `git log -p -- include/gptoss.h`; on x86-64 the sizes are in the comments).
+// (from `git log -p -- include/gptoss.h`; on x86-64 the sizes are in the comments). The same
+// rows are docs/abi.md's table of sizes and the `since` markers in gptoss.h:
+// tests/api/abi_doc_test.cpp checks both against this list.
 //
 // APPENDING A FIELD to one of these structs: add GPTOSS_UPTO(new_field) at the end of its row
 // (the static_assert above stops the build until you do, except for a field that fits in the
-// old tail padding: check the row by hand). A NEW versioned struct: add a row;
+// old tail padding: check the row by hand), mark the field `/* since 0.x (N bytes) */` in
+// gptoss.h and add the size to the row of docs/abi.md. A NEW versioned struct: add a row;
 // read_struct / write_struct do not compile for a struct without one. Never edit an entry.
-GPTOSS_STRUCT_VERSIONS(gptoss_model_options,  // 40, 48, 48 (split_mode took the tail padding)
-                       GPTOSS_UPTO(tokenizer_path), GPTOSS_UPTO(precision), GPTOSS_UPTO(split_mode));
-GPTOSS_STRUCT_VERSIONS(gptoss_model_info,  // 128, 136
-                       GPTOSS_UPTO(format), GPTOSS_UPTO(decode_weight_bytes));
-GPTOSS_STRUCT_VERSIONS(gptoss_kvcache_options, GPTOSS_UPTO(dtype));              // 32
-GPTOSS_STRUCT_VERSIONS(gptoss_context_options, GPTOSS_UPTO(max_batch_tokens));   // 40
-GPTOSS_STRUCT_VERSIONS(gptoss_sampler_options, GPTOSS_UPTO(top_logprobs));       // 56
-GPTOSS_STRUCT_VERSIONS(gptoss_harmony_render_options, GPTOSS_UPTO(auto_drop_analysis));  // 16
-GPTOSS_STRUCT_VERSIONS(gptoss_harmony_state, GPTOSS_UPTO(num_messages));         // 64
-GPTOSS_STRUCT_VERSIONS(gptoss_constraint_options,  // 16, 24
-                       GPTOSS_UPTO(max_reasoning_tokens), GPTOSS_UPTO(max_tokens));
+#define GPTOSS_VERSIONED_STRUCTS(ROW)                                                         \
+  ROW(gptoss_model_options, /* 40, 48, 48 (split_mode took the tail padding) */               \
+      GPTOSS_UPTO(tokenizer_path), GPTOSS_UPTO(precision), GPTOSS_UPTO(split_mode))           \
+  ROW(gptoss_model_info, GPTOSS_UPTO(format), GPTOSS_UPTO(decode_weight_bytes)) /* 128, 136 */ \
+  ROW(gptoss_kvcache_options, GPTOSS_UPTO(dtype))                               /* 32 */      \
+  ROW(gptoss_context_options, GPTOSS_UPTO(max_batch_tokens))                    /* 40 */      \
+  ROW(gptoss_sampler_options, GPTOSS_UPTO(top_logprobs))                        /* 56 */      \
+  ROW(gptoss_harmony_render_options, GPTOSS_UPTO(auto_drop_analysis))           /* 16 */      \
+  ROW(gptoss_harmony_state, GPTOSS_UPTO(num_messages))                          /* 64 */      \
+  ROW(gptoss_constraint_options,                                                /* 16, 24 */  \
+      GPTOSS_UPTO(max_reasoning_tokens), GPTOSS_UPTO(max_tokens))
 // ---------------------------------------------------------------------------------------------
+
+GPTOSS_VERSIONED_STRUCTS(GPTOSS_STRUCT_VERSIONS)
 
 #undef GPTOSS_STRUCT_VERSIONS
 #undef GPTOSS_UPTO

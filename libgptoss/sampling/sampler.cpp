@@ -5,21 +5,13 @@
 #include <numeric>
 #include <unordered_map>
 
+#include "backends/common/sampling.hpp"
 #include "libgptoss/common/error.hpp"
 
 namespace gptoss {
 
 namespace {
-// Index of the largest value, the lowest on ties (no NaN in v). Not std::max_element: it
-// compares through the iterator to the best so far, a chain of dependent loads on every
-// element of a 201088-token row; this loop's branch is almost never taken.
-size_t argmax(const std::vector<float>& v) {
-  size_t best = 0;
-  float top = v[0];
-  for (size_t i = 1; i < v.size(); ++i)
-    if (v[i] > top) top = v[i], best = i;
-  return best;
-}
+size_t argmax(const std::vector<float>& v) { return backends::sample_argmax(v.data(), v.size()); }
 }  // namespace
 
 void SamplerParams::validate() const {
@@ -84,13 +76,6 @@ size_t Sampler::apply_mask(std::span<const uint32_t> allowed) {
   return n_allowed;
 }
 
-uint32_t Sampler::pick_among_allowed(std::span<const uint32_t> allowed, size_t n_allowed) {
-  size_t k = params_.temperature == 0.0f ? 0 : std::min(n_allowed - 1, size_t(uniform() * double(n_allowed)));
-  for (size_t i = 0; i < work_.size(); ++i)
-    if (i / 32 < allowed.size() && ((allowed[i / 32] >> (i % 32)) & 1u) && k-- == 0) return uint32_t(i);
-  fail(gptoss_status_internal, "no allowed token found");
-}
-
 uint32_t Sampler::sample(std::span<const float> logits, std::span<const uint32_t> history,
                          std::span<const uint32_t> allowed) {
   const size_t V = logits.size();
@@ -119,99 +104,24 @@ uint32_t Sampler::sample(std::span<const float> logits, std::span<const uint32_t
     if (n_allowed == 0) fail(gptoss_status_invalid_state, "the token mask allows none of the {} tokens", V);
   }
 
-  uint32_t chosen;
-  const bool keeps_all = p.top_p >= 1.0f && p.min_p <= 0.0f && (p.top_k == 0 || p.top_k >= V);
-  if (!allowed.empty() && work_[argmax(work_)] == -INFINITY) {
-    chosen = pick_among_allowed(allowed, n_allowed);  // the model gives no allowed token any weight
-  } else if (p.temperature == 0.0f) {
-    chosen = uint32_t(argmax(work_));
-  } else if (keeps_all) {
-    // Every token, in id order: one pass of exp and one of selection (the path below would
-    // also build an identity order, normalise and sum again).
-    const double top = work_[argmax(work_)];
-    probs_.resize(V);
-    double sum = 0.0;
-    // Masked-out tokens (-inf) skip the exp: under a sparse mask most of the vocabulary.
-    for (size_t i = 0; i < V; ++i)
-      sum += probs_[i] = work_[i] == -INFINITY ? 0.0 : std::exp((work_[i] - top) / p.temperature);
-    double r = uniform() * sum;
-    chosen = uint32_t(argmax(work_));  // if rounding leaves r >= 0 after the last token
-    for (size_t i = 0; i < V; ++i) {
-      r -= probs_[i];
-      if (r < 0.0) {
-        chosen = uint32_t(i);
-        break;
-      }
+  // The choice is the device's (backends/common/sampling.hpp): the same token for the same
+  // logits and uniform whether the backend or the host samples.
+  size_t first_allowed = 0;
+  if (!allowed.empty()) {
+    const size_t words = (V + 31) / 32;
+    if (allowed.size() < words) {  // missing words allow nothing (as in apply_mask)
+      mask_.assign(allowed.begin(), allowed.end());
+      mask_.resize(words, 0u);
+      allowed = mask_;
     }
-  } else {
-    // Candidates sorted by logit (descending, then id), truncated by top-k. Only as much of
-    // the 201088-entry order as the truncation needs is sorted: a head of 1024 covers
-    // top-p in practice; the full sort is the fallback.
-    order_.resize(V);
-    std::iota(order_.begin(), order_.end(), 0u);
-    auto by_logit = [&](uint32_t a, uint32_t b) {
-      return work_[a] > work_[b] || (work_[a] == work_[b] && a < b);
-    };
-    const bool truncates = p.top_p < 1.0f || p.min_p > 0.0f;
-    size_t n = (p.top_k > 0 && p.top_k < V) ? p.top_k : V;
-    if (!truncates && n == V) {
-      // No truncation: the order does not matter.
-    } else if (n < V) {
-      std::partial_sort(order_.begin(), order_.begin() + std::ptrdiff_t(n), order_.end(), by_logit);
-    } else {
-      const size_t head = std::min<size_t>(V, 1024);
-      std::partial_sort(order_.begin(), order_.begin() + std::ptrdiff_t(head), order_.end(), by_logit);
-      double head_mass = 0.0, all_mass = 0.0;
-      const double top = work_[order_[0]];
-      for (size_t i = 0; i < V; ++i) {
-        const double e = std::exp((work_[order_[i]] - top) / p.temperature);
-        all_mass += e;
-        if (i < head) head_mass += e;
-      }
-      // min-p keeps only tokens near the best (inside the head unless it is flat); top-p
-      // needs the head to reach its mass.
-      const bool head_enough = (p.top_p >= 1.0f || head_mass >= double(p.top_p) * all_mass) &&
-                               (p.min_p <= 0.0f || head == V ||
-                                std::exp((work_[order_[head - 1]] - top) / p.temperature) < p.min_p);
-      if (!head_enough) std::sort(order_.begin(), order_.end(), by_logit);
-    }
-    // A member, not a fresh vector: 1.6 MB for the whole vocabulary, new pages (faults) on
-    // every sample.
-    std::vector<double>& probs = probs_;
-    probs.resize(n);
-    double top = -INFINITY;
-    for (size_t i = 0; i < n; ++i) top = std::max(top, double(work_[order_[i]]));
-    double sum = 0.0;
-    for (size_t i = 0; i < n; ++i) sum += probs[i] = std::exp((work_[order_[i]] - top) / p.temperature);
-    for (auto& q : probs) q /= sum;
-    // min-p: keep tokens at least min_p times as likely as the best (order_ is sorted here).
-    if (p.min_p > 0.0f) {
-      size_t keep = 1;
-      while (keep < n && probs[keep] >= p.min_p * probs[0]) ++keep;
-      n = keep;
-    }
-    // top-p: the smallest prefix whose mass reaches top_p.
-    if (p.top_p < 1.0f) {
-      double mass = 0.0;
-      size_t keep = 0;
-      while (keep < n) {
-        mass += probs[keep++];
-        if (mass >= p.top_p) break;
-      }
-      n = keep;
-    }
-    double total = 0.0;
-    for (size_t i = 0; i < n; ++i) total += probs[i];
-    double r = uniform() * total;
-    chosen = order_[0];  // if rounding leaves r >= 0 after the last candidate
-    for (size_t i = 0; i < n; ++i) {
-      r -= probs[i];
-      if (r < 0.0) {
-        chosen = order_[i];
-        break;
-      }
-    }
+    while (allowed[first_allowed / 32] == 0) first_allowed += 32;
+    while (!((allowed[first_allowed / 32] >> (first_allowed % 32)) & 1u)) ++first_allowed;
   }
+  const double u = p.temperature == 0.0f ? 0.0 : uniform();
+  const uint32_t chosen =
+      backends::sample_choose({p.temperature, p.top_k, p.top_p, p.min_p}, u, work_.data(), V,
+                              allowed.empty() ? nullptr : allowed.data(), n_allowed, first_allowed,
+                              scratch_);
 
   has_last_ = true;
   last_token_ = chosen;

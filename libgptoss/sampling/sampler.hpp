@@ -7,6 +7,7 @@
 #include <span>
 #include <vector>
 
+#include "backends/common/sampling.hpp"
 #include "gptoss.h"
 
 namespace gptoss {
@@ -66,14 +67,12 @@ class Sampler {
   static double to_uniform(uint64_t bits) { return double(bits >> 11) * (1.0 / 9007199254740992.0); }
   // Sets forbidden logits of work_ to -inf; returns how many tokens stay allowed.
   size_t apply_mask(std::span<const uint32_t> allowed);
-  // A token when every allowed logit is -inf: the lowest allowed id (greedy) or a uniform pick.
-  uint32_t pick_among_allowed(std::span<const uint32_t> allowed, size_t n_allowed);
 
   SamplerParams params_;
   std::mt19937_64 rng_;
   std::vector<float> work_;
-  std::vector<uint32_t> order_;
-  std::vector<double> probs_;
+  std::vector<uint32_t> mask_;  // a caller's short mask, padded to the vocabulary
+  backends::SampleScratch scratch_;
   void compute_logprobs() const;
 
   bool has_last_ = false;

@@ -1,4 +1,4 @@
-// The core on the strict test device (tests/backend/strict): no allocation once a decode shape
+// The core on the strict test device (tests/plugins/strict): no allocation once a decode shape
 // is warm, the same calls every decode step, asynchronous failures reported at the next
 // synchronising call without advancing the context, KV growth that keeps what was written,
 // and the fused slots equal to their reference compositions (strict vs strict-minimal).
