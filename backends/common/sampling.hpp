@@ -56,7 +56,8 @@ inline uint32_t sample_choose(const SampleTruncation& p, double uniform, const f
   if (work[best] == -INFINITY) {
     size_t k = std::min(n_allowed - 1, size_t(uniform * double(n_allowed)));
     for (size_t i = first_allowed; i < V; ++i)
-      if ((allowed == nullptr || ((allowed[i / 32] >> (i % 32)) & 1u)) && k-- == 0) return uint32_t(i);
+      if ((allowed == nullptr || ((allowed[i / 32] >> (i % 32)) & 1u)) && k-- == 0)
+        return uint32_t(i);
     return uint32_t(first_allowed);  // not reached: n_allowed tokens are allowed
   }
   const bool keeps_all = p.top_p >= 1.0f && p.min_p <= 0.0f && (p.top_k == 0 || p.top_k >= V);
@@ -83,7 +84,9 @@ inline uint32_t sample_choose(const SampleTruncation& p, double uniform, const f
   std::vector<uint32_t>& order = s.order;
   order.resize(V);
   std::iota(order.begin(), order.end(), 0u);
-  auto by_logit = [&](uint32_t a, uint32_t b) { return work[a] > work[b] || (work[a] == work[b] && a < b); };
+  auto by_logit = [&](uint32_t a, uint32_t b) {
+    return work[a] > work[b] || (work[a] == work[b] && a < b);
+  };
   size_t n = (p.top_k > 0 && p.top_k < V) ? p.top_k : V;
   if (n < V) {
     std::partial_sort(order.begin(), order.begin() + std::ptrdiff_t(n), order.end(), by_logit);

@@ -91,8 +91,9 @@ gptoss_status sample_rows(ThreadPool& pool, const Kernels& kernels, const float*
         out.logprob = -INFINITY;
         continue;
       }
-      const uint32_t token = backends::sample_choose({p.temperature, p.top_k, p.top_p, p.min_p}, p.uniform,
-                                                     s.work.data(), vocab, m, allowed, first_allowed, s);
+      const uint32_t token =
+          backends::sample_choose({p.temperature, p.top_k, p.top_p, p.min_p}, p.uniform,
+                                  s.work.data(), vocab, m, allowed, first_allowed, s);
       float top = -INFINITY;
       for (float x : s.work) top = std::max(top, x);
       report(p, kernels, s.work.data(), vocab, top, token, allowed, out, s.order);

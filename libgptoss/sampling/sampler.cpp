@@ -118,10 +118,9 @@ uint32_t Sampler::sample(std::span<const float> logits, std::span<const uint32_t
     while (!((allowed[first_allowed / 32] >> (first_allowed % 32)) & 1u)) ++first_allowed;
   }
   const double u = p.temperature == 0.0f ? 0.0 : uniform();
-  const uint32_t chosen =
-      backends::sample_choose({p.temperature, p.top_k, p.top_p, p.min_p}, u, work_.data(), V,
-                              allowed.empty() ? nullptr : allowed.data(), n_allowed, first_allowed,
-                              scratch_);
+  const uint32_t chosen = backends::sample_choose(
+      {p.temperature, p.top_k, p.top_p, p.min_p}, u, work_.data(), V,
+      allowed.empty() ? nullptr : allowed.data(), n_allowed, first_allowed, scratch_);
 
   has_last_ = true;
   last_token_ = chosen;

@@ -46,7 +46,8 @@ Row row_of(const char* name, const char* fields_text) {
   REQUIRE(fields.size() == std::size(StructVersions<T>::ends));
   Row row{name, {}};
   for (size_t i = 0; i < fields.size(); ++i)
-    row.versions.push_back({gptoss::api::round_up(StructVersions<T>::ends[i], alignof(T)), fields[i]});
+    row.versions.push_back(
+        {gptoss::api::round_up(StructVersions<T>::ends[i], alignof(T)), fields[i]});
   CHECK(row.versions.back().size == sizeof(T));
   return row;
 }
@@ -63,7 +64,8 @@ std::vector<Row> library_rows() {
 std::string table_line(const Row& row) {
   std::string line = "| `" + row.name + "` | ";
   for (size_t i = 0; i < row.versions.size(); ++i)
-    line += (i ? ", " : "") + std::to_string(row.versions[i].size) + " (`" + row.versions[i].field + "`)";
+    line += (i ? ", " : "") + std::to_string(row.versions[i].size) + " (`" + row.versions[i].field +
+            "`)";
   return line + " |";
 }
 
@@ -101,16 +103,18 @@ std::vector<HeaderStruct> header_structs(const std::string& header) {
     const std::regex token(R"((/\*[\s\S]*?\*/)|([\w\s\*]*?(\w+)\s*;))");
     std::string pending;
     const size_t start = text.find('{') + 1;
-    for (std::sregex_iterator t(text.begin() + std::ptrdiff_t(start), text.end(), token), e; t != e; ++t) {
+    for (std::sregex_iterator t(text.begin() + std::ptrdiff_t(start), text.end(), token), e; t != e;
+         ++t) {
       if ((*t)[1].matched) {
         std::smatch m;
         const std::string comment = (*t)[1];
-        if (std::regex_match(comment, m, std::regex(R"(/\* since (\d+\.\d+ \(\d+ bytes[^)]*\)) \*/)")))
+        if (std::regex_match(comment, m,
+                             std::regex(R"(/\* since (\d+\.\d+ \(\d+ bytes[^)]*\)) \*/)")))
           pending = m[1];
-        else if (s.fields.empty() && std::regex_match(comment, m, std::regex(R"(/\* since (\d+\.\d+) \*/)")))
+        else if (s.fields.empty() &&
+                 std::regex_match(comment, m, std::regex(R"(/\* since (\d+\.\d+) \*/)")))
           s.since = m[1];
-        else
-          CHECK_FALSE(comment.find("since") == 2);  // a marker not in the form above
+        else CHECK_FALSE(comment.find("since") == 2);  // a marker not in the form above
       } else {
         s.fields.push_back((*t)[3]);
         s.markers.push_back(pending);
@@ -131,14 +135,17 @@ TEST_CASE("abi docs: docs/abi.md's table of struct sizes is the library's list",
   std::istringstream doc(read_file(gptoss::test::source_dir() + "/docs/abi.md"));
   for (std::string line; std::getline(doc, line);)
     if (line.rfind("| `gptoss_", 0) == 0) documented += line + "\n";
-  INFO("docs/abi.md's rows should read (GPTOSS_VERSIONED_STRUCTS, struct_versions.hpp):\n" << expected);
+  INFO("docs/abi.md's rows should read (GPTOSS_VERSIONED_STRUCTS, struct_versions.hpp):\n"
+       << expected);
   CHECK(documented == expected);
 }
 
-TEST_CASE("abi docs: each struct_size struct of gptoss.h has a row and since-markers at its versions",
-          "[api][abi]") {
+TEST_CASE(
+    "abi docs: each struct_size struct of gptoss.h has a row and since-markers at its versions",
+    "[api][abi]") {
   const std::vector<Row> rows = library_rows();
-  const std::vector<HeaderStruct> structs = header_structs(read_file(gptoss::test::source_dir() + "/include/gptoss.h"));
+  const std::vector<HeaderStruct> structs =
+      header_structs(read_file(gptoss::test::source_dir() + "/include/gptoss.h"));
   std::vector<std::string> row_names, header_names;
   for (const Row& r : rows) row_names.push_back(r.name);
   for (const HeaderStruct& s : structs) header_names.push_back(s.name);
@@ -147,8 +154,8 @@ TEST_CASE("abi docs: each struct_size struct of gptoss.h has a row and since-mar
   REQUIRE(header_names == row_names);
 
   for (const Row& row : rows) {
-    const HeaderStruct& s = *std::find_if(structs.begin(), structs.end(),
-                                          [&](const HeaderStruct& h) { return h.name == row.name; });
+    const HeaderStruct& s = *std::find_if(
+        structs.begin(), structs.end(), [&](const HeaderStruct& h) { return h.name == row.name; });
     // The marker each field should carry: the first field of every version after the first.
     std::vector<std::string> want(s.fields.size());
     size_t next = 0;  // the first field of the version being walked
