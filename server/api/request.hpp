@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "engine/generation.hpp"
+
 namespace gptoss_server {
 
 using nlohmann::json;
@@ -37,15 +39,6 @@ struct ResponseFormat {
   std::string description;
   json schema;  // json_schema
   bool strict = false;
-};
-
-struct Sampling {
-  double temperature = 1.0;
-  double top_p = 1.0;
-  double presence_penalty = 0.0;
-  double frequency_penalty = 0.0;
-  std::optional<uint64_t> seed;  // none: random
-  int logprobs = -1;             // -1: none; 0..20: the sampled token's and N alternatives
 };
 
 // One turn of a conversation, however the endpoint spelled it.
