@@ -1,7 +1,7 @@
 #pragma once
 // What a request asks for, once parsed: the same shapes for every endpoint. Parsing (the
 // parse_*_request functions) is a pure function of the body; resolving a stored history,
-// rendering and tokenizing come after (api/prompt_builder.hpp).
+// rendering and tokenizing come after (ServerContext::harmony_spec, http/server_context.hpp).
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
