@@ -1,6 +1,6 @@
 # `cmake --install build [--prefix P]` (and DESTDIR, and `cpack -G DEB`): GNUInstallDirs paths.
 #
-#   include/gptoss.h, include/gptoss/{backend,version}.h         component development
+#   include/gptoss.h, gptoss.hpp, gptoss/{backend,version}.h     component development
 #   lib/libgptoss.so.<version>, libgptoss.so.N (N = the C ABI)   component runtime
 #   lib/libgptoss.so (link-time name)                            component development
 #   lib/gptoss/backends/libgptoss-backend-*.so                   component runtime
@@ -32,7 +32,7 @@ endfunction()
 # The library and its headers.
 install(TARGETS gptoss gptoss_headers EXPORT gptossTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT runtime NAMELINK_COMPONENT development)
-install(FILES include/gptoss.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT development)
+install(FILES include/gptoss.h include/gptoss.hpp DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT development)
 install(FILES include/gptoss/backend.h include/gptoss/version.h
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/gptoss COMPONENT development)
 

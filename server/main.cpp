@@ -67,27 +67,22 @@ class Signals {
 
 std::unique_ptr<Engine> load_engine(const ServerOptions& o, Metrics& metrics) {
   gptoss_model_options mo;
-  check(gptoss_model_options_init(&mo), "gptoss_model_options_init");
+  gptoss::check(gptoss_model_options_init(&mo), "gptoss_model_options_init");
   mo.backend = o.backend.c_str();
   mo.num_threads = o.threads;
   mo.precision = o.exact ? gptoss_precision_exact : gptoss_precision_fast;
   if (!o.tokenizer_path.empty()) mo.tokenizer_path = o.tokenizer_path.c_str();
-  gptoss_model_t model = nullptr;
-  check(gptoss_model_create_with_options(o.model_path.c_str(), &mo, &model), "loading the model");
   auto engine = std::make_unique<Engine>();
-  engine->model.reset(model);
-  gptoss_model_info info{};
-  info.struct_size = sizeof info;
-  check(gptoss_model_get_info(model, &info), "gptoss_model_get_info");
+  engine->model = gptoss::model::load(o.model_path, &mo, "loading the model");
+  const gptoss_model_t model = engine->model.get();
+  const gptoss_model_info info = engine->model.info();
   if (o.engine.context_length > info.max_context_length)
     throw UsageError("--context " + std::to_string(o.engine.context_length) + " exceeds the model's maximum of " +
                      std::to_string(info.max_context_length) + " tokens");
   engine->backend = info.backend;
   engine->vocab_size = info.vocab_size;
-  gptoss_tokenizer_t tokenizer = nullptr;
-  check(gptoss_model_get_tokenizer(model, &tokenizer), "gptoss_model_get_tokenizer");
-  engine->tokenizer.reset(tokenizer);
-  engine->grammars = std::make_unique<GrammarCache>(tokenizer, 64);
+  engine->tokenizer = engine->model.get_tokenizer();
+  engine->grammars = std::make_unique<GrammarCache>(engine->tokenizer.get(), 64);
   engine->scheduler = std::make_unique<Scheduler>(model, o.engine, metrics);
   return engine;
 }

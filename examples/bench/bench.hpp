@@ -7,7 +7,7 @@
 #include <thread>
 #include <vector>
 
-#include "gptoss.h"
+#include <gptoss.hpp>
 
 namespace gptoss::bench {
 
@@ -149,9 +149,9 @@ bool reset_peak_rss();
 
 // The model options the command line asks for (threads, mmap, precision, tokenizer).
 gptoss_model_options model_options(const Options& o);
-// True on success; else prints what failed, the status and the library's message to stderr.
-bool api_ok(gptoss_status st, const char* what);
 
+// The benchmarks throw gptoss::error (include/gptoss.hpp) when a library call fails; main()
+// prints it and exits 1.
 int run_model_bench(const Options& o);
 int run_kernel_bench(const Options& o);
 

@@ -10,7 +10,6 @@
 #include <vector>
 
 #include "bench.hpp"
-#include "gptoss.h"
 
 namespace gptoss::bench {
 namespace {
@@ -64,100 +63,88 @@ size_t popcount(const std::vector<uint32_t>& mask) {
   return n;
 }
 
-gptoss_constraint_t new_constraint(gptoss_grammar_t g, int64_t max_tokens) {
+gptoss::constraint new_constraint(gptoss_grammar_t g, int64_t max_tokens) {
   gptoss_constraint_options co;
   gptoss_constraint_options_init(&co);
   co.max_tokens = max_tokens;
   gptoss_constraint_t c = nullptr;
-  return api_ok(gptoss_constraint_create(g, &co, &c), "creating a constraint") ? c : nullptr;
+  gptoss::check(gptoss_constraint_create(g, &co, &c), "creating a constraint");
+  return gptoss::constraint(c);
 }
 
-int64_t min_tokens(gptoss_grammar_t g) {
-  gptoss_constraint_t c = new_constraint(g, -1);
-  int64_t n = -1;
-  if (c) api_ok(gptoss_constraint_min_tokens(c, &n), "min_tokens");
-  gptoss_constraint_release(c);
-  return n;
-}
+int64_t min_tokens(gptoss_grammar_t g) { return new_constraint(g, -1).min_tokens(); }
 
 // Decodes n tokens after `prompt` under `grammar`; a document or turn that finishes starts
 // over (constraints reset, the context goes on).
-bool decode(gptoss_context_t ctx, gptoss_sampler_t sampler, gptoss_grammar_t grammar, int64_t max_tokens,
+void decode(gptoss_context_t ctx, gptoss_sampler_t sampler, gptoss_grammar_t grammar, int64_t max_tokens,
             const std::vector<uint32_t>& prompt, size_t n, Times* times) {
-  gptoss_constraint_t live = new_constraint(grammar, max_tokens), mirror = new_constraint(grammar, max_tokens);
-  bool good = live && mirror && api_ok(gptoss_sampler_set_constraint(sampler, live), "attaching") &&
-              api_ok(gptoss_context_reset(ctx), "reset") &&
-              api_ok(gptoss_context_append_tokens(ctx, prompt.size(), prompt.data()), "append") &&
-              api_ok(gptoss_context_process(ctx), "prefill");
+  const gptoss::constraint live = new_constraint(grammar, max_tokens), mirror = new_constraint(grammar, max_tokens);
+  gptoss::check(gptoss_sampler_set_constraint(sampler, live.get()), "attaching");
+  gptoss::check(gptoss_context_reset(ctx), "reset");
+  gptoss::check(gptoss_context_append_tokens(ctx, prompt.size(), prompt.data()), "append");
+  gptoss::check(gptoss_context_process(ctx), "prefill");
   std::vector<uint32_t> mask(GPTOSS_MASK_WORDS(201088));
-  for (size_t i = 0; i < n && good; ++i) {
+  for (size_t i = 0; i < n; ++i) {
     size_t words = 0;
     auto t0 = Clock::now();
-    good = api_ok(gptoss_constraint_fill_mask(mirror, mask.data(), mask.size(), &words), "mask");
+    gptoss::check(gptoss_constraint_fill_mask(mirror.get(), mask.data(), mask.size(), &words), "mask");
     const double mask_ms = ms_since(t0);
     uint32_t token = 0;
     t0 = Clock::now();
-    good = good && api_ok(gptoss_context_sample(ctx, sampler, &token), "sample") &&
-           api_ok(gptoss_constraint_accept_token(mirror, token), "mirror");
+    gptoss::check(gptoss_context_sample(ctx, sampler, &token), "sample");
+    gptoss::check(gptoss_constraint_accept_token(mirror.get(), token), "mirror");
     int32_t done = 0;
-    good = good && api_ok(gptoss_constraint_is_finished(live, &done), "finished");
-    if (done) good = good && api_ok(gptoss_constraint_reset(live), "reset") && api_ok(gptoss_constraint_reset(mirror), "reset");
-    good = good && api_ok(gptoss_context_append_tokens(ctx, 1, &token), "append") &&
-           api_ok(gptoss_context_process(ctx), "decode");
+    gptoss::check(gptoss_constraint_is_finished(live.get(), &done), "finished");
+    if (done) {
+      gptoss::check(gptoss_constraint_reset(live.get()), "reset");
+      gptoss::check(gptoss_constraint_reset(mirror.get()), "reset");
+    }
+    gptoss::check(gptoss_context_append_tokens(ctx, 1, &token), "append");
+    gptoss::check(gptoss_context_process(ctx), "decode");
     if (times) {
       (popcount(mask) > kDenseMask ? times->dense : times->sparse).push_back(mask_ms);
       times->step.push_back(ms_since(t0));
     }
   }
   gptoss_sampler_set_constraint(sampler, nullptr);
-  gptoss_constraint_release(live);
-  gptoss_constraint_release(mirror);
-  return good;
 }
 
 }  // namespace
 
 int run_constrained_bench(const Options& o) {
   const gptoss_model_options mo = model_options(o);
-  gptoss_model_t model = nullptr;
-  if (!api_ok(gptoss_model_create_with_options(o.model.c_str(), &mo, &model), "loading the model")) return 1;
-  gptoss_tokenizer_t tok = nullptr;
-  if (!api_ok(gptoss_model_get_tokenizer(model, &tok), "tokenizer")) return 1;
-  gptoss_context_t ctx = nullptr;
-  if (!api_ok(gptoss_context_create(model, 2 * o.n_gen + 1024, &ctx), "context")) return 1;
+  const gptoss::model model = gptoss::model::load(o.model, &mo, "loading the model");
+  const gptoss::tokenizer tokenizer = model.get_tokenizer();
+  const gptoss_tokenizer_t tok = tokenizer.get();
+  gptoss_context_t raw_context = nullptr;
+  gptoss::check(gptoss_context_create(model.get(), 2 * o.n_gen + 1024, &raw_context), "context");
+  const gptoss::context context(raw_context);
+  const gptoss_context_t ctx = context.get();
   gptoss_sampler_options so;
   gptoss_sampler_options_init(&so);
   so.seed = 1;
-  gptoss_sampler_t sampler = nullptr;
-  if (!api_ok(gptoss_sampler_create(&so, &sampler), "sampler")) return 1;
+  const gptoss::sampler seeded = gptoss::sampler::create(&so, "sampler");
+  const gptoss_sampler_t sampler = seeded.get();
 
   // Harmony: a rendered turn (the grammar starts after its <|start|>assistant); JSON: raw text.
   const char* conversation =
       R"({"messages": [{"role": "user", "content": "What is the weather in Lima?"}]})";
-  std::vector<uint32_t> harmony_prompt(256), json_prompt(16);
-  size_t n = 0;
-  if (!api_ok(gptoss_harmony_render(tok, conversation, nullptr, harmony_prompt.data(), harmony_prompt.size(), &n),
-              "render"))
-    return 1;
-  harmony_prompt.resize(n);
-  if (!api_ok(gptoss_tokenizer_encode(tok, "JSON:", 5, 0, json_prompt.data(), json_prompt.size(), &n), "encode"))
-    return 1;
-  json_prompt.resize(n);
+  const std::vector<uint32_t> harmony_prompt = tokenizer.render(conversation);
+  const std::vector<uint32_t> json_prompt = tokenizer.encode("JSON:");
 
   // Decode without a constraint: the step the mask is compared with.
   std::vector<double> plain;
   {
-    bool good = api_ok(gptoss_context_reset(ctx), "reset") &&
-                api_ok(gptoss_context_append_tokens(ctx, json_prompt.size(), json_prompt.data()), "append");
+    gptoss::check(gptoss_context_reset(ctx), "reset");
+    gptoss::check(gptoss_context_append_tokens(ctx, json_prompt.size(), json_prompt.data()), "append");
     uint32_t token = 0;
-    good = good && api_ok(gptoss_context_sample(ctx, sampler, &token), "prefill");
-    for (size_t i = 0; i < o.n_gen + 2 && good; ++i) {
+    gptoss::check(gptoss_context_sample(ctx, sampler, &token), "prefill");
+    for (size_t i = 0; i < o.n_gen + 2; ++i) {
       const auto t0 = Clock::now();
-      good = api_ok(gptoss_context_append_tokens(ctx, 1, &token), "append") &&
-             api_ok(gptoss_context_sample(ctx, sampler, &token), "decode");
+      gptoss::check(gptoss_context_append_tokens(ctx, 1, &token), "append");
+      gptoss::check(gptoss_context_sample(ctx, sampler, &token), "decode");
       if (i >= 2) plain.push_back(ms_since(t0));  // two warm-up steps
     }
-    if (!good) return 1;
   }
   const double decode_ms = mean(plain);
 
@@ -166,7 +153,7 @@ int run_constrained_bench(const Options& o) {
   {
     gptoss_grammar_t first = nullptr;
     const auto t0 = Clock::now();
-    if (!api_ok(gptoss_grammar_create_json_schema(tok, "true", &first), "first grammar")) return 1;
+    gptoss::check(gptoss_grammar_create_json_schema(tok, "true", &first), "first grammar");
     trie_ms = ms_since(t0);
     gptoss_grammar_release(first);
   }
@@ -183,20 +170,21 @@ int run_constrained_bench(const Options& o) {
   };
   std::vector<Row> rows;
   for (const Scenario& s : scenarios) {
-    gptoss_grammar_t grammar = nullptr;
+    gptoss_grammar_t raw_grammar = nullptr;
     std::string spec = s.source ? s.source : std::string("{\"response_format\": {\"type\": \"json_schema\", "
                                                          "\"schema\": ") + kNestedSchema + "}}";
     const auto t0 = Clock::now();
-    const gptoss_status st = s.harmony ? gptoss_grammar_create_harmony(tok, spec.c_str(), &grammar)
-                                       : gptoss_grammar_create_json_schema(tok, spec.c_str(), &grammar);
+    const gptoss_status st = s.harmony ? gptoss_grammar_create_harmony(tok, spec.c_str(), &raw_grammar)
+                                       : gptoss_grammar_create_json_schema(tok, spec.c_str(), &raw_grammar);
     const double compile_ms = ms_since(t0);
-    if (!api_ok(st, "compiling the grammar")) return 1;
+    gptoss::check(st, "compiling the grammar");
+    const gptoss::grammar owned_grammar(raw_grammar);
+    const gptoss_grammar_t grammar = owned_grammar.get();
     const auto& prompt = s.harmony ? harmony_prompt : json_prompt;
     const int64_t max_tokens = s.budget ? 2 * min_tokens(grammar) : -1;
     Times cold, warm;  // first pass: token sets computed on first use; second: cached
-    if (!decode(ctx, sampler, grammar, max_tokens, prompt, o.n_gen, &cold) ||
-        !decode(ctx, sampler, grammar, max_tokens, prompt, o.n_gen, &warm))
-      return 1;
+    decode(ctx, sampler, grammar, max_tokens, prompt, o.n_gen, &cold);
+    decode(ctx, sampler, grammar, max_tokens, prompt, o.n_gen, &warm);
     std::vector<double> cold_all = cold.dense;
     cold_all.insert(cold_all.end(), cold.sparse.begin(), cold.sparse.end());
     for (auto [part, v] : {std::pair{"dense mask (in text/strings)", &warm.dense},
@@ -204,7 +192,6 @@ int run_constrained_bench(const Options& o) {
       if (!v->empty())
         rows.push_back({s.name, part, compile_ms, mean(cold_all), mean(*v), percentile(*v, 0.5), percentile(*v, 0.99),
                         percentile(*v, 1.0), double(v->size())});
-    gptoss_grammar_release(grammar);
   }
 
   if (o.json) {
@@ -233,10 +220,6 @@ int run_constrained_bench(const Options& o) {
                 "decode under the grammar;\n cold: the first pass, whose token sets are computed on first use; "
                 "the others: a second pass over cached sets)\n");
   }
-  gptoss_sampler_release(sampler);
-  gptoss_context_release(ctx);
-  gptoss_tokenizer_release(tok);
-  gptoss_model_release(model);
   return 0;
 }
 

@@ -12,7 +12,6 @@
 #include <string>
 
 #include "bench.hpp"
-#include "gptoss.h"
 
 namespace {
 void usage() {
@@ -136,6 +135,11 @@ int main(int argc, char** argv) {
     usage();
     return 2;
   }
-  if (o.constrained) return gptoss::bench::run_constrained_bench(o);
-  return o.read_probe ? gptoss::bench::run_read_probe(o) : gptoss::bench::run_model_bench(o);
+  try {
+    if (o.constrained) return gptoss::bench::run_constrained_bench(o);
+    return o.read_probe ? gptoss::bench::run_read_probe(o) : gptoss::bench::run_model_bench(o);
+  } catch (const gptoss::error& e) {
+    std::fprintf(stderr, "gptoss-bench: %s\n", e.what());
+    return 1;
+  }
 }

@@ -8,7 +8,6 @@
 #include <vector>
 
 #include "bench.hpp"
-#include "gptoss.h"
 
 namespace gptoss::bench {
 namespace {
@@ -17,8 +16,6 @@ using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
-
-bool ok(gptoss_status st, const char* what) { return api_ok(st, what); }
 
 // Bytes a decode step reads: the weights as the checkpoint stores them (the library counts
 // them: every dense tensor, the active experts' share, one embedding row; BF16, F16 or Q8_0
@@ -34,13 +31,6 @@ double decode_bytes_per_token(const gptoss_model_info& m, double mean_pos, doubl
 }
 
 }  // namespace
-
-bool api_ok(gptoss_status st, const char* what) {
-  if (st == gptoss_status_success) return true;
-  std::fprintf(stderr, "gptoss-bench: %s: %s: %s\n", what, gptoss_status_to_string(st),
-               gptoss_get_last_error_message());
-  return false;
-}
 
 gptoss_model_options model_options(const Options& o) {
   gptoss_model_options mo;
@@ -68,62 +58,58 @@ int run_model_bench(const Options& o) {
   const double read_bw_first = bandwidth();
 
   const gptoss_model_options mo = model_options(o);
-  gptoss_model_t model = nullptr;
   const auto t_load = Clock::now();
-  if (!ok(gptoss_model_create_with_options(o.model.c_str(), &mo, &model), "loading the model"))
-    return 1;
+  const gptoss::model loaded = gptoss::model::load(o.model, &mo, "loading the model");
   const double load_s = since(t_load);
-  gptoss_model_info info{};
-  info.struct_size = sizeof info;
-  if (!ok(gptoss_model_get_info(model, &info), "model info")) return 1;
+  const gptoss_model_t model = loaded.get();
+  const gptoss_model_info info = loaded.info();
 
   gptoss_context_options co;
   gptoss_context_options_init(&co);
   co.context_length = o.n_prompt + o.n_gen + 8;
   co.max_batch_tokens = std::max<size_t>(o.n_prompt, 1);
   co.kv_dtype = o.kv_bf16 ? gptoss_kv_dtype_bf16 : gptoss_kv_dtype_f32;
-  gptoss_context_t ctx = nullptr;
-  if (!ok(gptoss_context_create_with_options(model, &co, &ctx), "creating a context")) return 1;
+  const gptoss::context context = gptoss::context::create(model, &co, "creating a context");
+  const gptoss_context_t ctx = context.get();
   gptoss_sampler_options so;
   gptoss_sampler_options_init(&so);
   so.temperature = 0.0f;
-  gptoss_sampler_t sampler = nullptr;
-  if (!ok(gptoss_sampler_create(&so, &sampler), "creating a sampler")) return 1;
+  const gptoss::sampler greedy = gptoss::sampler::create(&so, "creating a sampler");
+  const gptoss_sampler_t sampler = greedy.get();
 
   // A fixed pseudo-random prompt of ordinary text tokens.
   std::vector<uint32_t> prompt(o.n_prompt);
   const size_t id_range = std::min<size_t>(info.vocab_size, 199000) - 1000;
   for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = uint32_t(1000 + (i * 7919 + 13) % id_range);
 
-  // One repetition; returns false on an API error.
+  // One repetition.
   auto run = [&](size_t n_prompt, size_t n_gen, double* prefill_s, double* ttft_s,
                  double* decode_s) {
-    if (!ok(gptoss_context_reset(ctx), "reset")) return false;
-    if (!ok(gptoss_context_append_tokens(ctx, n_prompt, prompt.data()), "append")) return false;
+    gptoss::check(gptoss_context_reset(ctx), "reset");
+    gptoss::check(gptoss_context_append_tokens(ctx, n_prompt, prompt.data()), "append");
     const auto t0 = Clock::now();
-    if (!ok(gptoss_context_process(ctx), "prefill")) return false;
+    gptoss::check(gptoss_context_process(ctx), "prefill");
     *prefill_s = since(t0);
     uint32_t tok = 0;
-    if (!ok(gptoss_context_sample(ctx, sampler, &tok), "sample")) return false;
+    gptoss::check(gptoss_context_sample(ctx, sampler, &tok), "sample");
     *ttft_s = since(t0);
     const auto t1 = Clock::now();
     for (size_t i = 0; i < n_gen; ++i) {
-      if (!ok(gptoss_context_append_tokens(ctx, 1, &tok), "append")) return false;
-      if (!ok(gptoss_context_sample(ctx, sampler, &tok), "decode")) return false;
+      gptoss::check(gptoss_context_append_tokens(ctx, 1, &tok), "append");
+      gptoss::check(gptoss_context_sample(ctx, sampler, &tok), "decode");
     }
     *decode_s = since(t1);
-    return true;
   };
 
   // Warm-up (pages the weights in, starts the threads); not counted.
   double a, b, c;
-  if (!run(std::min<size_t>(o.n_prompt, 32), std::min<size_t>(o.n_gen, 2), &a, &b, &c)) return 1;
+  run(std::min<size_t>(o.n_prompt, 32), std::min<size_t>(o.n_gen, 2), &a, &b, &c);
   const double bytes_tok = decode_bytes_per_token(info, double(o.n_prompt) + double(o.n_gen) / 2,
                                                 o.kv_bf16 ? 2.0 : 4.0);
   std::vector<double> pp, tg, ttft, bws, pcts;
   double bw_prev = bandwidth();
   for (size_t r = 0; r < o.reps; ++r) {
-    if (!run(o.n_prompt, o.n_gen, &a, &b, &c)) return 1;
+    run(o.n_prompt, o.n_gen, &a, &b, &c);
     const double bw_next = bandwidth();
     pp.push_back(double(o.n_prompt) / a);
     ttft.push_back(b);
@@ -147,37 +133,33 @@ int run_model_bench(const Options& o) {
     ko.capacity_tokens = o.batch * co.context_length;
     ko.max_sequences = o.batch;
     ko.dtype = co.kv_dtype;
-    gptoss_kvcache_t pool = nullptr;
-    if (!ok(gptoss_kvcache_create(model, &ko, &pool), "creating a KV pool")) return 1;
+    const gptoss::kvcache pool = gptoss::kvcache::create(model, ko, "creating a KV pool");
     gptoss_context_options bo = co;
-    bo.kvcache = pool;
+    bo.kvcache = pool.get();
+    std::vector<gptoss::context> contexts(o.batch);
     std::vector<gptoss_context_t> cs(o.batch, nullptr);
-    bool good = true;
-    for (size_t i = 0; i < o.batch && good; ++i)
-      good = ok(gptoss_context_create_with_options(model, &bo, &cs[i]), "creating a context");
+    for (size_t i = 0; i < o.batch; ++i) {
+      contexts[i] = gptoss::context::create(model, &bo, "creating a context");
+      cs[i] = contexts[i].get();
+    }
     // Each sequence gets its own prompt (the same one shifted through the token range): with
     // one shared prompt, greedy decoding would give every sequence the same tokens, hence the
     // same experts, and measure a step far cheaper than N users with different requests.
     std::vector<uint32_t> next(o.batch, 0), own(o.n_prompt);
-    for (size_t i = 0; i < o.batch && good; ++i) {
+    for (size_t i = 0; i < o.batch; ++i) {
       for (size_t j = 0; j < own.size(); ++j) own[j] = uint32_t(1000 + (prompt[j] - 1000 + i * 104729) % id_range);
-      good = ok(gptoss_context_reset(cs[i]), "reset") &&
-             ok(gptoss_context_append_tokens(cs[i], o.n_prompt, own.data()), "append") &&
-             ok(gptoss_context_sample(cs[i], sampler, &next[i]), "prefill");
+      gptoss::check(gptoss_context_reset(cs[i]), "reset");
+      gptoss::check(gptoss_context_append_tokens(cs[i], o.n_prompt, own.data()), "append");
+      gptoss::check(gptoss_context_sample(cs[i], sampler, &next[i]), "prefill");
     }
     const auto t0 = Clock::now();
-    for (size_t step = 0; step < o.n_gen && good; ++step) {
-      for (size_t i = 0; i < o.batch && good; ++i)
-        good = ok(gptoss_context_append_tokens(cs[i], 1, &next[i]), "append");
-      good = good && ok(gptoss_contexts_process(cs.data(), cs.size()), "batched decode");
-      for (size_t i = 0; i < o.batch && good; ++i)
-        good = ok(gptoss_context_sample(cs[i], sampler, &next[i]), "sample");
+    for (size_t step = 0; step < o.n_gen; ++step) {
+      for (size_t i = 0; i < o.batch; ++i)
+        gptoss::check(gptoss_context_append_tokens(cs[i], 1, &next[i]), "append");
+      gptoss::check(gptoss_contexts_process(cs.data(), cs.size()), "batched decode");
+      for (size_t i = 0; i < o.batch; ++i) gptoss::check(gptoss_context_sample(cs[i], sampler, &next[i]), "sample");
     }
     const double s = since(t0);
-    for (gptoss_context_t c : cs)
-      if (c != nullptr) gptoss_context_release(c);
-    gptoss_kvcache_release(pool);
-    if (!good) return 1;
     batch_tok_s = double(o.batch * o.n_gen) / s;
     batch_ms_step = 1e3 * s / double(o.n_gen);
   }
@@ -231,9 +213,6 @@ int run_model_bench(const Options& o) {
                                 : "% of read BW: each repetition's decode against the higher of the "
                                   "read-bandwidth measurements taken just before and just after it");
   }
-  gptoss_sampler_release(sampler);
-  gptoss_context_release(ctx);
-  gptoss_model_release(model);
   return 0;
 }
 

@@ -12,7 +12,6 @@
 #include <vector>
 
 #include "bench.hpp"
-#include "gptoss.h"
 
 namespace gptoss::bench {
 namespace {
@@ -23,26 +22,21 @@ double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
 }
-
-bool ok(gptoss_status st, const char* what) { return api_ok(st, what); }
 }  // namespace
 
 int run_read_probe(const Options& o) {
   const gptoss_model_options mo = model_options(o);
-  gptoss_model_t model = nullptr;
-  if (!ok(gptoss_model_create_with_options(o.model.c_str(), &mo, &model), "loading the model"))
-    return 1;
-  gptoss_model_info info{};
-  info.struct_size = sizeof info;
-  gptoss_context_t ctx = nullptr;
-  gptoss_sampler_t sampler = nullptr;
+  const gptoss::model model = gptoss::model::load(o.model, &mo, "loading the model");
   gptoss_sampler_options so;
   gptoss_sampler_options_init(&so);
   so.temperature = 0.0f;
-  if (!ok(gptoss_model_get_info(model, &info), "model info") ||
-      !ok(gptoss_context_create(model, o.n_gen + 16, &ctx), "creating a context") ||
-      !ok(gptoss_sampler_create(&so, &sampler), "creating a sampler"))
-    return 1;
+  const gptoss_model_info info = model.info();
+  gptoss_context_t raw_context = nullptr;
+  gptoss::check(gptoss_context_create(model.get(), o.n_gen + 16, &raw_context), "creating a context");
+  const gptoss::context context(raw_context);
+  const gptoss_context_t ctx = context.get();
+  const gptoss::sampler greedy = gptoss::sampler::create(&so, "creating a sampler");
+  const gptoss_sampler_t sampler = greedy.get();
   // The weights a decode token reads (its KV, a few tokens long, is negligible here).
   const size_t bytes = size_t(info.decode_weight_bytes);
   const size_t threads = threads_or_all(o.threads);
@@ -57,18 +51,16 @@ int run_read_probe(const Options& o) {
   TokenReplay replay(onward, unsigned(info.num_active_experts), unsigned(threads));
   if (replay.ok()) replay.pass();  // once untimed, as the others were
   uint32_t tok = 1000;
-  if (!ok(gptoss_context_append_tokens(ctx, 1, &tok), "append") ||
-      !ok(gptoss_context_sample(ctx, sampler, &tok), "prefill"))
-    return 1;
+  gptoss::check(gptoss_context_append_tokens(ctx, 1, &tok), "append");
+  gptoss::check(gptoss_context_sample(ctx, sampler, &tok), "prefill");
   // Before each pass, a pause in which the library's pool threads stop spinning and leave the
   // cores to the pass's threads.
   auto pause = [] { std::this_thread::sleep_for(std::chrono::milliseconds(2)); };
   std::vector<double> t[4];  // decode, ring, files, replay
   for (size_t i = 0; i < o.n_gen; ++i) {
     const auto t0 = Clock::now();
-    if (!ok(gptoss_context_append_tokens(ctx, 1, &tok), "append") ||
-        !ok(gptoss_context_sample(ctx, sampler, &tok), "decode"))
-      return 1;
+    gptoss::check(gptoss_context_append_tokens(ctx, 1, &tok), "append");
+    gptoss::check(gptoss_context_sample(ctx, sampler, &tok), "decode");
     t[0].push_back(std::chrono::duration<double>(Clock::now() - t0).count());
     pause();
     t[1].push_back(ring.pass(bytes));
@@ -115,9 +107,6 @@ int run_read_probe(const Options& o) {
     std::printf("\n(after every decode token, one pass of pure loads of its weight bytes over "
                 "each memory,\n in the read test's best pattern; medians over the tokens)\n");
   }
-  gptoss_sampler_release(sampler);
-  gptoss_context_release(ctx);
-  gptoss_model_release(model);
   return 0;
 }
 

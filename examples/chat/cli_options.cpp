@@ -9,11 +9,9 @@
 #include <functional>
 #include <map>
 #include <sstream>
-
-#include <gptoss.h>
 #include <nlohmann/json.hpp>
 
-#include "api.hpp"
+#include <gptoss.hpp>
 
 namespace gptoss_cli {
 namespace {

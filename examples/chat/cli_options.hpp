@@ -4,10 +4,17 @@
 #include <cstdint>
 #include <cstdio>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 namespace gptoss_cli {
+
+// A bad command line or input file: reported as one line, exit status 2.
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
 
 enum class Mode { chat, generate, getp };
 // What generate and getp print for each prompt.

@@ -26,10 +26,7 @@ bool is_commentary(const char* channel) {
 Completion::Completion(gptoss_tokenizer_t tokenizer, bool harmony, Display display)
     : tokenizer_(tokenizer), harmony_(harmony), display_(display) {
   if (harmony_) {
-    gptoss_harmony_parser_t parser = nullptr;
-    check(gptoss_harmony_parser_create(tokenizer, "assistant", /*strict=*/0, &parser),
-          "gptoss_harmony_parser_create");
-    parser_.reset(parser);
+    parser_ = gptoss::harmony_parser::create(tokenizer, "assistant", /*strict=*/false);
   }
 }
 
@@ -70,16 +67,12 @@ void Completion::show(Section section, const gptoss_harmony_state& state, std::s
 void Completion::on_token(uint32_t token) {
   tokens_.push_back(token);
   if (!harmony_) {
-    std::string_view bytes = token_bytes(tokenizer_, token);
+    std::string_view bytes = gptoss::token_bytes(tokenizer_, token);
     raw_text_.append(bytes);
     write(bytes);
   } else {
-    check(gptoss_harmony_parser_process_token(parser_.get(), token),
-          "gptoss_harmony_parser_process_token");
-    gptoss_harmony_state state{};
-    state.struct_size = sizeof(state);
-    check(gptoss_harmony_parser_get_current(parser_.get(), &state),
-          "gptoss_harmony_parser_get_current");
+    parser_.process_token(token);
+    const gptoss_harmony_state state = parser_.current();
     if (state.content_delta_size > 0) {
       Section section = state.recipient && *state.recipient ? Section::tool_call
                         : is_answer_channel(state.channel) ? Section::answer
@@ -95,7 +88,7 @@ void Completion::finish() {
   finished_ = true;
   if (harmony_) {
     const char* json = nullptr;
-    check(gptoss_harmony_parser_finish(parser_.get(), &json), "gptoss_harmony_parser_finish");
+    gptoss::check(gptoss_harmony_parser_finish(parser_.get(), &json), "gptoss_harmony_parser_finish");
     messages_json_ = json ? json : "[]";
     // Ending the stream can complete a message whose text never came as a delta (a tolerant
     // parse of an unterminated header, say); show what the answer has beyond what streamed.

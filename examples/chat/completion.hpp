@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "api.hpp"
+#include <gptoss.hpp>
 #include "generation.hpp"
 
 namespace gptoss_cli {
@@ -39,7 +39,7 @@ class Completion final : public TokenSink {
   gptoss_tokenizer_t tokenizer_;
   bool harmony_;
   Display display_;
-  HarmonyParser parser_;
+  gptoss::harmony_parser parser_;
   std::vector<uint32_t> tokens_;
   std::string raw_text_;
   std::string streamed_answer_;  // answer text shown while streaming

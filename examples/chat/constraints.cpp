@@ -9,7 +9,7 @@ namespace {
 
 gptoss_constraint_options constraint_options(const Options& options) {
   gptoss_constraint_options co;
-  check(gptoss_constraint_options_init(&co), "gptoss_constraint_options_init");
+  gptoss::check(gptoss_constraint_options_init(&co), "gptoss_constraint_options_init");
   if (options.max_reasoning_tokens) co.max_reasoning_tokens = *options.max_reasoning_tokens;
   return co;
 }
@@ -18,12 +18,7 @@ gptoss_constraint_options constraint_options(const Options& options) {
 // or -1 when the grammar cannot be finished.
 int64_t shortest_answer(gptoss_grammar_t grammar, const Options& options) {
   gptoss_constraint_options co = constraint_options(options);
-  gptoss_constraint_t probe = nullptr;
-  check(gptoss_constraint_create(grammar, &co, &probe), "gptoss_constraint_create");
-  Constraint owned(probe);
-  int64_t tokens = -1;
-  check(gptoss_constraint_min_tokens(probe, &tokens), "gptoss_constraint_min_tokens");
-  return tokens;
+  return gptoss::constraint::create(grammar, &co).min_tokens();
 }
 
 // Only structured output gets a budget: a JSON document cut by the token limit is invalid, so
@@ -40,12 +35,12 @@ std::string max_tokens_flag(const Options& options) {
 
 }  // namespace
 
-Grammar make_grammar(gptoss_tokenizer_t tokenizer, const Options& options) {
-  if (!options.constrain) return nullptr;
+gptoss::grammar make_grammar(gptoss_tokenizer_t tokenizer, const Options& options) {
+  if (!options.constrain) return {};
   gptoss_grammar_t grammar = nullptr;
   gptoss_status status;
   if (!options.harmony) {
-    if (options.json_schema.empty()) return nullptr;
+    if (options.json_schema.empty()) return {};
     status = gptoss_grammar_create_json_schema(tokenizer, options.json_schema.c_str(), &grammar);
   } else {
     // ordered_json: the grammar generates properties in the order the schema lists them.
@@ -57,8 +52,8 @@ Grammar make_grammar(gptoss_tokenizer_t tokenizer, const Options& options) {
   }
   if (status == gptoss_status_invalid_argument || status == gptoss_status_unsupported_argument)
     throw UsageError("--json-schema " + options.json_schema_path + ": " + gptoss_get_last_error_message());
-  check(status, "creating the grammar");
-  return Grammar(grammar);
+  gptoss::check(status, "creating the grammar");
+  return gptoss::grammar(grammar);
 }
 
 void check_token_budget(gptoss_grammar_t grammar, const Options& options) {
@@ -71,9 +66,7 @@ void check_token_budget(gptoss_grammar_t grammar, const Options& options) {
 
 bool AnswerConstraint::closed_by_budget() const {
   if (!handle || budget < 0) return false;
-  int32_t closed = 0;
-  check(gptoss_constraint_closed_by_budget(handle.get(), &closed), "gptoss_constraint_closed_by_budget");
-  return closed != 0;
+  return handle.closed_by_budget();
 }
 
 std::string AnswerConstraint::budget_source() const {
@@ -105,24 +98,22 @@ AnswerConstraint attach_constraint(gptoss_grammar_t grammar, gptoss_sampler_t sa
     }
     co.max_tokens = answer.budget;
   }
-  gptoss_constraint_t constraint = nullptr;
-  check(gptoss_constraint_create(grammar, &co, &constraint), "gptoss_constraint_create");
-  answer.handle.reset(constraint);
-  check(gptoss_sampler_set_constraint(sampler, constraint), "gptoss_sampler_set_constraint");
+  answer.handle = gptoss::constraint::create(grammar, &co);
+  gptoss::check(gptoss_sampler_set_constraint(sampler, answer.handle.get()), "gptoss_sampler_set_constraint");
   return answer;
 }
 
 size_t sampling_room(gptoss_context_t context) {
   size_t held = 0, capacity = 0;
-  check(gptoss_context_get_num_tokens(context, &held), "gptoss_context_get_num_tokens");
-  check(gptoss_context_get_max_tokens(context, &capacity), "gptoss_context_get_max_tokens");
+  gptoss::check(gptoss_context_get_num_tokens(context, &held), "gptoss_context_get_num_tokens");
+  gptoss::check(gptoss_context_get_max_tokens(context, &capacity), "gptoss_context_get_max_tokens");
   return held < capacity ? capacity - held + 1 : 1;
 }
 
 bool finished(gptoss_constraint_t constraint) {
   if (constraint == nullptr) return false;
   int32_t done = 0;
-  check(gptoss_constraint_is_finished(constraint, &done), "gptoss_constraint_is_finished");
+  gptoss::check(gptoss_constraint_is_finished(constraint, &done), "gptoss_constraint_is_finished");
   return done != 0;
 }
 

@@ -6,17 +6,14 @@
 // what the context leaves), so the JSON is complete and valid when the limit comes, not cut.
 #include <string>
 
-#include "api.hpp"
+#include <gptoss.hpp>
+
 #include "cli_options.hpp"
 
 namespace gptoss_cli {
 
-using Grammar = std::unique_ptr<gptoss_grammar, HandleReleaser<gptoss_grammar, gptoss_grammar_release>>;
-using Constraint =
-    std::unique_ptr<gptoss_constraint, HandleReleaser<gptoss_constraint, gptoss_constraint_release>>;
-
-// Null when nothing is to be enforced. A schema the library refuses is a UsageError.
-Grammar make_grammar(gptoss_tokenizer_t tokenizer, const Options& options);
+// Empty when nothing is to be enforced. A schema the library refuses is a UsageError.
+gptoss::grammar make_grammar(gptoss_tokenizer_t tokenizer, const Options& options);
 
 // Throws UsageError when --max-tokens is below the tokens the shortest complete answer under
 // `grammar` takes (only a budgeted, --json-schema answer is checked). Every mode calls it
@@ -25,7 +22,7 @@ void check_token_budget(gptoss_grammar_t grammar, const Options& options);
 
 // One answer's constraint and the token budget it was given.
 struct AnswerConstraint {
-  Constraint handle;          // null: nothing enforced
+  gptoss::constraint handle;  // empty: nothing enforced
   int64_t budget = -1;        // tokens the constraint may accept, the end token included; -1: no limit
   bool budget_from_context = false;  // the context's room, smaller than --max-tokens, set it
 

@@ -5,8 +5,6 @@
 #include <fstream>
 #include <sstream>
 
-#include "api.hpp"
-
 namespace gptoss_cli {
 namespace {
 constexpr const char* kDefaultIdentity = "You are ChatGPT, a large language model trained by OpenAI.";

@@ -35,9 +35,9 @@ std::string printable(std::string_view bytes) {
 }  // namespace
 
 StopTokens::StopTokens(gptoss_tokenizer_t tokenizer, bool harmony) {
-  ids_.push_back(special_token(tokenizer, gptoss_special_token_return));
-  ids_.push_back(special_token(tokenizer, gptoss_special_token_call));
-  if (!harmony) ids_.push_back(special_token(tokenizer, gptoss_special_token_endoftext));
+  ids_.push_back(gptoss::special_token(tokenizer, gptoss_special_token_return));
+  ids_.push_back(gptoss::special_token(tokenizer, gptoss_special_token_call));
+  if (!harmony) ids_.push_back(gptoss::special_token(tokenizer, gptoss_special_token_endoftext));
 }
 
 bool StopTokens::contains(uint32_t token) const {
@@ -70,50 +70,44 @@ uint64_t resolve_seed(const Options& options) {
   return (uint64_t{device()} << 32) | device();
 }
 
-Sampler make_sampler(const Options& options, uint64_t seed) {
+gptoss::sampler make_sampler(const Options& options, uint64_t seed) {
   gptoss_sampler_options so;
-  check(gptoss_sampler_options_init(&so), "gptoss_sampler_options_init");
+  gptoss::check(gptoss_sampler_options_init(&so), "gptoss_sampler_options_init");
   so.temperature = options.temperature;
   so.top_p = options.top_p;
   so.top_k = options.top_k;
   so.min_p = options.min_p;
   so.seed = seed;
-  gptoss_sampler_t sampler = nullptr;
-  check(gptoss_sampler_create(&so, &sampler), "gptoss_sampler_create");
-  return Sampler(sampler);
+  return gptoss::sampler::create(&so);
 }
 
-Context make_context(gptoss_model_t model, const Options& options, gptoss_kvcache_t kvcache) {
+gptoss::context make_context(gptoss_model_t model, const Options& options, gptoss_kvcache_t kvcache) {
   gptoss_context_options co;
-  check(gptoss_context_options_init(&co), "gptoss_context_options_init");
+  gptoss::check(gptoss_context_options_init(&co), "gptoss_context_options_init");
   co.context_length = options.context_length;
   co.kvcache = kvcache;
   co.kv_dtype = options.kv_bf16 ? gptoss_kv_dtype_bf16 : gptoss_kv_dtype_f32;  // private pools
-  gptoss_context_t context = nullptr;
-  check(gptoss_context_create_with_options(model, &co, &context), "creating a context");
-  return Context(context);
+  return gptoss::context::create(model, &co, "creating a context");
 }
 
-KvCache make_kvcache(gptoss_model_t model, const Options& options, size_t max_sequences) {
-  if (options.max_kv == 0) return nullptr;
+gptoss::kvcache make_kvcache(gptoss_model_t model, const Options& options, size_t max_sequences) {
+  if (options.max_kv == 0) return {};
   gptoss_kvcache_options ko;
-  check(gptoss_kvcache_options_init(&ko), "gptoss_kvcache_options_init");
+  gptoss::check(gptoss_kvcache_options_init(&ko), "gptoss_kvcache_options_init");
   ko.capacity_tokens = options.max_kv;
   ko.max_sequences = max_sequences;
   ko.dtype = options.kv_bf16 ? gptoss_kv_dtype_bf16 : gptoss_kv_dtype_f32;
-  gptoss_kvcache_t kvcache = nullptr;
-  check(gptoss_kvcache_create(model, &ko, &kvcache), "creating the KV cache");
-  return KvCache(kvcache);
+  return gptoss::kvcache::create(model, ko, "creating the KV cache");
 }
 
 TokenDiagnostics::TokenDiagnostics(gptoss_model_t model, gptoss_tokenizer_t tokenizer)
-    : tokenizer_(tokenizer), logits_(vocab_size(model)) {}
+    : tokenizer_(tokenizer), logits_(gptoss::model_info(model).vocab_size) {}
 
 void TokenDiagnostics::print(std::FILE* out, gptoss_context_t context, uint32_t sampled,
                              const char* prefix) {
   size_t n = 0;
-  check(gptoss_context_get_logits(context, logits_.data(), logits_.size(), &n),
-        "gptoss_context_get_logits");
+  gptoss::check(gptoss_context_get_logits(context, logits_.data(), logits_.size(), &n),
+                "gptoss_context_get_logits");
   // Softmax in double: entropy H = log Z - sum(p * x) with x shifted by the max.
   size_t top = 0;
   for (size_t i = 1; i < n; ++i)
@@ -129,9 +123,9 @@ void TokenDiagnostics::print(std::FILE* out, gptoss_context_t context, uint32_t 
   const double entropy = std::log(z) - weighted / z;
   const double p_sampled = sampled < n ? std::exp(logits_[sampled] - max) / z : 0.0;
   std::fprintf(out, "%s[token %u \"%s\" p=%.4f | entropy %.3f nats | top-1 %u \"%s\" p=%.4f]\n",
-               prefix, sampled, printable(token_bytes(tokenizer_, sampled)).c_str(), p_sampled,
+               prefix, sampled, printable(gptoss::token_bytes(tokenizer_, sampled)).c_str(), p_sampled,
                entropy, static_cast<unsigned>(top),
-               printable(token_bytes(tokenizer_, static_cast<uint32_t>(top))).c_str(), 1.0 / z);
+               printable(gptoss::token_bytes(tokenizer_, static_cast<uint32_t>(top))).c_str(), 1.0 / z);
 }
 
 GenerationStats generate(gptoss_model_t model, gptoss_context_t context, gptoss_sampler_t sampler,
@@ -140,14 +134,14 @@ GenerationStats generate(gptoss_model_t model, gptoss_context_t context, gptoss_
   GenerationStats stats;
   StopTokens stop(tokenizer, options.harmony);
   size_t total = 0, processed = 0, capacity = 0;
-  check(gptoss_context_get_num_tokens(context, &total), "gptoss_context_get_num_tokens");
-  check(gptoss_context_get_num_processed_tokens(context, &processed),
-        "gptoss_context_get_num_processed_tokens");
-  check(gptoss_context_get_max_tokens(context, &capacity), "gptoss_context_get_max_tokens");
+  gptoss::check(gptoss_context_get_num_tokens(context, &total), "gptoss_context_get_num_tokens");
+  gptoss::check(gptoss_context_get_num_processed_tokens(context, &processed),
+                "gptoss_context_get_num_processed_tokens");
+  gptoss::check(gptoss_context_get_max_tokens(context, &capacity), "gptoss_context_get_max_tokens");
   stats.prompt_tokens = total - processed;
 
   const auto start = Clock::now();
-  check(gptoss_context_process(context), "gptoss_context_process");
+  gptoss::check(gptoss_context_process(context), "gptoss_context_process");
   stats.prefill_seconds = seconds_since(start);
 
   std::optional<TokenDiagnostics> diagnostics;
@@ -159,7 +153,7 @@ GenerationStats generate(gptoss_model_t model, gptoss_context_t context, gptoss_
       break;
     }
     uint32_t token = 0;
-    check(gptoss_context_sample(context, sampler, &token), "gptoss_context_sample");
+    gptoss::check(gptoss_context_sample(context, sampler, &token), "gptoss_context_sample");
     if (i == 0) {
       first_token_at = Clock::now();
       stats.first_token_seconds = seconds_since(start);
@@ -173,8 +167,8 @@ GenerationStats generate(gptoss_model_t model, gptoss_context_t context, gptoss_
       stats.context_full = true;
       break;
     }
-    check(gptoss_context_append_tokens(context, 1, &token), "gptoss_context_append_tokens");
-    check(gptoss_context_process(context), "gptoss_context_process");
+    gptoss::check(gptoss_context_append_tokens(context, 1, &token), "gptoss_context_append_tokens");
+    gptoss::check(gptoss_context_process(context), "gptoss_context_process");
   }
   return stats;
 }

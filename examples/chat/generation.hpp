@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <vector>
 
-#include "api.hpp"
+#include <gptoss.hpp>
 #include "cli_options.hpp"
 
 namespace gptoss_cli {
@@ -42,11 +42,11 @@ struct GenerationStats {
 };
 
 uint64_t resolve_seed(const Options& options);
-Sampler make_sampler(const Options& options, uint64_t seed);
+gptoss::sampler make_sampler(const Options& options, uint64_t seed);
 // A context of options.context_length tokens, drawing from `kvcache` when given.
-Context make_context(gptoss_model_t model, const Options& options, gptoss_kvcache_t kvcache);
+gptoss::context make_context(gptoss_model_t model, const Options& options, gptoss_kvcache_t kvcache);
 // A shared pool of options.max_kv tokens for `max_sequences` contexts, or null without --max-kv.
-KvCache make_kvcache(gptoss_model_t model, const Options& options, size_t max_sequences);
+gptoss::kvcache make_kvcache(gptoss_model_t model, const Options& options, size_t max_sequences);
 
 // Token id, its text, entropy of the distribution, top-1 candidate and the probabilities,
 // from the context's current logits (which must be available), as one line on `out`.

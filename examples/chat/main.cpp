@@ -4,7 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "api.hpp"
+#include <gptoss.hpp>
+
 #include "cli_options.hpp"
 #include "conversation.hpp"
 #include "generation.hpp"
@@ -18,17 +19,17 @@ std::vector<uint32_t> prompt_tokens(gptoss_tokenizer_t tokenizer, const Options&
   if (!options.harmony) {
     // A raw prompt is continued; with no token at all there is nothing to continue from.
     if (prompt.empty()) throw UsageError("an empty prompt cannot be continued with --raw");
-    return encode(tokenizer, prompt, GPTOSS_ENCODE_ALLOW_SPECIAL);
+    return gptoss::encode(tokenizer, prompt, GPTOSS_ENCODE_ALLOW_SPECIAL);
   }
   Conversation conversation(options);
   conversation.add_user(prompt);
-  return render_for_completion(tokenizer, conversation.to_json());
+  return gptoss::render(tokenizer, conversation.to_json());
 }
 
 void print_model_info(gptoss_model_t model, uint64_t seed) {
   gptoss_model_info info{};
   info.struct_size = sizeof(info);
-  check(gptoss_model_get_info(model, &info), "gptoss_model_get_info");
+  gptoss::check(gptoss_model_get_info(model, &info), "gptoss_model_get_info");
   std::fprintf(stderr,
                "gptoss: %s model on %s: %zu/%zu layers, hidden %zu, %zu experts (%zu active), "
                "vocab %zu, %.3g parameters; seed %llu\n",
@@ -39,8 +40,8 @@ void print_model_info(gptoss_model_t model, uint64_t seed) {
 }
 
 Session open_session(const Options& options) {
-  Model model = load_model(options);
-  Tokenizer tokenizer = model_tokenizer(model.get());
+  gptoss::model model = load_model(options);
+  gptoss::tokenizer tokenizer = model.get_tokenizer();
   const uint64_t seed = resolve_seed(options);
   if (options.verbose) print_model_info(model.get(), seed);
   return {std::move(model), std::move(tokenizer), seed};
@@ -61,7 +62,7 @@ int main(int argc, char** argv) {
   } catch (const UsageError& e) {
     std::fprintf(stderr, "gptoss: %s\n", e.what());
     return 2;
-  } catch (const ApiError& e) {
+  } catch (const gptoss::error& e) {
     std::fprintf(stderr, "gptoss: %s\n", e.what());
     return 1;
   } catch (const nlohmann::json::exception& e) {

@@ -42,13 +42,13 @@ void install_sigint_handler() {
 // Makes the context hold exactly `tokens`: keeps the longest common prefix (its KV stays
 // valid) and appends the rest. At least one token is left to process so logits exist.
 void sync_context(gptoss_context_t context, const std::vector<uint32_t>& tokens) {
-  std::vector<uint32_t> held = context_tokens(context);
+  std::vector<uint32_t> held = gptoss::tokens(context);
   size_t common = 0;
   while (common < held.size() && common < tokens.size() && held[common] == tokens[common]) ++common;
   if (common == tokens.size() && common > 0) --common;
-  check(gptoss_context_truncate(context, common), "gptoss_context_truncate");
-  check(gptoss_context_append_tokens(context, tokens.size() - common, tokens.data() + common),
-        "appending the conversation");
+  gptoss::check(gptoss_context_truncate(context, common), "gptoss_context_truncate");
+  gptoss::check(gptoss_context_append_tokens(context, tokens.size() - common, tokens.data() + common),
+                "appending the conversation");
 }
 
 const char* kHelp =
@@ -59,10 +59,10 @@ const char* kHelp =
 
 int run_chat(const Options& options) {
   auto [model, tokenizer, seed] = open_session(options);
-  KvCache kvcache = make_kvcache(model.get(), options, 1);
-  Context context = make_context(model.get(), options, kvcache.get());
-  Sampler sampler = make_sampler(options, seed);
-  Grammar grammar = make_grammar(tokenizer.get(), options);
+  gptoss::kvcache kvcache = make_kvcache(model.get(), options, 1);
+  gptoss::context context = make_context(model.get(), options, kvcache.get());
+  gptoss::sampler sampler = make_sampler(options, seed);
+  gptoss::grammar grammar = make_grammar(tokenizer.get(), options);
   check_token_budget(grammar.get(), options);
   Conversation conversation(options);
   std::vector<uint32_t> raw_history;  // --raw: every token so far, prompts and completions
@@ -92,7 +92,7 @@ int run_chat(const Options& options) {
         } else if (command == "/reset") {
           conversation.reset();
           raw_history.clear();
-          check(gptoss_context_reset(context.get()), "gptoss_context_reset");
+          gptoss::check(gptoss_context_reset(context.get()), "gptoss_context_reset");
           std::fputs("[conversation reset]\n", stderr);
         } else if (command == "/save" && !argument.empty()) {
           conversation.save(argument);
@@ -100,7 +100,7 @@ int run_chat(const Options& options) {
         } else if (command == "/load" && !argument.empty()) {
           Conversation loaded = conversation;
           loaded.load(argument);
-          render_for_completion(tokenizer.get(), loaded.to_json());  // rejects what cannot render
+          gptoss::render(tokenizer.get(), loaded.to_json());  // rejects what cannot render
           conversation = loaded;
           std::fprintf(stderr, "[loaded %zu messages from %s]\n", conversation.size(), argument.c_str());
         } else {
@@ -117,19 +117,19 @@ int run_chat(const Options& options) {
     if (options.harmony) {
       conversation.add_user(line);
       try {
-        prompt = render_for_completion(tokenizer.get(), conversation.to_json());
-      } catch (const ApiError& e) {
+        prompt = gptoss::render(tokenizer.get(), conversation.to_json());
+      } catch (const gptoss::error& e) {
         conversation.pop_last();
         std::fprintf(stderr, "gptoss: %s\n", e.what());
         continue;
       }
     } else {
       prompt = raw_history;
-      std::vector<uint32_t> text = encode(tokenizer.get(), line + "\n", GPTOSS_ENCODE_ALLOW_SPECIAL);
+      std::vector<uint32_t> text = gptoss::encode(tokenizer.get(), line + "\n", GPTOSS_ENCODE_ALLOW_SPECIAL);
       prompt.insert(prompt.end(), text.begin(), text.end());
     }
     size_t capacity = 0;
-    check(gptoss_context_get_max_tokens(context.get(), &capacity), "gptoss_context_get_max_tokens");
+    gptoss::check(gptoss_context_get_max_tokens(context.get(), &capacity), "gptoss_context_get_max_tokens");
     if (prompt.size() >= capacity) {
       if (options.harmony) conversation.pop_last();
       std::fprintf(stderr,

@@ -24,14 +24,14 @@ int run_generate(const Options& options) {
 
   auto [model, tokenizer, seed] = open_session(options);
 
-  KvCache kvcache = make_kvcache(model.get(), options, 1);
-  Context context = make_context(model.get(), options, kvcache.get());
-  Sampler sampler = make_sampler(options, seed);
-  Grammar grammar = make_grammar(tokenizer.get(), options);
+  gptoss::kvcache kvcache = make_kvcache(model.get(), options, 1);
+  gptoss::context context = make_context(model.get(), options, kvcache.get());
+  gptoss::sampler sampler = make_sampler(options, seed);
+  gptoss::grammar grammar = make_grammar(tokenizer.get(), options);
   check_token_budget(grammar.get(), options);
   std::vector<uint32_t> prompt_ids = prompt_tokens(tokenizer.get(), options, prompt);
-  check(gptoss_context_append_tokens(context.get(), prompt_ids.size(), prompt_ids.data()),
-        "appending the prompt");
+  gptoss::check(gptoss_context_append_tokens(context.get(), prompt_ids.size(), prompt_ids.data()),
+                "appending the prompt");
   AnswerConstraint constraint =
       attach_constraint(grammar.get(), sampler.get(), options, sampling_room(context.get()));
 

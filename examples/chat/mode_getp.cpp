@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <memory>
 
 #include <nlohmann/json.hpp>
 
@@ -42,8 +43,8 @@ std::vector<std::string> read_prompts(const std::string& path) {
 }
 
 struct Sequence {
-  Context context;
-  Sampler sampler;
+  gptoss::context context;
+  gptoss::sampler sampler;
   AnswerConstraint constraint;
   std::unique_ptr<Completion> completion;
   size_t capacity = 0;
@@ -63,7 +64,7 @@ struct Totals {
 void process(std::vector<Sequence*>& live) {
   std::vector<gptoss_context_t> handles;
   for (Sequence* s : live) handles.push_back(s->context.get());
-  check(gptoss_contexts_process(handles.data(), handles.size()), "gptoss_contexts_process");
+  gptoss::check(gptoss_contexts_process(handles.data(), handles.size()), "gptoss_contexts_process");
 }
 
 // Runs prompts[first, last) to completion together; returns each one's output line.
@@ -83,11 +84,11 @@ std::vector<std::string> run_batch(gptoss_model_t model, gptoss_tokenizer_t toke
     s.sampler = make_sampler(options, seed);
     s.completion = std::make_unique<Completion>(tokenizer, options.harmony, Display{});
     std::vector<uint32_t> ids = prompt_tokens(tokenizer, options, prompts[first + i]);
-    check(gptoss_context_append_tokens(s.context.get(), ids.size(), ids.data()),
-          ("appending prompt " + std::to_string(first + i + 1)).c_str());
+    gptoss::check(gptoss_context_append_tokens(s.context.get(), ids.size(), ids.data()),
+                  ("appending prompt " + std::to_string(first + i + 1)).c_str());
     s.constraint = attach_constraint(grammar, s.sampler.get(), options, sampling_room(s.context.get()));
-    check(gptoss_context_get_max_tokens(s.context.get(), &s.capacity),
-          "gptoss_context_get_max_tokens");
+    gptoss::check(gptoss_context_get_max_tokens(s.context.get(), &s.capacity),
+                  "gptoss_context_get_max_tokens");
     totals.prompt_tokens += ids.size();
     live.push_back(&s);
   }
@@ -101,8 +102,8 @@ std::vector<std::string> run_batch(gptoss_model_t model, gptoss_tokenizer_t toke
     std::vector<Sequence*> next;
     for (Sequence* s : live) {
       uint32_t token = 0;
-      check(gptoss_context_sample(s->context.get(), s->sampler.get(), &token),
-            "gptoss_context_sample");
+      gptoss::check(gptoss_context_sample(s->context.get(), s->sampler.get(), &token),
+                    "gptoss_context_sample");
       if (diagnostics) {
         std::string prefix = "#" + std::to_string(first + (s - sequences.data()) + 1) + " ";
         diagnostics->print(stderr, s->context.get(), token, prefix.c_str());
@@ -111,11 +112,11 @@ std::vector<std::string> run_batch(gptoss_model_t model, gptoss_tokenizer_t toke
       ++s->generated;
       ++totals.generated_tokens;
       size_t used = 0;
-      check(gptoss_context_get_num_tokens(s->context.get(), &used), "gptoss_context_get_num_tokens");
+      gptoss::check(gptoss_context_get_num_tokens(s->context.get(), &used), "gptoss_context_get_num_tokens");
       if (stop.contains(token) || finished(s->constraint.get()) || s->generated == options.max_tokens ||
           used >= s->capacity)
         continue;
-      check(gptoss_context_append_tokens(s->context.get(), 1, &token), "gptoss_context_append_tokens");
+      gptoss::check(gptoss_context_append_tokens(s->context.get(), 1, &token), "gptoss_context_append_tokens");
       next.push_back(s);
     }
     live = std::move(next);
@@ -160,8 +161,8 @@ int run_getp(const Options& options) {
 
   auto [model, tokenizer, seed] = open_session(options);
   const size_t batch = std::min(options.batch, std::max<size_t>(prompts.size(), 1));
-  KvCache kvcache = make_kvcache(model.get(), options, batch);
-  Grammar grammar = make_grammar(tokenizer.get(), options);
+  gptoss::kvcache kvcache = make_kvcache(model.get(), options, batch);
+  gptoss::grammar grammar = make_grammar(tokenizer.get(), options);
   check_token_budget(grammar.get(), options);
 
   Totals totals;

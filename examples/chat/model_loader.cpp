@@ -157,7 +157,7 @@ std::string ensure_default_model(bool quiet) {
   return dir.string();
 }
 
-Model load_model(const Options& options) {
+gptoss::model load_model(const Options& options) {
   std::string path = options.model_path;
   if (path.empty()) {
     path = ensure_default_model(options.quiet);
@@ -173,7 +173,7 @@ Model load_model(const Options& options) {
   }
 
   gptoss_model_options model_options;
-  check(gptoss_model_options_init(&model_options), "gptoss_model_options_init");
+  gptoss::check(gptoss_model_options_init(&model_options), "gptoss_model_options_init");
   model_options.backend = options.backend.c_str();
   model_options.num_threads = options.threads;
   model_options.precision = options.exact ? gptoss_precision_exact : gptoss_precision_fast;
@@ -186,8 +186,8 @@ Model load_model(const Options& options) {
     LoadingSpinner spinner(!options.quiet && isatty(STDERR_FILENO));
     status = gptoss_model_create_with_options(path.c_str(), &model_options, &model);
   }
-  check(status, "loading the model");
-  return Model(model);
+  gptoss::check(status, "loading the model");
+  return gptoss::model(model);
 }
 
 }  // namespace gptoss_cli

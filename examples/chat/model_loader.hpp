@@ -2,7 +2,7 @@
 // Finding (or making) the model and loading it with a progress line on stderr.
 #include <string>
 
-#include "api.hpp"
+#include <gptoss.hpp>
 #include "cli_options.hpp"
 
 namespace gptoss_cli {
@@ -16,6 +16,6 @@ std::string ensure_default_model(bool quiet);
 
 // Loads options.model_path (or the default model) with options' backend, threads, layers and
 // tokenizer. While it loads, an elapsed-time spinner runs on stderr if stderr is a terminal.
-Model load_model(const Options& options);
+gptoss::model load_model(const Options& options);
 
 }  // namespace gptoss_cli

@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "api.hpp"
+#include <gptoss.hpp>
 #include "cli_options.hpp"
 
 namespace gptoss_cli {
@@ -23,8 +23,8 @@ void print_model_info(gptoss_model_t model, uint64_t seed);
 // What every mode starts from: the loaded model, its tokenizer and the sampling seed (the
 // model facts are printed with --verbose).
 struct Session {
-  Model model;
-  Tokenizer tokenizer;
+  gptoss::model model;
+  gptoss::tokenizer tokenizer;
   uint64_t seed;
 };
 Session open_session(const Options& options);

@@ -2,7 +2,7 @@
 
 #include "api/ids.hpp"
 #include "api/logprobs.hpp"
-#include "engine/capi.hpp"
+#include <gptoss.hpp>
 
 namespace gptoss_server {
 
@@ -128,7 +128,7 @@ json CompletionChoice::logprobs_of(const std::vector<TokenLogprob>& lps, size_t 
     out["token_logprobs"].push_back(lp.logprob);
     out["top_logprobs"].push_back(std::move(top));
     out["text_offset"].push_back(offset);
-    offset += utf8_chars(token_bytes(tokenizer_, lp.token));
+    offset += utf8_chars(gptoss::token_bytes(tokenizer_, lp.token));
   }
   return out;
 }

@@ -1,19 +1,19 @@
 #include "api/logprobs.hpp"
 
-#include "engine/capi.hpp"
+#include <gptoss.hpp>
 #include "engine/text_stream.hpp"
 
 namespace gptoss_server {
 
 std::string token_text(gptoss_tokenizer_t tokenizer, uint32_t token) {
   Utf8Stream utf8;
-  std::string text = utf8.feed(token_bytes(tokenizer, token));
+  std::string text = utf8.feed(gptoss::token_bytes(tokenizer, token));
   return text + utf8.flush();
 }
 
 namespace {
 nlohmann::json entry(gptoss_tokenizer_t tokenizer, uint32_t token, float logprob) {
-  const std::string_view bytes = token_bytes(tokenizer, token);
+  const std::string_view bytes = gptoss::token_bytes(tokenizer, token);
   nlohmann::json byte_values = nlohmann::json::array();
   for (unsigned char b : bytes) byte_values.push_back(int(b));
   return {{"token", token_text(tokenizer, token)}, {"logprob", logprob}, {"bytes", byte_values}};

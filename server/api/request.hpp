@@ -1,13 +1,15 @@
 #pragma once
 // What a request asks for, once parsed: the same shapes for every endpoint. Parsing (the
 // parse_*_request functions) is a pure function of the body; resolving a stored history,
-// rendering and tokenizing come after (api/prompt_builder.hpp).
+// rendering and tokenizing come after (ServerContext::harmony_spec, http/server_context.hpp).
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "engine/generation.hpp"
 
 namespace gptoss_server {
 
@@ -37,15 +39,6 @@ struct ResponseFormat {
   std::string description;
   json schema;  // json_schema
   bool strict = false;
-};
-
-struct Sampling {
-  double temperature = 1.0;
-  double top_p = 1.0;
-  double presence_penalty = 0.0;
-  double frequency_penalty = 0.0;
-  std::optional<uint64_t> seed;  // none: random
-  int logprobs = -1;             // -1: none; 0..20: the sampled token's and N alternatives
 };
 
 // One turn of a conversation, however the endpoint spelled it.

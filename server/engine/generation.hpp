@@ -12,12 +12,20 @@
 #include <utility>
 #include <vector>
 
-#include "api/request.hpp"
-
 namespace gptoss_server {
 
 // A compiled grammar (gptoss_grammar_create_*), shared by every request of the same shape.
 using Grammar = std::shared_ptr<gptoss_grammar>;
+
+// How tokens are drawn; request parsing (api/request.hpp) fills it from each endpoint's fields.
+struct Sampling {
+  double temperature = 1.0;
+  double top_p = 1.0;
+  double presence_penalty = 0.0;
+  double frequency_penalty = 0.0;
+  std::optional<uint64_t> seed;  // none: random
+  int logprobs = -1;             // -1: none; 0..20: the sampled token's and N alternatives
+};
 
 struct GenerationSpec {
   std::vector<uint32_t> prompt;

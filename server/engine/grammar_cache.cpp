@@ -13,9 +13,8 @@ Grammar GrammarCache::harmony(const std::string& spec_json) {
   }
   // Compiled outside the lock: another request may compile the same spec meanwhile, which
   // costs time, never correctness.
-  gptoss_grammar_t raw = nullptr;
-  check(gptoss_grammar_create_harmony(tokenizer_, spec_json.c_str(), &raw), "gptoss_grammar_create_harmony");
-  Grammar grammar(raw, [](gptoss_grammar* g) { gptoss_grammar_release(g); });
+  Grammar grammar(gptoss::grammar::harmony(tokenizer_, spec_json).release(),
+                  [](gptoss_grammar* g) { gptoss_grammar_release(g); });
   std::lock_guard lock(mutex_);
   entries_.emplace_front(spec_json, grammar);
   while (entries_.size() > max_entries_) entries_.pop_back();

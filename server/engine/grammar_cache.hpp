@@ -8,7 +8,7 @@
 #include <mutex>
 #include <string>
 
-#include "engine/capi.hpp"
+#include <gptoss.hpp>
 #include "engine/generation.hpp"
 
 namespace gptoss_server {
@@ -16,7 +16,7 @@ namespace gptoss_server {
 class GrammarCache {
  public:
   GrammarCache(gptoss_tokenizer_t tokenizer, size_t max_entries) : tokenizer_(tokenizer), max_entries_(max_entries) {}
-  // The grammar of a gptoss_grammar_create_harmony spec. Throws EngineError (invalid_argument
+  // The grammar of a gptoss_grammar_create_harmony spec. Throws gptoss::error (invalid_argument
   // or unsupported_argument: the library's message names what is wrong).
   Grammar harmony(const std::string& spec_json);
 

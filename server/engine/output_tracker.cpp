@@ -70,25 +70,19 @@ class MessageEmitter {
 class HarmonyTracker : public OutputTracker {
  public:
   HarmonyTracker(gptoss_tokenizer_t tokenizer, std::vector<std::string> stop) : emitter_(std::move(stop)) {
-    gptoss_harmony_parser_t p = nullptr;
-    check(gptoss_harmony_parser_create(tokenizer, "assistant", /*strict=*/0, &p), "gptoss_harmony_parser_create");
-    parser_.reset(p);
+    parser_ = gptoss::harmony_parser::create(tokenizer, "assistant", /*strict=*/false);
   }
 
   void on_token(uint32_t token, const TokenLogprob* logprob, std::vector<OutputEvent>& out) override {
     if (emitter_.stopped()) return;
     const bool was_in_content = in_content_;
-    check(gptoss_harmony_parser_process_token(parser_.get(), token), "gptoss_harmony_parser_process_token");
+    parser_.process_token(token);
     ++message_tokens_;
-    gptoss_harmony_state st{};
-    st.struct_size = sizeof st;
-    check(gptoss_harmony_parser_get_current(parser_.get(), &st), "gptoss_harmony_parser_get_current");
+    const gptoss_harmony_state st = parser_.current();
     const std::string delta(st.content_delta, st.content_delta_size);
     in_content_ = st.channel || st.recipient || st.content_type || !delta.empty();
     if (st.num_messages > completed_) {
-      const char* json = nullptr;
-      check(gptoss_harmony_parser_get_messages(parser_.get(), &json), "gptoss_harmony_parser_get_messages");
-      close_messages(nlohmann::json::parse(json), out);
+      close_messages(nlohmann::json::parse(parser_.messages()), out);
     }
     if (!in_content_) {
       // Header tokens: their log-probabilities matter only if the parser recovers the header
@@ -113,9 +107,7 @@ class HarmonyTracker : public OutputTracker {
 
   void finish(std::vector<OutputEvent>& out, bool cut) override {
     if (emitter_.stopped()) return;
-    const char* json = nullptr;
-    check(gptoss_harmony_parser_finish(parser_.get(), &json), "gptoss_harmony_parser_finish");
-    nlohmann::json messages = nlohmann::json::parse(json);
+    nlohmann::json messages = nlohmann::json::parse(parser_.finish());
     // The limit cut a header before its <|message|>: what the parser would recover from it is
     // header text ("to=functions.f", "<|channel|>fin"), not content, so it is dropped with its
     // log-probabilities. (A header that a stop token ends stays recovered as text: that is
@@ -180,7 +172,7 @@ class HarmonyTracker : public OutputTracker {
     }
   }
 
-  ParserHandle parser_;
+  gptoss::harmony_parser parser_;
   MessageEmitter emitter_;
   size_t completed_ = 0;
   bool in_content_ = false;
@@ -198,7 +190,7 @@ class TextTracker : public OutputTracker {
     if (emitter_.stopped()) return;
     if (!emitter_.open()) emitter_.begin({}, out);
     if (logprob) emitter_.add_logprob(*logprob);
-    emitter_.text(utf8_.feed(token_bytes(tokenizer_, token)), out);
+    emitter_.text(utf8_.feed(gptoss::token_bytes(tokenizer_, token)), out);
     if (emitter_.stopped()) emitter_.end(out);
   }
   void finish(std::vector<OutputEvent>& out, bool cut) override {

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/capi.hpp"
+#include <gptoss.hpp>
 #include "engine/generation.hpp"
 
 namespace gptoss_server {

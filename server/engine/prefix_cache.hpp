@@ -9,14 +9,14 @@
 #include <span>
 #include <vector>
 
-#include "engine/capi.hpp"
+#include <gptoss.hpp>
 
 namespace gptoss_server {
 
 class PrefixCache {
  public:
   struct Entry {
-    ContextHandle context;
+    gptoss::context context;
     std::vector<uint32_t> tokens;  // all processed
     size_t checkpoint = 0;         // end of the prompt that produced it
   };

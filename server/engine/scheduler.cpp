@@ -25,16 +25,14 @@ Scheduler::Scheduler(gptoss_model_t model, const SchedulerConfig& config, Metric
     throw std::invalid_argument("the context length (" + std::to_string(config_.context_length) +
                                 ") exceeds the KV cache capacity (" + std::to_string(config_.kv_tokens) + " tokens)");
   gptoss_tokenizer_t tokenizer = nullptr;
-  check(gptoss_model_get_tokenizer(model, &tokenizer), "gptoss_model_get_tokenizer");
+  gptoss::check(gptoss_model_get_tokenizer(model, &tokenizer), "gptoss_model_get_tokenizer");
   tokenizer_.reset(tokenizer);
   gptoss_kvcache_options ko;
-  check(gptoss_kvcache_options_init(&ko), "gptoss_kvcache_options_init");
+  gptoss::check(gptoss_kvcache_options_init(&ko), "gptoss_kvcache_options_init");
   ko.capacity_tokens = config_.kv_tokens;
   ko.max_sequences = config_.max_running + config_.prefix_cache_entries;
   ko.dtype = config_.kv_dtype;
-  gptoss_kvcache_t kv = nullptr;
-  check(gptoss_kvcache_create(model, &ko, &kv), "gptoss_kvcache_create");
-  kv_.reset(kv);
+  kv_ = gptoss::kvcache::create(model, ko);
   kv_pages_total_ = free_tokens() / kPage;
   kv_free_tokens_.store(free_tokens());
   thread_ = std::thread([this] { run(); });
@@ -91,9 +89,7 @@ EngineGauges Scheduler::gauges() const {
 }
 
 size_t Scheduler::free_tokens() const {
-  size_t n = 0;
-  check(gptoss_kvcache_get_free_tokens(kv_.get(), &n), "gptoss_kvcache_get_free_tokens");
-  return n;
+  return kv_.free_tokens();
 }
 
 void Scheduler::run() {
@@ -115,7 +111,7 @@ void Scheduler::run() {
     for (auto& job : fresh) {
       try {
         waiting_.push_back(std::make_unique<Sequence>(job, tokenizer_.get(), config_.context_length, metrics_));
-      } catch (const EngineError& e) {
+      } catch (const gptoss::error& e) {
         --queued_;
         job->finish({FinishReason::error, e.what(), {}});
       }
@@ -169,7 +165,7 @@ void Scheduler::admit() {
     }
     try {
       if (!place(seq)) return;  // no room until running sequences finish
-    } catch (const EngineError& e) {
+    } catch (const gptoss::error& e) {
       --queued_;
       seq.finish(FinishReason::error, e.what());
       waiting_.pop_front();
@@ -198,32 +194,29 @@ bool Scheduler::place(Sequence& seq) {
     return false;
   }
   if (entry) {
-    ContextHandle ctx = std::move(entry->context);
+    gptoss::context ctx = std::move(entry->context);
     // Keep the shared prefix (at least one token to process, which gives the logits); the
     // library resumes where the sliding-window KV is still held: the last shared token, the
     // checkpoint at the end of the cached prompt, or the start.
     size_t keep = shared;
     if (keep == entry->tokens.size() && keep == tokens.size()) --keep;
-    check(gptoss_context_truncate(ctx.get(), keep), "gptoss_context_truncate");
-    size_t processed = 0;
-    check(gptoss_context_get_num_processed_tokens(ctx.get(), &processed), "gptoss_context_get_num_processed_tokens");
+    ctx.truncate(keep);
+    const size_t processed = gptoss::num_processed_tokens(ctx.get());
     // What is not reused is appended again chunk by chunk, under the step budget.
     if (processed + 1 < keep) {
       keep = processed + 1;
-      check(gptoss_context_truncate(ctx.get(), keep), "gptoss_context_truncate");
+      ctx.truncate(keep);
     }
     seq.context = std::move(ctx);
     seq.appended = keep;
     seq.processed = processed;
   } else {
     gptoss_context_options o;
-    check(gptoss_context_options_init(&o), "gptoss_context_options_init");
+    gptoss::check(gptoss_context_options_init(&o), "gptoss_context_options_init");
     o.context_length = config_.context_length;
     o.kvcache = kv_.get();
     o.max_batch_tokens = std::min(config_.step_tokens, kMaxChunk);
-    gptoss_context_t ctx = nullptr;
-    check(gptoss_context_create_with_options(model_, &o, &ctx), "gptoss_context_create_with_options");
-    seq.context.reset(ctx);
+    seq.context = gptoss::context::create(model_, &o);
     seq.appended = seq.processed = 0;
   }
   if (!seq.ever_admitted) {
@@ -255,7 +248,7 @@ void Scheduler::step() {
     const size_t n = std::min(s->tokens().size() - s->appended, room - pending);
     try {
       s->append(n);
-    } catch (const EngineError& e) {
+    } catch (const gptoss::error& e) {
       s->finish(FinishReason::error, e.what());
       continue;
     }
@@ -299,9 +292,9 @@ void Scheduler::step() {
     try {
       // The window before the end of the prompt stays, for the next turn's prefix reuse.
       if (before < s->prompt_size() && s->processed >= s->prompt_size())
-        check(gptoss_context_set_checkpoint(s->context.get(), s->prompt_size()), "gptoss_context_set_checkpoint");
+        gptoss::check(gptoss_context_set_checkpoint(s->context.get(), s->prompt_size()), "gptoss_context_set_checkpoint");
       if (s->appended == s->tokens().size()) s->advance();
-    } catch (const EngineError& e) {
+    } catch (const gptoss::error& e) {
       s->finish(FinishReason::error, e.what());
     }
   }

@@ -16,7 +16,7 @@
 #include <thread>
 #include <vector>
 
-#include "engine/capi.hpp"
+#include <gptoss.hpp>
 #include "engine/job.hpp"
 #include "engine/prefix_cache.hpp"
 #include "engine/sequence.hpp"
@@ -47,7 +47,7 @@ class NotAccepting : public std::runtime_error {
 
 class Scheduler {
  public:
-  // Throws EngineError when the KV pool cannot be created, std::invalid_argument for an
+  // Throws gptoss::error when the KV pool cannot be created, std::invalid_argument for an
   // inconsistent config.
   Scheduler(gptoss_model_t model, const SchedulerConfig& config, Metrics& metrics);
   ~Scheduler();
@@ -80,8 +80,8 @@ class Scheduler {
   gptoss_model_t model_;
   SchedulerConfig config_;
   Metrics& metrics_;
-  TokenizerHandle tokenizer_;
-  KvCacheHandle kv_;
+  gptoss::tokenizer tokenizer_;
+  gptoss::kvcache kv_;
   size_t kv_pages_total_ = 0;
 
   mutable std::mutex mutex_;

@@ -6,9 +6,9 @@
 namespace gptoss_server {
 namespace {
 
-SamplerHandle make_sampler(const Sampling& s) {
+gptoss::sampler make_sampler(const Sampling& s) {
   gptoss_sampler_options o;
-  check(gptoss_sampler_options_init(&o), "gptoss_sampler_options_init");
+  gptoss::check(gptoss_sampler_options_init(&o), "gptoss_sampler_options_init");
   o.temperature = float(s.temperature);
   o.top_p = float(s.top_p);
   o.presence_penalty = float(s.presence_penalty);
@@ -20,22 +20,18 @@ SamplerHandle make_sampler(const Sampling& s) {
     o.seed = (uint64_t{device()} << 32) | device();
   }
   o.top_logprobs = uint32_t(std::max(0, s.logprobs));
-  gptoss_sampler_t sampler = nullptr;
-  check(gptoss_sampler_create(&o, &sampler), "gptoss_sampler_create");
-  return SamplerHandle(sampler);
+  return gptoss::sampler::create(&o);
 }
 
 // max_tokens: the sequence's whole output, its stop token included, which is what the
 // constraint counts: advance() ends on a stop token before it checks the length, so a stop
 // token sampled as the max_tokens-th token finishes the output as `stop`.
-ConstraintHandle make_constraint(const Grammar& grammar, int64_t max_reasoning_tokens, int64_t max_tokens) {
+gptoss::constraint make_constraint(const Grammar& grammar, int64_t max_reasoning_tokens, int64_t max_tokens) {
   gptoss_constraint_options co;
-  check(gptoss_constraint_options_init(&co), "gptoss_constraint_options_init");
+  gptoss::check(gptoss_constraint_options_init(&co), "gptoss_constraint_options_init");
   co.max_reasoning_tokens = max_reasoning_tokens;
   co.max_tokens = max_tokens;
-  gptoss_constraint_t constraint = nullptr;
-  check(gptoss_constraint_create(grammar.get(), &co, &constraint), "gptoss_constraint_create");
-  return ConstraintHandle(constraint);
+  return gptoss::constraint::create(grammar.get(), &co);
 }
 
 double seconds(std::chrono::steady_clock::duration d) { return std::chrono::duration<double>(d).count(); }
@@ -43,10 +39,7 @@ double seconds(std::chrono::steady_clock::duration d) { return std::chrono::dura
 }  // namespace
 
 int64_t shortest_output_tokens(const Grammar& grammar, int64_t max_reasoning_tokens) {
-  ConstraintHandle constraint = make_constraint(grammar, max_reasoning_tokens, -1);
-  int64_t n = -1;
-  check(gptoss_constraint_min_tokens(constraint.get(), &n), "gptoss_constraint_min_tokens");
-  return n;
+  return make_constraint(grammar, max_reasoning_tokens, -1).min_tokens();
 }
 
 Sequence::Sequence(std::shared_ptr<Job> job, gptoss_tokenizer_t tokenizer, size_t context_length, Metrics& metrics)
@@ -54,36 +47,36 @@ Sequence::Sequence(std::shared_ptr<Job> job, gptoss_tokenizer_t tokenizer, size_
       tokens_(job_->spec().prompt), prompt_size_(tokens_.size()), sampler_(make_sampler(job_->spec().sampling)) {
   const GenerationSpec& spec = job_->spec();
   // <|return|> ends an answer, <|call|> a tool call; raw text also ends at <|endoftext|>.
-  stop_tokens_ = {special_token(tokenizer, gptoss_special_token_return),
-                  special_token(tokenizer, gptoss_special_token_call)};
-  if (!spec.harmony) stop_tokens_.push_back(special_token(tokenizer, gptoss_special_token_endoftext));
+  stop_tokens_ = {gptoss::special_token(tokenizer, gptoss_special_token_return),
+                  gptoss::special_token(tokenizer, gptoss_special_token_call)};
+  if (!spec.harmony) stop_tokens_.push_back(gptoss::special_token(tokenizer, gptoss_special_token_endoftext));
   tracker_ = spec.harmony ? make_harmony_tracker(tokenizer, spec.stop) : make_text_tracker(tokenizer, spec.stop);
   if (spec.grammar) {
     // The sampler draws only tokens the grammar allows (and accepts each into the constraint);
     // it holds the constraint, whose state survives preemption with the sampler.
     constraint_ = make_constraint(spec.grammar, spec.max_reasoning_tokens,
                                   spec.complete_within_max_tokens ? int64_t(spec.max_tokens) : -1);
-    check(gptoss_sampler_set_constraint(sampler_.get(), constraint_.get()), "gptoss_sampler_set_constraint");
+    sampler_.set_constraint(constraint_.get());
   }
   alternatives_.resize(size_t(std::max(0, spec.sampling.logprobs)));
   usage_.prompt_tokens = prompt_size_;
 }
 
 void Sequence::append(size_t n) {
-  check(gptoss_context_append_tokens(context.get(), n, tokens_.data() + appended), "gptoss_context_append_tokens");
+  gptoss::check(gptoss_context_append_tokens(context.get(), n, tokens_.data() + appended), "gptoss_context_append_tokens");
   appended += n;
 }
 
 bool Sequence::advance() {
   const GenerationSpec& spec = job_->spec();
   uint32_t token = 0;
-  check(gptoss_context_sample(context.get(), sampler_.get(), &token), "gptoss_context_sample");
+  gptoss::check(gptoss_context_sample(context.get(), sampler_.get(), &token), "gptoss_context_sample");
   TokenLogprob logprob;
   if (spec.sampling.logprobs >= 0) {
     gptoss_token_logprob chosen{};
     size_t n = 0;
-    check(gptoss_sampler_get_last_logprobs(sampler_.get(), &chosen, alternatives_.data(), alternatives_.size(), &n),
-          "gptoss_sampler_get_last_logprobs");
+    gptoss::check(gptoss_sampler_get_last_logprobs(sampler_.get(), &chosen, alternatives_.data(), alternatives_.size(), &n),
+                  "gptoss_sampler_get_last_logprobs");
     logprob.token = chosen.token;
     logprob.logprob = chosen.logprob;
     for (size_t i = 0; i < std::min(n, alternatives_.size()); ++i)
@@ -122,7 +115,7 @@ void Sequence::finish(FinishReason reason, const std::string& error) {
   if (reason == FinishReason::stop || reason == FinishReason::length) {
     try {
       tracker_->finish(events_, reason == FinishReason::length);
-    } catch (const EngineError& e) {
+    } catch (const gptoss::error& e) {
       reason = FinishReason::error;
       message = e.what();
     }

@@ -6,7 +6,7 @@
 #include <memory>
 #include <vector>
 
-#include "engine/capi.hpp"
+#include <gptoss.hpp>
 #include "engine/job.hpp"
 #include "engine/output_tracker.hpp"
 #include "metrics.hpp"
@@ -15,12 +15,12 @@ namespace gptoss_server {
 
 // The tokens the shortest complete output of `grammar` takes (each byte of it counted as one
 // token, as gptoss_constraint_create counts it against a budget), with the reasoning limit a
-// sequence would have; -1 when the grammar cannot be finished. Throws EngineError.
+// sequence would have; -1 when the grammar cannot be finished. Throws gptoss::error.
 int64_t shortest_output_tokens(const Grammar& grammar, int64_t max_reasoning_tokens);
 
 class Sequence {
  public:
-  // Throws EngineError for sampling options the library refuses.
+  // Throws gptoss::error for sampling options the library refuses.
   Sequence(std::shared_ptr<Job> job, gptoss_tokenizer_t tokenizer, size_t context_length, Metrics& metrics);
 
   Job& job() { return *job_; }
@@ -29,7 +29,7 @@ class Sequence {
   Usage& usage() { return usage_; }
 
   // KV state: tokens()[0, appended) are in the context, [0, processed) of them processed.
-  ContextHandle context;
+  gptoss::context context;
   size_t appended = 0;
   size_t processed = 0;
   uint64_t admitted = 0;  // admission order (the newest is preempted first)
@@ -54,8 +54,8 @@ class Sequence {
   std::vector<uint32_t> tokens_;
   size_t prompt_size_;
   std::vector<uint32_t> stop_tokens_;
-  SamplerHandle sampler_;
-  ConstraintHandle constraint_;  // also held by the sampler; null without a grammar
+  gptoss::sampler sampler_;
+  gptoss::constraint constraint_;  // also held by the sampler; null without a grammar
   std::unique_ptr<OutputTracker> tracker_;
   std::vector<OutputEvent> events_;
   std::vector<gptoss_token_logprob> alternatives_;

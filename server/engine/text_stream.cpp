@@ -1,6 +1,6 @@
 #include "engine/text_stream.hpp"
 
-#include "engine/capi.hpp"
+#include <gptoss.hpp>
 
 #include <algorithm>
 #include <utility>
@@ -75,28 +75,20 @@ StopMatcher::StopMatcher(const std::vector<std::string>& stops) {
   if (stops.empty()) return;
   std::vector<const char*> list;
   for (const auto& s : stops) list.push_back(s.c_str());
-  gptoss_stop_strings_t raw = nullptr;
-  check(gptoss_stop_strings_create(list.data(), list.size(), &raw), "gptoss_stop_strings_create");
-  stop_.reset(raw, [](gptoss_stop_strings* p) { gptoss_stop_strings_release(p); });
+  stop_ = gptoss::stop_strings::create(list);
 }
 
 std::string StopMatcher::feed(std::string_view text) {
   if (matched_) return {};
   if (!stop_) return std::string(text);
-  const char* emit = nullptr;
-  size_t size = 0;
-  int32_t hit = -1;
-  check(gptoss_stop_strings_push(stop_.get(), text.data(), text.size(), &emit, &size, &hit), "gptoss_stop_strings_push");
-  matched_ = hit >= 0;
-  return std::string(emit, size);
+  const gptoss::stop_strings::output out = stop_.push(text);
+  matched_ = out.stop_index >= 0;
+  return std::string(out.text);
 }
 
 std::string StopMatcher::flush() {
   if (!stop_ || matched_) return {};
-  const char* emit = nullptr;
-  size_t size = 0;
-  check(gptoss_stop_strings_flush(stop_.get(), &emit, &size), "gptoss_stop_strings_flush");
-  return std::string(emit, size);
+  return std::string(stop_.flush());
 }
 
 }  // namespace gptoss_server

@@ -1,9 +1,8 @@
 #pragma once
 // Text-side helpers of a token stream: token bytes to whole UTF-8 characters, and stop
 // strings.
-#include <gptoss.h>
+#include <gptoss.hpp>
 
-#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,7 +25,7 @@ class Utf8Stream {
 // (gptoss_stop_strings_*): text that may begin one is held back until it is known not to.
 class StopMatcher {
  public:
-  // 0..64 strings of 1..1024 bytes (the request parser enforces it). Throws EngineError.
+  // 0..64 strings of 1..1024 bytes (the request parser enforces it). Throws gptoss::error.
   explicit StopMatcher(const std::vector<std::string>& stops);
   bool matched() const { return matched_; }
   // Appends `text`; returns the part that can be emitted now. On a match, returns the text
@@ -36,7 +35,7 @@ class StopMatcher {
   std::string flush();
 
  private:
-  std::shared_ptr<gptoss_stop_strings> stop_;  // null: no stop strings
+  gptoss::stop_strings stop_;  // empty: no stop strings
   bool matched_ = false;
 };
 

@@ -5,15 +5,15 @@
 
 #include "api/api_error.hpp"
 #include "api/json_reader.hpp"
-#include "http/app.hpp"
+#include "http/handlers.hpp"
 #include "http/streaming.hpp"
 
 namespace gptoss_server {
 
 using nlohmann::json;
 
-void App::bench(const httplib::Request& req, httplib::Response& res) {
-  if (!options_.enable_bench)
+void bench(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
+  if (!ctx.options.enable_bench)
     throw not_found("GET /bench is disabled: start the server with --enable-bench.", {}, "unknown_url");
   json query = json::object();
   for (const char* key : {"n", "max_new_tokens"})
@@ -26,14 +26,14 @@ void App::bench(const httplib::Request& req, httplib::Response& res) {
   const JsonReader q(query, "");
   const size_t n = size_t(q.integer("n", 1, 256).value_or(8));
   const size_t max_new = size_t(q.integer("max_new_tokens", 1, 4096).value_or(64));
-  check_generations(n, "n");
+  ctx.check_generations(n, "n");
 
   const std::string prompt_text =
       "The history of computing is a story of machines that grew smaller and faster while the problems "
       "they were asked to solve grew larger. Tell it from the beginning.";
   GenerationSpec spec;
-  spec.prompt = encode(engine().tokenizer.get(), prompt_text, false);
-  spec.max_tokens = std::min(max_new, options_.engine.context_length - spec.prompt.size());
+  spec.prompt = gptoss::encode(ctx.engine().tokenizer.get(), prompt_text);
+  spec.max_tokens = std::min(max_new, ctx.options.engine.context_length - spec.prompt.size());
   spec.harmony = false;
   spec.ignore_stop_tokens = true;
   spec.sampling.seed = 0;
@@ -46,12 +46,12 @@ void App::bench(const httplib::Request& req, httplib::Response& res) {
       for (auto& job : *this) job->cancel();
     }
   } jobs;
-  for (size_t i = 0; i < n; ++i) jobs.push_back(engine().scheduler->submit(spec));
+  for (size_t i = 0; i < n; ++i) jobs.push_back(ctx.engine().scheduler->submit(spec));
   std::vector<Clock::time_point> first(n), last(n);
   std::vector<size_t> tokens(n, 0);
   std::vector<bool> seen(n, false);
   std::string error;
-  const ClientConnection client(req.remote_addr, req.remote_port, req.local_port);
+  const ClientConnection client = client_of(req);
   const bool connected = follow_jobs(
       jobs, client,
       [&](size_t i, std::vector<OutputEvent>&) {

@@ -1,8 +1,16 @@
 #pragma once
 // Whether the client of a request is still connected, so an abandoned generation is cancelled
 // within a step even while nothing is written to it (a long prefill, a non-streaming wait).
-// cpp-httplib 0.11 does not hand handlers their socket, so the socket is found once by its
-// addresses among the process's descriptors (Linux /proc/self/fd).
+//
+// Why /proc/self/fd: the socket is found once by its addresses among the process's
+// descriptors because cpp-httplib 0.11 (the distribution's, which the build uses) gives a
+// handler no way to its connection: Request carries addresses only, set_socket_options sees
+// the listening socket, not accepted ones, and Server::process_and_close_socket, which holds
+// the accepted socket, is private. A cpp-httplib with Request::is_connection_closed replaces
+// this class. Pinned by tests/server/client_connection_test.cpp (open, FIN, reset mid-request,
+// reset before the lookup, unknown connection) and end to end by
+// tests/server/sdk/cancel.test.mjs (a non-streaming client that disconnects, a client that
+// resets right after its request: both cancel their generation).
 #include <string>
 
 namespace gptoss_server {

@@ -6,7 +6,7 @@
 
 #include "api/chat_format.hpp"
 #include "api/responses_format.hpp"
-#include "engine/capi.hpp"
+#include <gptoss.hpp>
 #include "support/paths.hpp"
 
 using namespace gptoss_server;
@@ -14,10 +14,10 @@ using nlohmann::json;
 
 namespace {
 
-TokenizerHandle tokenizer() {
+gptoss::tokenizer tokenizer() {
   gptoss_tokenizer_t t = nullptr;
-  check(gptoss_tokenizer_create_from_file(gptoss::test::tokenizer_json().c_str(), &t), "tokenizer");
-  return TokenizerHandle(t);
+  gptoss::check(gptoss_tokenizer_create_from_file(gptoss::test::tokenizer_json().c_str(), &t), "tokenizer");
+  return gptoss::tokenizer(t);
 }
 
 OutputEvent begin(std::string channel, std::string recipient = "") {
@@ -156,7 +156,7 @@ TEST_CASE("responses: output_text log-probabilities in the deltas and the final 
   auto tok = tokenizer();
   ResponsesFormatter f(tok.get(), {{"id", "resp_5"}}, true);
   f.start();
-  const uint32_t hello = encode(tok.get(), "Hello", false).at(0);
+  const uint32_t hello = gptoss::encode(tok.get(), "Hello").at(0);
   const auto events = f.on_events({begin("final"), delta("Hello", {{hello, -0.5f, {{hello, -0.5f}, {13, -2.0f}}}}), end()});
   const json& d = events.at(2);
   REQUIRE(d["type"] == "response.output_text.delta");
@@ -229,7 +229,7 @@ TEST_CASE("closed_by_budget: on the Response and its terminal event, on chat cho
 
 TEST_CASE("completion choice: echo, text and legacy logprobs", "[server][format]") {
   auto tok = tokenizer();
-  const auto ids = encode(tok.get(), " there", false);
+  const auto ids = gptoss::encode(tok.get(), " there");
   CompletionChoice c(tok.get(), 2, 1, "Hi");
   std::vector<TokenLogprob> lps;
   for (uint32_t t : ids) lps.push_back({t, -1.0f, {{t, -1.0f}}});
@@ -249,7 +249,7 @@ TEST_CASE("completion choice: text_offset counts characters, not bytes", "[serve
   auto tok = tokenizer();
   // After the echo "é " (2 characters, 3 bytes): "ৰু" (2 characters, 6 bytes), then ASCII.
   const std::string text = "ৰুAndroid philanth";
-  const auto ids = encode(tok.get(), text, false);
+  const auto ids = gptoss::encode(tok.get(), text);
   CompletionChoice c(tok.get(), 0, 0, "é ");
   std::vector<TokenLogprob> lps;
   for (uint32_t t : ids) lps.push_back({t, -1.0f, {}});

@@ -4,7 +4,7 @@
 
 #include "api/api_error.hpp"
 #include "api/harmony_conversation.hpp"
-#include "engine/capi.hpp"
+#include <gptoss.hpp>
 #include "engine/grammar_cache.hpp"
 #include "support/paths.hpp"
 
@@ -13,16 +13,16 @@ using nlohmann::json;
 
 namespace {
 
-TokenizerHandle tokenizer() {
+gptoss::tokenizer tokenizer() {
   gptoss_tokenizer_t t = nullptr;
-  check(gptoss_tokenizer_create_from_file(gptoss::test::tokenizer_json().c_str(), &t), "tokenizer");
-  return TokenizerHandle(t);
+  gptoss::check(gptoss_tokenizer_create_from_file(gptoss::test::tokenizer_json().c_str(), &t), "tokenizer");
+  return gptoss::tokenizer(t);
 }
 
 std::string rendered_text(gptoss_tokenizer_t tok, const json& conversation) {
-  const auto ids = render_conversation(tok, conversation.dump());
+  const auto ids = gptoss::render(tok, conversation.dump());
   std::string text;
-  for (uint32_t id : ids) text += token_bytes(tok, id);
+  for (uint32_t id : ids) text += gptoss::token_bytes(tok, id);
   return text;
 }
 
@@ -135,8 +135,8 @@ TEST_CASE("grammars compile once per spec; a bad one is the compiler's clear err
   try {
     cache.harmony(constraint_spec(setup).dump());
     FAIL("compiled");
-  } catch (const EngineError& e) {
+  } catch (const gptoss::error& e) {
     CHECK(e.status() == gptoss_status_unsupported_argument);
-    CHECK(e.detail().find("pattern") != std::string::npos);
+    CHECK(e.message().find("pattern") != std::string::npos);
   }
 }

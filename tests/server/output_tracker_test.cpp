@@ -3,7 +3,7 @@
 // malformed output, reasoning tokens, log-probabilities of content tokens only.
 #include <catch2/catch.hpp>
 
-#include "engine/capi.hpp"
+#include <gptoss.hpp>
 #include "engine/output_tracker.hpp"
 #include "support/paths.hpp"
 
@@ -11,10 +11,10 @@ using namespace gptoss_server;
 
 namespace {
 
-TokenizerHandle tokenizer() {
+gptoss::tokenizer tokenizer() {
   gptoss_tokenizer_t t = nullptr;
-  check(gptoss_tokenizer_create_from_file(gptoss::test::tokenizer_json().c_str(), &t), "tokenizer");
-  return TokenizerHandle(t);
+  gptoss::check(gptoss_tokenizer_create_from_file(gptoss::test::tokenizer_json().c_str(), &t), "tokenizer");
+  return gptoss::tokenizer(t);
 }
 
 struct Run {
@@ -43,7 +43,7 @@ Run track(gptoss_tokenizer_t tok, const std::string& output, bool harmony, std::
           bool cut = false) {
   auto tracker = harmony ? make_harmony_tracker(tok, stop) : make_text_tracker(tok, stop);
   Run run;
-  for (uint32_t t : encode(tok, output, true)) {
+  for (uint32_t t : gptoss::encode(tok, output, GPTOSS_ENCODE_ALLOW_SPECIAL)) {
     TokenLogprob lp{t, -1.0f, {}};
     tracker->on_token(t, &lp, run.events);
     if (tracker->stopped()) break;
@@ -64,10 +64,10 @@ TEST_CASE("harmony output: analysis, then the final answer", "[server][tracker]"
                       true);
   CHECK(r.trace() == "[+analysis/]Think it over.[-][+final/]Paris.[-]");
   // Header, content and terminator tokens of the analysis message.
-  const size_t analysis = encode(tok.get(), "<|channel|>analysis<|message|>Think it over.<|end|>", true).size();
+  const size_t analysis = gptoss::encode(tok.get(), "<|channel|>analysis<|message|>Think it over.<|end|>", GPTOSS_ENCODE_ALLOW_SPECIAL).size();
   CHECK(r.reasoning_tokens == analysis);
   // Only content tokens carry log-probabilities.
-  const size_t content = encode(tok.get(), "Think it over.", true).size() + encode(tok.get(), "Paris.", true).size();
+  const size_t content = gptoss::encode(tok.get(), "Think it over.", GPTOSS_ENCODE_ALLOW_SPECIAL).size() + gptoss::encode(tok.get(), "Paris.", GPTOSS_ENCODE_ALLOW_SPECIAL).size();
   CHECK(r.logprobs() == content);
 }
 
@@ -89,7 +89,7 @@ TEST_CASE("harmony output: a call on the analysis channel is not reasoning", "[s
   const Run r = track(tok.get(), think + "<|start|>assistant to=functions.lookup<|channel|>analysis <|constrain|>json<|message|>{}<|call|>",
                       true);
   CHECK(r.trace() == "[+analysis/]Let me look.[-][+analysis/functions.lookup]{}[-]");
-  CHECK(r.reasoning_tokens == encode(tok.get(), think, true).size());
+  CHECK(r.reasoning_tokens == gptoss::encode(tok.get(), think, GPTOSS_ENCODE_ALLOW_SPECIAL).size());
 }
 
 TEST_CASE("harmony output: stop strings end the answer, not the reasoning", "[server][tracker]") {
@@ -107,7 +107,7 @@ TEST_CASE("harmony output: malformed output is recovered as text, never an error
   // No <|channel|> at all: the whole output is a header that never ends.
   Run r = track(tok.get(), "just some words", true);
   CHECK(r.trace() == "[+/]just some words[-]");
-  CHECK(r.logprobs() == encode(tok.get(), "just some words", true).size());
+  CHECK(r.logprobs() == gptoss::encode(tok.get(), "just some words", GPTOSS_ENCODE_ALLOW_SPECIAL).size());
   // A stop token inside a header, then a well-formed message.
   r = track(tok.get(), "<|channel|>final The answer<|end|><|start|>assistant<|channel|>final<|message|>ok<|return|>", true);
   CHECK(r.trace() == "[+final/]The answer[-][+final/]ok[-]");
@@ -129,7 +129,7 @@ TEST_CASE("harmony output: a header the length limit cuts is not content", "[ser
   // After a whole analysis message: that message stays, the cut header goes.
   r = track(tok.get(), "<|channel|>analysis<|message|>Hmm.<|end|><|start|>assistant<|channel|>final", true, {}, true);
   CHECK(r.trace() == "[+analysis/]Hmm.[-]");
-  CHECK(r.logprobs() == encode(tok.get(), "Hmm.", true).size());
+  CHECK(r.logprobs() == gptoss::encode(tok.get(), "Hmm.", GPTOSS_ENCODE_ALLOW_SPECIAL).size());
   // Cut right after <|message|>: the message exists, with no text yet.
   r = track(tok.get(), "<|channel|>final<|message|>", true, {}, true);
   CHECK(r.trace() == "[+final/][-cut]");
@@ -139,7 +139,7 @@ TEST_CASE("raw text: every token's bytes, UTF-8 whole, stop strings", "[server][
   auto tok = tokenizer();
   Run r = track(tok.get(), "Once upon a time <|start|> 漢字", false);
   CHECK(r.trace() == "[+/]Once upon a time <|start|> 漢字[-]");
-  CHECK(r.logprobs() == encode(tok.get(), "Once upon a time <|start|> 漢字", true).size());
+  CHECK(r.logprobs() == gptoss::encode(tok.get(), "Once upon a time <|start|> 漢字", GPTOSS_ENCODE_ALLOW_SPECIAL).size());
   r = track(tok.get(), "a b c d", false, {"c"});
   CHECK(r.trace() == "[+/]a b [-]");
 }

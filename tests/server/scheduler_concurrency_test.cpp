@@ -28,7 +28,7 @@ constexpr size_t kMaxTokens = 6;
 
 struct Engine {
   gptoss::test::ModelPtr model;
-  TokenizerHandle tokenizer;
+  gptoss::tokenizer tokenizer;
   Metrics metrics;
   std::unique_ptr<Scheduler> scheduler;
 
@@ -36,7 +36,7 @@ struct Engine {
     setenv("GPTOSS_CPU_ISA", "scalar", 1);  // read when the model opens its device
     model = gptoss::test::load_conformance_model(Format::hf, 0, gptoss_precision_exact);
     gptoss_tokenizer_t t = nullptr;
-    check(gptoss_model_get_tokenizer(model.get(), &t), "tokenizer");
+    gptoss::check(gptoss_model_get_tokenizer(model.get(), &t), "tokenizer");
     tokenizer.reset(t);
     SchedulerConfig c;
     c.max_running = 4;

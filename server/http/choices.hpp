@@ -1,22 +1,24 @@
-// /v1/chat/completions and /v1/completions: n choices (one job each), plain or streamed as
-// `data:` chunks ending with [DONE].
+#pragma once
+// The choices of a Chat Completions or Completions request: n generations (one job each) run
+// together, answered as one object or streamed as `data:` chunks ending with [DONE]. Choice
+// is ChatChoice or CompletionChoice (api/chat_format.hpp).
+#include <httplib.h>
+#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
-#include <ctime>
+#include <memory>
+#include <optional>
+#include <vector>
 
 #include "api/api_error.hpp"
 #include "api/chat_format.hpp"
-#include "api/harmony_conversation.hpp"
-#include "api/ids.hpp"
-#include "engine/text_stream.hpp"
-#include "http/app.hpp"
+#include "engine/scheduler.hpp"
+#include "http/server_context.hpp"
 #include "http/streaming.hpp"
 
-namespace gptoss_server {
+namespace gptoss_server::choices {
 
 using nlohmann::json;
-
-namespace {
 
 // The choices of one request and what is needed to frame them.
 template <typename Choice>
@@ -40,7 +42,7 @@ struct ChoicesRun {
 };
 
 template <typename Choice>
-json total_usage(const ChoicesRun<Choice>& run) {
+inline json total_usage(const ChoicesRun<Choice>& run) {
   Usage total;
   for (size_t i = 0; i < run.finishes.size(); ++i) {
     const Usage& u = run.finishes[i]->usage;
@@ -54,7 +56,7 @@ json total_usage(const ChoicesRun<Choice>& run) {
   return chat_usage(total);
 }
 
-std::shared_ptr<Job> submit_or_cancel(Scheduler& scheduler, GenerationSpec spec, std::vector<std::shared_ptr<Job>>& jobs) {
+inline std::shared_ptr<Job> submit_or_cancel(Scheduler& scheduler, GenerationSpec spec, std::vector<std::shared_ptr<Job>>& jobs) {
   try {
     return scheduler.submit(std::move(spec));
   } catch (...) {
@@ -63,7 +65,7 @@ std::shared_ptr<Job> submit_or_cancel(Scheduler& scheduler, GenerationSpec spec,
   }
 }
 
-json error_body(const Finish& f) {
+inline json error_body(const Finish& f) {
   return server_error(f.reason == FinishReason::cancelled ? "The generation was cancelled."
                                                           : "The server had an error while generating: " + f.error)
       .to_json();
@@ -155,91 +157,10 @@ void respond(std::shared_ptr<ChoicesRun<Choice>> run, httplib::Response& res, bo
 
 // Choice i of n: with a seed, each choice gets its own (seed + i), so choices differ and a
 // request is still reproducible.
-GenerationSpec choice_spec(const GenerationSpec& spec, int i) {
+inline GenerationSpec choice_spec(const GenerationSpec& spec, int i) {
   GenerationSpec s = spec;
   if (s.sampling.seed) *s.sampling.seed += uint64_t(i);
   return s;
 }
 
-std::string decode_text(gptoss_tokenizer_t tokenizer, const std::vector<uint32_t>& tokens) {
-  Utf8Stream utf8;
-  std::string text;
-  for (uint32_t t : tokens) text += utf8.feed(token_bytes(tokenizer, t));
-  return text + utf8.flush();
-}
-
-}  // namespace
-
-void App::chat_completions(const httplib::Request& req, httplib::Response& res) {
-  ChatRequest r = parse_chat_request(req.body);
-  check_model(r.model);
-  check_generations(size_t(r.n), "n");
-  for (const auto& type : r.setup.skipped_tools)
-    spdlog::warn("/v1/chat/completions: a '{}' tool is not offered to the model (only function tools are)", type);
-  const json conversation = harmony_conversation(r.setup, r.messages, conversation_date(), "messages");
-  GenerationSpec spec;
-  spec.prompt = render_prompt(conversation, "messages");
-  spec.sampling = r.options.sampling;
-  spec.max_tokens = output_budget(spec.prompt.size(), r.options.max_tokens);
-  spec.stop = r.options.stop;
-  spec.grammar = constraint_grammar(r.setup, "tools", "response_format");
-  spec.max_reasoning_tokens = reasoning_budget(r.setup, r.options.max_reasoning_tokens);
-  budget_structured_output(spec, r.setup, r.options, "messages");
-
-  auto run = std::make_shared<ChoicesRun<ChatChoice>>(
-      ClientConnection(req.remote_addr, req.remote_port, req.local_port),
-      json{{"id", new_id("chatcmpl-", 32)}, {"created", int64_t(std::time(nullptr))}, {"model", options_.model_name},
-           {"system_fingerprint", nullptr}},
-      r.include_usage);
-  for (int i = 0; i < r.n; ++i) {
-    run->jobs.push_back(submit_or_cancel(*engine().scheduler, choice_spec(spec, i), run->jobs));
-    run->choices.emplace_back(engine().tokenizer.get(), i, r.options.sampling.logprobs >= 0);
-    run->owns_prompt.push_back(i == 0);
-  }
-  run->finishes.resize(run->jobs.size());
-  respond(run, res, r.stream, "chat.completion", "chat.completion.chunk", hold_active());
-}
-
-void App::completions(const httplib::Request& req, httplib::Response& res) {
-  CompletionsRequest r = parse_completions_request(req.body);
-  check_model(r.model);
-  check_generations(r.prompts.size() * size_t(r.n), "n");
-  gptoss_tokenizer_t tokenizer = engine().tokenizer.get();
-  auto run = std::make_shared<ChoicesRun<CompletionChoice>>(
-      ClientConnection(req.remote_addr, req.remote_port, req.local_port),
-      json{{"id", new_id("cmpl-", 32)}, {"created", int64_t(std::time(nullptr))}, {"model", options_.model_name}},
-      r.include_usage);
-  for (size_t p = 0; p < r.prompts.size(); ++p) {
-    const CompletionPrompt& prompt = r.prompts[p];
-    const std::string param = r.prompts.size() == 1 ? "prompt" : "prompt[" + std::to_string(p) + "]";
-    // Raw text: special-token strings (<|start|>...) are the tokens, so a hand-written Harmony
-    // prompt works.
-    std::vector<uint32_t> tokens = prompt.text ? encode(tokenizer, *prompt.text, true) : prompt.tokens;
-    for (uint32_t t : tokens)
-      if (t >= engine().vocab_size)
-        throw invalid_request("Invalid token id " + std::to_string(t) + " in '" + param + "': the vocabulary has " +
-                                  std::to_string(engine().vocab_size) + " tokens.",
-                              param, "invalid_value");
-    if (tokens.empty()) throw invalid_request("The prompt '" + param + "' is empty.", param, "invalid_value");
-    if (tokens.size() >= options_.engine.context_length)
-      throw invalid_request("This model's maximum context length is " + std::to_string(options_.engine.context_length) +
-                                " tokens. However, your prompt has " + std::to_string(tokens.size()) + " tokens.",
-                            param, "context_length_exceeded");
-    const std::string echo = r.echo ? (prompt.text ? *prompt.text : decode_text(tokenizer, tokens)) : "";
-    GenerationSpec spec;
-    spec.prompt = std::move(tokens);
-    spec.sampling = r.options.sampling;
-    spec.max_tokens = output_budget(spec.prompt.size(), r.options.max_tokens);
-    spec.harmony = false;
-    spec.stop = r.options.stop;
-    for (int j = 0; j < r.n; ++j) {
-      run->jobs.push_back(submit_or_cancel(*engine().scheduler, choice_spec(spec, j), run->jobs));
-      run->choices.emplace_back(tokenizer, int(run->choices.size()), r.options.sampling.logprobs, echo);
-      run->owns_prompt.push_back(j == 0);
-    }
-  }
-  run->finishes.resize(run->jobs.size());
-  respond(run, res, r.stream, "text_completion", "text_completion", hold_active());
-}
-
-}  // namespace gptoss_server
+}  // namespace gptoss_server::choices

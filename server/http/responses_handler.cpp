@@ -8,12 +8,14 @@
 #include "api/ids.hpp"
 #include "api/json_reader.hpp"
 #include "api/responses_format.hpp"
-#include "http/app.hpp"
+#include "http/handlers.hpp"
 #include "http/streaming.hpp"
 
 namespace gptoss_server {
 
 using nlohmann::json;
+
+namespace {
 
 // One response being generated. It lives as long as its request (a stream: until its
 // response object is gone), and on its end the job is cancelled if it still runs (an
@@ -40,8 +42,6 @@ struct ResponseRun {
     inflight->remove(id);
   }
 };
-
-namespace {
 
 const char* id_prefix(const json& item) {
   const std::string type = item.value("type", "message");
@@ -82,11 +82,29 @@ json base_response(const ResponsesRequest& r, const std::string& id, int64_t cre
   return base;
 }
 
+// The generation ended: closes the response, stores it when asked (a failure to store fails
+// it), and gives the last events.
+std::vector<json> complete_response(ResponseStore& store, ResponseRun& run, const Finish& finish) {
+  std::vector<json> events = run.formatter.finish(finish);
+  const json& response = run.formatter.response();
+  // A DELETE during generation cancels the job: such a response is not stored.
+  if (run.store && !run.job->cancelled() && finish.reason != FinishReason::cancelled) {
+    try {
+      store.put({run.id, run.created_at, response, *run.input_items});
+    } catch (const std::exception& e) {
+      spdlog::error("response store: cannot store {}: {}", run.id, e.what());
+      run.formatter.fail(std::string("The response was generated but could not be stored: ") + e.what());
+    }
+  }
+  for (auto& e : run.formatter.terminal()) events.push_back(std::move(e));
+  return events;
+}
+
 }  // namespace
 
-void App::create_response(const httplib::Request& req, httplib::Response& res) {
+void create_response(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
   ResponsesRequest r = parse_responses_request(req.body);
-  check_model(r.model);
+  ctx.check_model(r.model);
   for (const auto& type : r.setup.skipped_tools)
     spdlog::warn("/v1/responses: a '{}' tool is not offered to the model (only function tools are)", type);
 
@@ -94,8 +112,8 @@ void App::create_response(const httplib::Request& req, httplib::Response& res) {
   json input_items = json::array();
   std::vector<ConversationItem> items;
   if (r.previous_response_id) {
-    auto previous = store_->get(*r.previous_response_id);
-    if (!previous && inflight_.contains(*r.previous_response_id))
+    auto previous = ctx.store->get(*r.previous_response_id);
+    if (!previous && ctx.inflight.contains(*r.previous_response_id))
       throw invalid_request("Previous response with id '" + *r.previous_response_id +
                                 "' is still being generated: continue from it once it has completed.",
                             "previous_response_id", "previous_response_in_progress");
@@ -112,25 +130,16 @@ void App::create_response(const httplib::Request& req, httplib::Response& res) {
   }
   items.insert(items.end(), r.input.begin(), r.input.end());
 
-  const json conversation = harmony_conversation(r.setup, items, conversation_date(), "input");
-  GenerationSpec spec;
-  spec.prompt = render_prompt(conversation, "input");
-  spec.sampling = r.options.sampling;
-  spec.max_tokens = output_budget(spec.prompt.size(), r.options.max_tokens);
-  spec.stop = r.options.stop;
-  spec.grammar = constraint_grammar(r.setup, "tools", "text.format");
-  spec.max_reasoning_tokens = reasoning_budget(r.setup, r.options.max_reasoning_tokens);
-  budget_structured_output(spec, r.setup, r.options, "input");
-  auto job = engine().scheduler->submit(std::move(spec));
+  auto job = ctx.engine().scheduler->submit(ctx.harmony_spec(r.setup, items, r.options, "input", "text.format"));
 
   const std::string id = new_id("resp_");
   const int64_t created_at = int64_t(std::time(nullptr));
-  json base = base_response(r, id, created_at, options_.model_name);
+  json base = base_response(r, id, created_at, ctx.options.model_name);
   auto shared_items = std::make_shared<const json>(std::move(input_items));
-  inflight_.add(id, job, base, shared_items);
-  auto run = std::make_shared<ResponseRun>(job, ResponsesFormatter(engine().tokenizer.get(), base, r.include_logprobs),
-                                           ClientConnection(req.remote_addr, req.remote_port, req.local_port), id,
-                                           created_at, r.store, std::move(shared_items), &inflight_);
+  ctx.inflight.add(id, job, base, shared_items);
+  auto run = std::make_shared<ResponseRun>(job, ResponsesFormatter(ctx.engine().tokenizer.get(), base, r.include_logprobs),
+                                           client_of(req), id, created_at, r.store, std::move(shared_items),
+                                           &ctx.inflight);
 
   if (!r.stream) {
     std::optional<Finish> finish;
@@ -141,7 +150,7 @@ void App::create_response(const httplib::Request& req, httplib::Response& res) {
                 },
                 [&](size_t, const Finish& f) {
                   finish = f;
-                  complete_response(*run, f);
+                  complete_response(*ctx.store, *run, f);
                   return true;
                 });
     if (!finish) return;  // the client is gone
@@ -154,7 +163,7 @@ void App::create_response(const httplib::Request& req, httplib::Response& res) {
   res.set_header("Cache-Control", "no-cache");
   res.set_header("X-Accel-Buffering", "no");
   res.set_chunked_content_provider(
-      "text/event-stream", [this, run, active = hold_active()](size_t, httplib::DataSink& sink) {
+      "text/event-stream", [&ctx, run, active = ctx.hold_active()](size_t, httplib::DataSink& sink) {
         auto write_all = [&](const std::vector<json>& events) {
           for (const auto& e : events)
             if (!write_sse(sink, e, true)) return false;
@@ -164,7 +173,7 @@ void App::create_response(const httplib::Request& req, httplib::Response& res) {
           if (write_all(run->formatter.start()))
             follow_jobs({run->job}, run->client,
                         [&](size_t, std::vector<OutputEvent>& events) { return write_all(run->formatter.on_events(events)); },
-                        [&](size_t, const Finish& f) { return write_all(complete_response(*run, f)); });
+                        [&](size_t, const Finish& f) { return write_all(complete_response(*ctx.store, *run, f)); });
           else
             run->job->cancel();
         } catch (const std::exception& e) {
@@ -179,51 +188,35 @@ void App::create_response(const httplib::Request& req, httplib::Response& res) {
       });
 }
 
-std::vector<json> App::complete_response(ResponseRun& run, const Finish& finish) {
-  std::vector<json> events = run.formatter.finish(finish);
-  const json& response = run.formatter.response();
-  // A DELETE during generation cancels the job: such a response is not stored.
-  if (run.store && !run.job->cancelled() && finish.reason != FinishReason::cancelled) {
-    try {
-      store_->put({run.id, run.created_at, response, *run.input_items});
-    } catch (const std::exception& e) {
-      spdlog::error("response store: cannot store {}: {}", run.id, e.what());
-      run.formatter.fail(std::string("The response was generated but could not be stored: ") + e.what());
-    }
-  }
-  for (auto& e : run.formatter.terminal()) events.push_back(std::move(e));
-  return events;
-}
-
-void App::get_response(const httplib::Request& req, httplib::Response& res) {
+void get_response(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
   const std::string id = req.matches[1];
-  if (auto stored = store_->get(id)) {
+  if (auto stored = ctx.store->get(id)) {
     send_json(res, 200, stored->response);
     return;
   }
-  if (auto snapshot = inflight_.snapshot(id)) {
+  if (auto snapshot = ctx.inflight.snapshot(id)) {
     send_json(res, 200, *snapshot);
     return;
   }
   throw not_found("Response with id '" + id + "' not found.", "response_id");
 }
 
-void App::delete_response(const httplib::Request& req, httplib::Response& res) {
+void delete_response(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
   const std::string id = req.matches[1];
-  const bool cancelled = inflight_.cancel(id);
-  const bool removed = store_->remove(id);
+  const bool cancelled = ctx.inflight.cancel(id);
+  const bool removed = ctx.store->remove(id);
   if (!cancelled && !removed) throw not_found("Response with id '" + id + "' not found.", "response_id");
   send_json(res, 200, {{"id", id}, {"object", "response.deleted"}, {"deleted", true}});
 }
 
-void App::list_input_items(const httplib::Request& req, httplib::Response& res) {
+void list_input_items(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
   const std::string id = req.matches[1];
   // A stored response's input, or the input of one still being generated.
-  auto stored = store_->get(id);
+  auto stored = ctx.store->get(id);
   std::optional<json> all_items;
   if (stored)
     all_items = std::move(stored->input_items);
-  else if (auto running = inflight_.input_items(id))
+  else if (auto running = ctx.inflight.input_items(id))
     all_items = *running;
   if (!all_items) throw not_found("Response with id '" + id + "' not found.", "response_id");
   // Query parameters are strings: parsed like a JSON body so errors name them the same way.
