@@ -37,10 +37,8 @@ class error : public std::runtime_error {
  public:
   // what(): "<call>: <status>: <message>" (": <message>" left out when there is none).
   error(gptoss_status status, std::string call, std::string message)
-      : std::runtime_error(describe(status, call, message)),
-        status_(status),
-        call_(std::move(call)),
-        message_(std::move(message)) {}
+      : std::runtime_error(describe(status, call, message)), status_(status),
+        call_(std::move(call)), message_(std::move(message)) {}
 
   gptoss_status status() const noexcept { return status_; }
   // What failed: the C function's name, or the caller's words for it.
@@ -49,7 +47,8 @@ class error : public std::runtime_error {
   const std::string& message() const noexcept { return message_; }
 
  private:
-  static std::string describe(gptoss_status status, const std::string& call, const std::string& message) {
+  static std::string describe(gptoss_status status, const std::string& call,
+                              const std::string& message) {
     std::string what = call + ": " + gptoss_status_to_string(status);
     if (!message.empty()) what += ": " + message;
     return what;
@@ -118,11 +117,13 @@ std::vector<T> with_capacity(size_t guess, const char* name, Call call) {
 }  // namespace detail
 
 // Text to ids; `flags` as gptoss_tokenizer_encode (GPTOSS_ENCODE_ALLOW_SPECIAL).
-inline std::vector<uint32_t> encode(gptoss_tokenizer_t tokenizer, std::string_view text, uint32_t flags = 0) {
+inline std::vector<uint32_t> encode(gptoss_tokenizer_t tokenizer, std::string_view text,
+                                    uint32_t flags = 0) {
   return detail::with_capacity<uint32_t>(text.size() / 2 + 16, "gptoss_tokenizer_encode",
                                          [&](uint32_t* out, size_t capacity, size_t* n) {
-                                           return gptoss_tokenizer_encode(tokenizer, text.data(), text.size(), flags,
-                                                                          out, capacity, n);
+                                           return gptoss_tokenizer_encode(tokenizer, text.data(),
+                                                                          text.size(), flags, out,
+                                                                          capacity, n);
                                          });
 }
 
@@ -136,22 +137,26 @@ inline std::string_view token_bytes(gptoss_tokenizer_t tokenizer, uint32_t token
 
 // Bytes of a token sequence (special tokens as their strings).
 inline std::string decode(gptoss_tokenizer_t tokenizer, std::span<const uint32_t> tokens) {
-  const std::vector<char> bytes = detail::with_capacity<char>(
-      tokens.size() * 4 + 16, "gptoss_tokenizer_decode_tokens", [&](char* out, size_t capacity, size_t* n) {
-        return gptoss_tokenizer_decode_tokens(tokenizer, tokens.data(), tokens.size(), out, capacity, n);
-      });
+  const std::vector<char> bytes =
+      detail::with_capacity<char>(tokens.size() * 4 + 16, "gptoss_tokenizer_decode_tokens",
+                                  [&](char* out, size_t capacity, size_t* n) {
+                                    return gptoss_tokenizer_decode_tokens(
+                                        tokenizer, tokens.data(), tokens.size(), out, capacity, n);
+                                  });
   return {bytes.begin(), bytes.end()};
 }
 
 inline uint32_t special_token(gptoss_tokenizer_t tokenizer, gptoss_special_token type) {
   uint32_t id = 0;
-  check(gptoss_tokenizer_get_special_token_id(tokenizer, type, &id), "gptoss_tokenizer_get_special_token_id");
+  check(gptoss_tokenizer_get_special_token_id(tokenizer, type, &id),
+        "gptoss_tokenizer_get_special_token_id");
   return id;
 }
 
 // A Harmony conversation (JSON) rendered to ids; `options` null: the defaults (for completion,
 // analysis of earlier turns dropped).
-inline std::vector<uint32_t> render(gptoss_tokenizer_t tokenizer, const std::string& conversation_json,
+inline std::vector<uint32_t> render(gptoss_tokenizer_t tokenizer,
+                                    const std::string& conversation_json,
                                     const gptoss_harmony_render_options* options = nullptr) {
   gptoss_harmony_render_options defaults;
   if (!options) {
@@ -160,7 +165,8 @@ inline std::vector<uint32_t> render(gptoss_tokenizer_t tokenizer, const std::str
   }
   return detail::with_capacity<uint32_t>(conversation_json.size() / 2 + 64, "gptoss_harmony_render",
                                          [&](uint32_t* out, size_t capacity, size_t* n) {
-                                           return gptoss_harmony_render(tokenizer, conversation_json.c_str(),
+                                           return gptoss_harmony_render(tokenizer,
+                                                                        conversation_json.c_str(),
                                                                         options, out, capacity, n);
                                          });
 }
@@ -173,10 +179,13 @@ inline gptoss_model_info model_info(gptoss_model_t model) {
 }
 
 inline void append(gptoss_context_t context, std::span<const uint32_t> tokens) {
-  check(gptoss_context_append_tokens(context, tokens.size(), tokens.data()), "gptoss_context_append_tokens");
+  check(gptoss_context_append_tokens(context, tokens.size(), tokens.data()),
+        "gptoss_context_append_tokens");
 }
 
-inline void process(gptoss_context_t context) { check(gptoss_context_process(context), "gptoss_context_process"); }
+inline void process(gptoss_context_t context) {
+  check(gptoss_context_process(context), "gptoss_context_process");
+}
 
 // Processes several contexts together (gptoss_contexts_process).
 inline void process(std::span<gptoss_context_t> contexts) {
@@ -198,7 +207,8 @@ inline size_t num_tokens(gptoss_context_t context) {
 
 inline size_t num_processed_tokens(gptoss_context_t context) {
   size_t n = 0;
-  check(gptoss_context_get_num_processed_tokens(context, &n), "gptoss_context_get_num_processed_tokens");
+  check(gptoss_context_get_num_processed_tokens(context, &n),
+        "gptoss_context_get_num_processed_tokens");
   return n;
 }
 
@@ -212,7 +222,8 @@ inline size_t max_tokens(gptoss_context_t context) {
 inline std::vector<uint32_t> tokens(gptoss_context_t context) {
   std::vector<uint32_t> ids(num_tokens(context));
   size_t n = 0;
-  check(gptoss_context_get_tokens(context, ids.data(), ids.size(), &n), "gptoss_context_get_tokens");
+  check(gptoss_context_get_tokens(context, ids.data(), ids.size(), &n),
+        "gptoss_context_get_tokens");
   ids.resize(n);
   return ids;
 }
@@ -220,7 +231,8 @@ inline std::vector<uint32_t> tokens(gptoss_context_t context) {
 // Logits of the last processed token into `out` (at least the vocabulary); their count.
 inline size_t logits(gptoss_context_t context, std::span<float> out) {
   size_t n = 0;
-  check(gptoss_context_get_logits(context, out.data(), out.size(), &n), "gptoss_context_get_logits");
+  check(gptoss_context_get_logits(context, out.data(), out.size(), &n),
+        "gptoss_context_get_logits");
   return n;
 }
 
@@ -232,15 +244,20 @@ class tokenizer : public handle<gptoss_tokenizer_t, gptoss_tokenizer_release> {
   // A Hugging Face tokenizer.json.
   static tokenizer from_file(const std::string& path) {
     gptoss_tokenizer_t raw = nullptr;
-    check(gptoss_tokenizer_create_from_file(path.c_str(), &raw), "gptoss_tokenizer_create_from_file");
+    check(gptoss_tokenizer_create_from_file(path.c_str(), &raw),
+          "gptoss_tokenizer_create_from_file");
     return tokenizer(raw);
   }
   std::vector<uint32_t> encode(std::string_view text, uint32_t flags = 0) const {
     return gptoss::encode(get(), text, flags);
   }
   std::string_view token_bytes(uint32_t token) const { return gptoss::token_bytes(get(), token); }
-  std::string decode(std::span<const uint32_t> tokens) const { return gptoss::decode(get(), tokens); }
-  uint32_t special_token(gptoss_special_token type) const { return gptoss::special_token(get(), type); }
+  std::string decode(std::span<const uint32_t> tokens) const {
+    return gptoss::decode(get(), tokens);
+  }
+  uint32_t special_token(gptoss_special_token type) const {
+    return gptoss::special_token(get(), type);
+  }
   std::vector<uint32_t> render(const std::string& conversation_json,
                                const gptoss_harmony_render_options* options = nullptr) const {
     return gptoss::render(get(), conversation_json, options);
@@ -307,7 +324,9 @@ class context : public handle<gptoss_context_t, gptoss_context_release> {
   uint32_t sample(gptoss_sampler_t sampler) const { return gptoss::sample(get(), sampler); }
   std::vector<uint32_t> tokens() const { return gptoss::tokens(get()); }
   size_t num_tokens() const { return gptoss::num_tokens(get()); }
-  void truncate(size_t n) const { check(gptoss_context_truncate(get(), n), "gptoss_context_truncate"); }
+  void truncate(size_t n) const {
+    check(gptoss_context_truncate(get(), n), "gptoss_context_truncate");
+  }
   void reset_tokens() const { check(gptoss_context_reset(get()), "gptoss_context_reset"); }
 };
 
@@ -315,7 +334,8 @@ class sampler : public handle<gptoss_sampler_t, gptoss_sampler_release> {
  public:
   using handle::handle;
   // `options` null: the defaults (temperature 1, seed 0).
-  static sampler create(const gptoss_sampler_options* options = nullptr, const char* call = "gptoss_sampler_create") {
+  static sampler create(const gptoss_sampler_options* options = nullptr,
+                        const char* call = "gptoss_sampler_create") {
     gptoss_sampler_options defaults;
     if (!options) {
       check(gptoss_sampler_options_init(&defaults), "gptoss_sampler_options_init");
@@ -336,7 +356,8 @@ class harmony_parser : public handle<gptoss_harmony_parser_t, gptoss_harmony_par
   using handle::handle;
   static harmony_parser create(gptoss_tokenizer_t tokenizer, const char* first_role, bool strict) {
     gptoss_harmony_parser_t raw = nullptr;
-    check(gptoss_harmony_parser_create(tokenizer, first_role, strict ? 1 : 0, &raw), "gptoss_harmony_parser_create");
+    check(gptoss_harmony_parser_create(tokenizer, first_role, strict ? 1 : 0, &raw),
+          "gptoss_harmony_parser_create");
     return harmony_parser(raw);
   }
   void process_token(uint32_t token) const {
@@ -367,12 +388,14 @@ class grammar : public handle<gptoss_grammar_t, gptoss_grammar_release> {
   using handle::handle;
   static grammar json_schema(gptoss_tokenizer_t tokenizer, const std::string& schema_json) {
     gptoss_grammar_t raw = nullptr;
-    check(gptoss_grammar_create_json_schema(tokenizer, schema_json.c_str(), &raw), "gptoss_grammar_create_json_schema");
+    check(gptoss_grammar_create_json_schema(tokenizer, schema_json.c_str(), &raw),
+          "gptoss_grammar_create_json_schema");
     return grammar(raw);
   }
   static grammar harmony(gptoss_tokenizer_t tokenizer, const std::string& spec_json) {
     gptoss_grammar_t raw = nullptr;
-    check(gptoss_grammar_create_harmony(tokenizer, spec_json.c_str(), &raw), "gptoss_grammar_create_harmony");
+    check(gptoss_grammar_create_harmony(tokenizer, spec_json.c_str(), &raw),
+          "gptoss_grammar_create_harmony");
     return grammar(raw);
   }
 };
@@ -381,7 +404,8 @@ class constraint : public handle<gptoss_constraint_t, gptoss_constraint_release>
  public:
   using handle::handle;
   // `options` null: the defaults (no reasoning or token limit).
-  static constraint create(gptoss_grammar_t grammar, const gptoss_constraint_options* options = nullptr) {
+  static constraint create(gptoss_grammar_t grammar,
+                           const gptoss_constraint_options* options = nullptr) {
     gptoss_constraint_options defaults;
     if (!options) {
       check(gptoss_constraint_options_init(&defaults), "gptoss_constraint_options_init");
@@ -397,7 +421,8 @@ class constraint : public handle<gptoss_constraint_t, gptoss_constraint_release>
   // The allowed tokens as a bit mask (GPTOSS_MASK_WORDS(vocabulary) words); words written.
   size_t fill_mask(std::span<uint32_t> mask) const {
     size_t n = 0;
-    check(gptoss_constraint_fill_mask(get(), mask.data(), mask.size(), &n), "gptoss_constraint_fill_mask");
+    check(gptoss_constraint_fill_mask(get(), mask.data(), mask.size(), &n),
+          "gptoss_constraint_fill_mask");
     return n;
   }
   bool finished() const {
@@ -430,7 +455,8 @@ class stop_strings : public handle<gptoss_stop_strings_t, gptoss_stop_strings_re
   // `stops`: NUL-terminated strings.
   static stop_strings create(std::span<const char* const> stops) {
     gptoss_stop_strings_t raw = nullptr;
-    check(gptoss_stop_strings_create(stops.data(), stops.size(), &raw), "gptoss_stop_strings_create");
+    check(gptoss_stop_strings_create(stops.data(), stops.size(), &raw),
+          "gptoss_stop_strings_create");
     return stop_strings(raw);
   }
   // The views are valid until the next call on the handle.
@@ -438,7 +464,8 @@ class stop_strings : public handle<gptoss_stop_strings_t, gptoss_stop_strings_re
     const char* emit = nullptr;
     size_t size = 0;
     int32_t hit = -1;
-    check(gptoss_stop_strings_push(get(), text.data(), text.size(), &emit, &size, &hit), "gptoss_stop_strings_push");
+    check(gptoss_stop_strings_push(get(), text.data(), text.size(), &emit, &size, &hit),
+          "gptoss_stop_strings_push");
     return {{emit, size}, hit};
   }
   std::string_view flush() const {

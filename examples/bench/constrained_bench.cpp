@@ -76,9 +76,10 @@ int64_t min_tokens(gptoss_grammar_t g) { return new_constraint(g, -1).min_tokens
 
 // Decodes n tokens after `prompt` under `grammar`; a document or turn that finishes starts
 // over (constraints reset, the context goes on).
-void decode(gptoss_context_t ctx, gptoss_sampler_t sampler, gptoss_grammar_t grammar, int64_t max_tokens,
-            const std::vector<uint32_t>& prompt, size_t n, Times* times) {
-  const gptoss::constraint live = new_constraint(grammar, max_tokens), mirror = new_constraint(grammar, max_tokens);
+void decode(gptoss_context_t ctx, gptoss_sampler_t sampler, gptoss_grammar_t grammar,
+            int64_t max_tokens, const std::vector<uint32_t>& prompt, size_t n, Times* times) {
+  const gptoss::constraint live = new_constraint(grammar, max_tokens),
+                           mirror = new_constraint(grammar, max_tokens);
   gptoss::check(gptoss_sampler_set_constraint(sampler, live.get()), "attaching");
   gptoss::check(gptoss_context_reset(ctx), "reset");
   gptoss::check(gptoss_context_append_tokens(ctx, prompt.size(), prompt.data()), "append");
@@ -87,7 +88,8 @@ void decode(gptoss_context_t ctx, gptoss_sampler_t sampler, gptoss_grammar_t gra
   for (size_t i = 0; i < n; ++i) {
     size_t words = 0;
     auto t0 = Clock::now();
-    gptoss::check(gptoss_constraint_fill_mask(mirror.get(), mask.data(), mask.size(), &words), "mask");
+    gptoss::check(gptoss_constraint_fill_mask(mirror.get(), mask.data(), mask.size(), &words),
+                  "mask");
     const double mask_ms = ms_since(t0);
     uint32_t token = 0;
     t0 = Clock::now();
@@ -136,7 +138,8 @@ int run_constrained_bench(const Options& o) {
   std::vector<double> plain;
   {
     gptoss::check(gptoss_context_reset(ctx), "reset");
-    gptoss::check(gptoss_context_append_tokens(ctx, json_prompt.size(), json_prompt.data()), "append");
+    gptoss::check(gptoss_context_append_tokens(ctx, json_prompt.size(), json_prompt.data()),
+                  "append");
     uint32_t token = 0;
     gptoss::check(gptoss_context_sample(ctx, sampler, &token), "prefill");
     for (size_t i = 0; i < o.n_gen + 2; ++i) {
@@ -174,8 +177,9 @@ int run_constrained_bench(const Options& o) {
     std::string spec = s.source ? s.source : std::string("{\"response_format\": {\"type\": \"json_schema\", "
                                                          "\"schema\": ") + kNestedSchema + "}}";
     const auto t0 = Clock::now();
-    const gptoss_status st = s.harmony ? gptoss_grammar_create_harmony(tok, spec.c_str(), &raw_grammar)
-                                       : gptoss_grammar_create_json_schema(tok, spec.c_str(), &raw_grammar);
+    const gptoss_status st =
+        s.harmony ? gptoss_grammar_create_harmony(tok, spec.c_str(), &raw_grammar)
+                  : gptoss_grammar_create_json_schema(tok, spec.c_str(), &raw_grammar);
     const double compile_ms = ms_since(t0);
     gptoss::check(st, "compiling the grammar");
     const gptoss::grammar owned_grammar(raw_grammar);

@@ -157,7 +157,8 @@ int run_model_bench(const Options& o) {
       for (size_t i = 0; i < o.batch; ++i)
         gptoss::check(gptoss_context_append_tokens(cs[i], 1, &next[i]), "append");
       gptoss::check(gptoss_contexts_process(cs.data(), cs.size()), "batched decode");
-      for (size_t i = 0; i < o.batch; ++i) gptoss::check(gptoss_context_sample(cs[i], sampler, &next[i]), "sample");
+      for (size_t i = 0; i < o.batch; ++i)
+        gptoss::check(gptoss_context_sample(cs[i], sampler, &next[i]), "sample");
     }
     const double s = since(t0);
     batch_tok_s = double(o.batch * o.n_gen) / s;

@@ -32,7 +32,8 @@ int run_read_probe(const Options& o) {
   so.temperature = 0.0f;
   const gptoss_model_info info = model.info();
   gptoss_context_t raw_context = nullptr;
-  gptoss::check(gptoss_context_create(model.get(), o.n_gen + 16, &raw_context), "creating a context");
+  gptoss::check(gptoss_context_create(model.get(), o.n_gen + 16, &raw_context),
+                "creating a context");
   const gptoss::context context(raw_context);
   const gptoss_context_t ctx = context.get();
   const gptoss::sampler greedy = gptoss::sampler::create(&so, "creating a sampler");

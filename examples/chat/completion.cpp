@@ -88,7 +88,8 @@ void Completion::finish() {
   finished_ = true;
   if (harmony_) {
     const char* json = nullptr;
-    gptoss::check(gptoss_harmony_parser_finish(parser_.get(), &json), "gptoss_harmony_parser_finish");
+    gptoss::check(gptoss_harmony_parser_finish(parser_.get(), &json),
+                  "gptoss_harmony_parser_finish");
     messages_json_ = json ? json : "[]";
     // Ending the stream can complete a message whose text never came as a delta (a tolerant
     // parse of an unterminated header, say); show what the answer has beyond what streamed.

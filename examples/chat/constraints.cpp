@@ -99,7 +99,8 @@ AnswerConstraint attach_constraint(gptoss_grammar_t grammar, gptoss_sampler_t sa
     co.max_tokens = answer.budget;
   }
   answer.handle = gptoss::constraint::create(grammar, &co);
-  gptoss::check(gptoss_sampler_set_constraint(sampler, answer.handle.get()), "gptoss_sampler_set_constraint");
+  gptoss::check(gptoss_sampler_set_constraint(sampler, answer.handle.get()),
+                "gptoss_sampler_set_constraint");
   return answer;
 }
 

@@ -81,7 +81,8 @@ gptoss::sampler make_sampler(const Options& options, uint64_t seed) {
   return gptoss::sampler::create(&so);
 }
 
-gptoss::context make_context(gptoss_model_t model, const Options& options, gptoss_kvcache_t kvcache) {
+gptoss::context make_context(gptoss_model_t model, const Options& options,
+                             gptoss_kvcache_t kvcache) {
   gptoss_context_options co;
   gptoss::check(gptoss_context_options_init(&co), "gptoss_context_options_init");
   co.context_length = options.context_length;
@@ -123,9 +124,10 @@ void TokenDiagnostics::print(std::FILE* out, gptoss_context_t context, uint32_t 
   const double entropy = std::log(z) - weighted / z;
   const double p_sampled = sampled < n ? std::exp(logits_[sampled] - max) / z : 0.0;
   std::fprintf(out, "%s[token %u \"%s\" p=%.4f | entropy %.3f nats | top-1 %u \"%s\" p=%.4f]\n",
-               prefix, sampled, printable(gptoss::token_bytes(tokenizer_, sampled)).c_str(), p_sampled,
-               entropy, static_cast<unsigned>(top),
-               printable(gptoss::token_bytes(tokenizer_, static_cast<uint32_t>(top))).c_str(), 1.0 / z);
+               prefix, sampled, printable(gptoss::token_bytes(tokenizer_, sampled)).c_str(),
+               p_sampled, entropy, static_cast<unsigned>(top),
+               printable(gptoss::token_bytes(tokenizer_, static_cast<uint32_t>(top))).c_str(),
+               1.0 / z);
 }
 
 GenerationStats generate(gptoss_model_t model, gptoss_context_t context, gptoss_sampler_t sampler,

@@ -44,7 +44,8 @@ struct GenerationStats {
 uint64_t resolve_seed(const Options& options);
 gptoss::sampler make_sampler(const Options& options, uint64_t seed);
 // A context of options.context_length tokens, drawing from `kvcache` when given.
-gptoss::context make_context(gptoss_model_t model, const Options& options, gptoss_kvcache_t kvcache);
+gptoss::context make_context(gptoss_model_t model, const Options& options,
+                             gptoss_kvcache_t kvcache);
 // A shared pool of options.max_kv tokens for `max_sequences` contexts, or null without --max-kv.
 gptoss::kvcache make_kvcache(gptoss_model_t model, const Options& options, size_t max_sequences);
 

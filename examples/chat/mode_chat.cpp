@@ -47,8 +47,9 @@ void sync_context(gptoss_context_t context, const std::vector<uint32_t>& tokens)
   while (common < held.size() && common < tokens.size() && held[common] == tokens[common]) ++common;
   if (common == tokens.size() && common > 0) --common;
   gptoss::check(gptoss_context_truncate(context, common), "gptoss_context_truncate");
-  gptoss::check(gptoss_context_append_tokens(context, tokens.size() - common, tokens.data() + common),
-                "appending the conversation");
+  gptoss::check(
+      gptoss_context_append_tokens(context, tokens.size() - common, tokens.data() + common),
+      "appending the conversation");
 }
 
 const char* kHelp =
@@ -125,11 +126,13 @@ int run_chat(const Options& options) {
       }
     } else {
       prompt = raw_history;
-      std::vector<uint32_t> text = gptoss::encode(tokenizer.get(), line + "\n", GPTOSS_ENCODE_ALLOW_SPECIAL);
+      std::vector<uint32_t> text =
+          gptoss::encode(tokenizer.get(), line + "\n", GPTOSS_ENCODE_ALLOW_SPECIAL);
       prompt.insert(prompt.end(), text.begin(), text.end());
     }
     size_t capacity = 0;
-    gptoss::check(gptoss_context_get_max_tokens(context.get(), &capacity), "gptoss_context_get_max_tokens");
+    gptoss::check(gptoss_context_get_max_tokens(context.get(), &capacity),
+                  "gptoss_context_get_max_tokens");
     if (prompt.size() >= capacity) {
       if (options.harmony) conversation.pop_last();
       std::fprintf(stderr,

@@ -112,11 +112,13 @@ std::vector<std::string> run_batch(gptoss_model_t model, gptoss_tokenizer_t toke
       ++s->generated;
       ++totals.generated_tokens;
       size_t used = 0;
-      gptoss::check(gptoss_context_get_num_tokens(s->context.get(), &used), "gptoss_context_get_num_tokens");
+      gptoss::check(gptoss_context_get_num_tokens(s->context.get(), &used),
+                    "gptoss_context_get_num_tokens");
       if (stop.contains(token) || finished(s->constraint.get()) || s->generated == options.max_tokens ||
           used >= s->capacity)
         continue;
-      gptoss::check(gptoss_context_append_tokens(s->context.get(), 1, &token), "gptoss_context_append_tokens");
+      gptoss::check(gptoss_context_append_tokens(s->context.get(), 1, &token),
+                    "gptoss_context_append_tokens");
       next.push_back(s);
     }
     live = std::move(next);

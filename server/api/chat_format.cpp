@@ -1,8 +1,8 @@
 #include "api/chat_format.hpp"
 
+#include <gptoss.hpp>
 #include "api/ids.hpp"
 #include "api/logprobs.hpp"
-#include <gptoss.hpp>
 
 namespace gptoss_server {
 

@@ -88,9 +88,7 @@ EngineGauges Scheduler::gauges() const {
   return g;
 }
 
-size_t Scheduler::free_tokens() const {
-  return kv_.free_tokens();
-}
+size_t Scheduler::free_tokens() const { return kv_.free_tokens(); }
 
 void Scheduler::run() {
   for (;;) {
@@ -292,7 +290,8 @@ void Scheduler::step() {
     try {
       // The window before the end of the prompt stays, for the next turn's prefix reuse.
       if (before < s->prompt_size() && s->processed >= s->prompt_size())
-        gptoss::check(gptoss_context_set_checkpoint(s->context.get(), s->prompt_size()), "gptoss_context_set_checkpoint");
+        gptoss::check(gptoss_context_set_checkpoint(s->context.get(), s->prompt_size()),
+                      "gptoss_context_set_checkpoint");
       if (s->appended == s->tokens().size()) s->advance();
     } catch (const gptoss::error& e) {
       s->finish(FinishReason::error, e.what());

@@ -26,7 +26,8 @@ gptoss::sampler make_sampler(const Sampling& s) {
 // max_tokens: the sequence's whole output, its stop token included, which is what the
 // constraint counts: advance() ends on a stop token before it checks the length, so a stop
 // token sampled as the max_tokens-th token finishes the output as `stop`.
-gptoss::constraint make_constraint(const Grammar& grammar, int64_t max_reasoning_tokens, int64_t max_tokens) {
+gptoss::constraint make_constraint(const Grammar& grammar, int64_t max_reasoning_tokens,
+                                   int64_t max_tokens) {
   gptoss_constraint_options co;
   gptoss::check(gptoss_constraint_options_init(&co), "gptoss_constraint_options_init");
   co.max_reasoning_tokens = max_reasoning_tokens;
@@ -49,7 +50,8 @@ Sequence::Sequence(std::shared_ptr<Job> job, gptoss_tokenizer_t tokenizer, size_
   // <|return|> ends an answer, <|call|> a tool call; raw text also ends at <|endoftext|>.
   stop_tokens_ = {gptoss::special_token(tokenizer, gptoss_special_token_return),
                   gptoss::special_token(tokenizer, gptoss_special_token_call)};
-  if (!spec.harmony) stop_tokens_.push_back(gptoss::special_token(tokenizer, gptoss_special_token_endoftext));
+  if (!spec.harmony)
+    stop_tokens_.push_back(gptoss::special_token(tokenizer, gptoss_special_token_endoftext));
   tracker_ = spec.harmony ? make_harmony_tracker(tokenizer, spec.stop) : make_text_tracker(tokenizer, spec.stop);
   if (spec.grammar) {
     // The sampler draws only tokens the grammar allows (and accepts each into the constraint);
@@ -63,19 +65,22 @@ Sequence::Sequence(std::shared_ptr<Job> job, gptoss_tokenizer_t tokenizer, size_
 }
 
 void Sequence::append(size_t n) {
-  gptoss::check(gptoss_context_append_tokens(context.get(), n, tokens_.data() + appended), "gptoss_context_append_tokens");
+  gptoss::check(gptoss_context_append_tokens(context.get(), n, tokens_.data() + appended),
+                "gptoss_context_append_tokens");
   appended += n;
 }
 
 bool Sequence::advance() {
   const GenerationSpec& spec = job_->spec();
   uint32_t token = 0;
-  gptoss::check(gptoss_context_sample(context.get(), sampler_.get(), &token), "gptoss_context_sample");
+  gptoss::check(gptoss_context_sample(context.get(), sampler_.get(), &token),
+                "gptoss_context_sample");
   TokenLogprob logprob;
   if (spec.sampling.logprobs >= 0) {
     gptoss_token_logprob chosen{};
     size_t n = 0;
-    gptoss::check(gptoss_sampler_get_last_logprobs(sampler_.get(), &chosen, alternatives_.data(), alternatives_.size(), &n),
+    gptoss::check(gptoss_sampler_get_last_logprobs(sampler_.get(), &chosen, alternatives_.data(),
+                                                   alternatives_.size(), &n),
                   "gptoss_sampler_get_last_logprobs");
     logprob.token = chosen.token;
     logprob.logprob = chosen.logprob;

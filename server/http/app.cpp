@@ -12,7 +12,8 @@
 
 namespace gptoss_server {
 
-App::App(const ServerOptions& options, std::unique_ptr<ResponseStore> store) : ctx_(options, std::move(store)) {}
+App::App(const ServerOptions& options, std::unique_ptr<ResponseStore> store)
+    : ctx_(options, std::move(store)) {}
 
 App::~App() = default;
 
@@ -31,7 +32,8 @@ void App::cancel_all() {
 }
 
 bool App::drained() const {
-  return ctx_.draining.load() && ctx_.active.load() == 0 && (!ctx_.ready.load() || ctx_.loaded->scheduler->idle());
+  return ctx_.draining.load() && ctx_.active.load() == 0 &&
+         (!ctx_.ready.load() || ctx_.loaded->scheduler->idle());
 }
 
 namespace {
@@ -102,7 +104,8 @@ App::Handler App::endpoint(bool needs_engine, EndpointHandler handler) {
 }
 
 httplib::Server::HandlerWithContentReader App::with_body(Handler handler) {
-  return [this, handler](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
+  return [this, handler](const httplib::Request& req, httplib::Response& res,
+                         const httplib::ContentReader& reader) {
     const size_t limit = ctx_.options.max_body_bytes;
     auto refuse = [&](int status, std::string message, const char* code) {
       res.set_header("Connection", "close");  // the rest of the body is never read
@@ -201,7 +204,9 @@ void App::register_routes(httplib::Server& server) {
   server.Get("/metrics", endpoint(false, metrics_text));
   server.Get("/v1/models", endpoint(true, list_models));
   server.Get(R"(/v1/models/(.+))", endpoint(true, get_model));
-  auto post = [&](const char* path, EndpointHandler handler) { server.Post(path, with_body(endpoint(true, handler))); };
+  auto post = [&](const char* path, EndpointHandler handler) {
+    server.Post(path, with_body(endpoint(true, handler)));
+  };
   post("/v1/responses", create_response);
   server.Get(R"(/v1/responses/([^/]+))", endpoint(true, get_response));
   server.Delete(R"(/v1/responses/([^/]+))", endpoint(true, delete_response));

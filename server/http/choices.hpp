@@ -3,8 +3,8 @@
 // together, answered as one object or streamed as `data:` chunks ending with [DONE]. Choice
 // is ChatChoice or CompletionChoice (api/chat_format.hpp).
 #include <httplib.h>
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
+#include <nlohmann/json.hpp>
 
 #include <memory>
 #include <optional>
@@ -56,7 +56,8 @@ inline json total_usage(const ChoicesRun<Choice>& run) {
   return chat_usage(total);
 }
 
-inline std::shared_ptr<Job> submit_or_cancel(Scheduler& scheduler, GenerationSpec spec, std::vector<std::shared_ptr<Job>>& jobs) {
+inline std::shared_ptr<Job> submit_or_cancel(Scheduler& scheduler, GenerationSpec spec,
+                                             std::vector<std::shared_ptr<Job>>& jobs) {
   try {
     return scheduler.submit(std::move(spec));
   } catch (...) {

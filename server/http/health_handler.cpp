@@ -5,9 +5,12 @@
 namespace gptoss_server {
 
 void health(ServerContext& ctx, const httplib::Request&, httplib::Response& res) {
-  const double uptime = std::chrono::duration<double>(std::chrono::steady_clock::now() - ctx.started).count();
+  const double uptime =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - ctx.started).count();
   if (!ctx.ready.load()) {
-    send_json(res, 503, {{"status", "loading"}, {"model", ctx.options.model_name}, {"uptime_seconds", uptime}});
+    send_json(
+        res, 503,
+        {{"status", "loading"}, {"model", ctx.options.model_name}, {"uptime_seconds", uptime}});
     return;
   }
   const bool draining = ctx.draining.load();
@@ -19,8 +22,9 @@ void health(ServerContext& ctx, const httplib::Request&, httplib::Response& res)
 }
 
 void metrics_text(ServerContext& ctx, const httplib::Request&, httplib::Response& res) {
-  res.set_content(ctx.metrics.prometheus(ctx.ready.load() ? ctx.engine().scheduler->gauges() : EngineGauges{}),
-                  "text/plain; version=0.0.4");
+  res.set_content(
+      ctx.metrics.prometheus(ctx.ready.load() ? ctx.engine().scheduler->gauges() : EngineGauges{}),
+      "text/plain; version=0.0.4");
 }
 
 }  // namespace gptoss_server

@@ -93,7 +93,8 @@ std::vector<json> complete_response(ResponseStore& store, ResponseRun& run, cons
       store.put({run.id, run.created_at, response, *run.input_items});
     } catch (const std::exception& e) {
       spdlog::error("response store: cannot store {}: {}", run.id, e.what());
-      run.formatter.fail(std::string("The response was generated but could not be stored: ") + e.what());
+      run.formatter.fail(std::string("The response was generated but could not be stored: ") +
+                         e.what());
     }
   }
   for (auto& e : run.formatter.terminal()) events.push_back(std::move(e));
@@ -130,16 +131,17 @@ void create_response(ServerContext& ctx, const httplib::Request& req, httplib::R
   }
   items.insert(items.end(), r.input.begin(), r.input.end());
 
-  auto job = ctx.engine().scheduler->submit(ctx.harmony_spec(r.setup, items, r.options, "input", "text.format"));
+  auto job = ctx.engine().scheduler->submit(
+      ctx.harmony_spec(r.setup, items, r.options, "input", "text.format"));
 
   const std::string id = new_id("resp_");
   const int64_t created_at = int64_t(std::time(nullptr));
   json base = base_response(r, id, created_at, ctx.options.model_name);
   auto shared_items = std::make_shared<const json>(std::move(input_items));
   ctx.inflight.add(id, job, base, shared_items);
-  auto run = std::make_shared<ResponseRun>(job, ResponsesFormatter(ctx.engine().tokenizer.get(), base, r.include_logprobs),
-                                           client_of(req), id, created_at, r.store, std::move(shared_items),
-                                           &ctx.inflight);
+  auto run = std::make_shared<ResponseRun>(
+      job, ResponsesFormatter(ctx.engine().tokenizer.get(), base, r.include_logprobs),
+      client_of(req), id, created_at, r.store, std::move(shared_items), &ctx.inflight);
 
   if (!r.stream) {
     std::optional<Finish> finish;
@@ -163,7 +165,8 @@ void create_response(ServerContext& ctx, const httplib::Request& req, httplib::R
   res.set_header("Cache-Control", "no-cache");
   res.set_header("X-Accel-Buffering", "no");
   res.set_chunked_content_provider(
-      "text/event-stream", [&ctx, run, active = ctx.hold_active()](size_t, httplib::DataSink& sink) {
+      "text/event-stream",
+      [&ctx, run, active = ctx.hold_active()](size_t, httplib::DataSink& sink) {
         auto write_all = [&](const std::vector<json>& events) {
           for (const auto& e : events)
             if (!write_sse(sink, e, true)) return false;
@@ -171,9 +174,14 @@ void create_response(ServerContext& ctx, const httplib::Request& req, httplib::R
         };
         try {
           if (write_all(run->formatter.start()))
-            follow_jobs({run->job}, run->client,
-                        [&](size_t, std::vector<OutputEvent>& events) { return write_all(run->formatter.on_events(events)); },
-                        [&](size_t, const Finish& f) { return write_all(complete_response(*ctx.store, *run, f)); });
+            follow_jobs(
+                {run->job}, run->client,
+                [&](size_t, std::vector<OutputEvent>& events) {
+                  return write_all(run->formatter.on_events(events));
+                },
+                [&](size_t, const Finish& f) {
+                  return write_all(complete_response(*ctx.store, *run, f));
+                });
           else
             run->job->cancel();
         } catch (const std::exception& e) {
@@ -216,8 +224,7 @@ void list_input_items(ServerContext& ctx, const httplib::Request& req, httplib::
   std::optional<json> all_items;
   if (stored)
     all_items = std::move(stored->input_items);
-  else if (auto running = ctx.inflight.input_items(id))
-    all_items = *running;
+  else if (auto running = ctx.inflight.input_items(id)) all_items = *running;
   if (!all_items) throw not_found("Response with id '" + id + "' not found.", "response_id");
   // Query parameters are strings: parsed like a JSON body so errors name them the same way.
   json query = json::object();

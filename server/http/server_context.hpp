@@ -2,8 +2,8 @@
 // What every endpoint handler (http/handlers.hpp) works over: the options, the response store,
 // the metrics, the loaded engine, the responses in flight, and the steps several endpoints
 // share (checking the model, rendering a prompt, the generation spec of a Harmony chat).
-#include <gptoss.hpp>
 #include <httplib.h>
+#include <gptoss.hpp>
 #include <nlohmann/json.hpp>
 
 #include <atomic>
@@ -89,7 +89,8 @@ struct ServerContext {
   // refuses is a 400 naming "tools" or `format_param`), the reasoning budget, and the budget
   // of structured output.
   GenerationSpec harmony_spec(const ChatSetup& setup, const std::vector<ConversationItem>& items,
-                              const GenerationOptions& generation, const char* items_param, const char* format_param);
+                              const GenerationOptions& generation, const char* items_param,
+                              const char* format_param);
   // Tokens left for the output after `prompt_tokens`, at most the request's max_tokens.
   size_t output_budget(size_t prompt_tokens, std::optional<int64_t> max_tokens) const;
   nlohmann::json model_object() const;
@@ -98,13 +99,14 @@ struct ServerContext {
   // Rendered prompt of a Harmony conversation; 400 when it is too long for the context.
   std::vector<uint32_t> render_prompt(const nlohmann::json& conversation, const char* items_param);
   // The grammar that holds a Harmony chat's output to its setup (null with --no-constrain).
-  Grammar constraint_grammar(const ChatSetup& setup, const char* tools_param, const char* format_param);
+  Grammar constraint_grammar(const ChatSetup& setup, const char* tools_param,
+                             const char* format_param);
   // Structured output (a JSON response format, a forced tool call) must come out complete:
   // the constraint gets spec.max_tokens as its budget. A budget below the shortest complete
   // output is a 400 before anything runs: naming generation.max_tokens_param when the request's
   // limit is too small, `items_param` (context_length_exceeded) when the context is.
-  void budget_structured_output(GenerationSpec& spec, const ChatSetup& setup, const GenerationOptions& generation,
-                                const char* items_param) const;
+  void budget_structured_output(GenerationSpec& spec, const ChatSetup& setup,
+                                const GenerationOptions& generation, const char* items_param) const;
   // max_reasoning_tokens: the request's, else the server's default for its effort.
   int64_t reasoning_budget(const ChatSetup& setup, std::optional<int64_t> requested) const;
   // The "Current date" of a prompt's system message: --date, else today (UTC).

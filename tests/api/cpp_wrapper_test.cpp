@@ -26,17 +26,20 @@ gptoss::model load_model() {
 
 template <typename T>
 constexpr bool move_only =
-    !std::is_copy_constructible_v<T> && !std::is_copy_assignable_v<T> && std::is_nothrow_move_constructible_v<T> &&
-    std::is_nothrow_move_assignable_v<T>;
+    !std::is_copy_constructible_v<T> && !std::is_copy_assignable_v<T> &&
+    std::is_nothrow_move_constructible_v<T> && std::is_nothrow_move_assignable_v<T>;
 
-static_assert(move_only<gptoss::model> && move_only<gptoss::tokenizer> && move_only<gptoss::kvcache> &&
-              move_only<gptoss::context> && move_only<gptoss::sampler> && move_only<gptoss::harmony_parser> &&
-              move_only<gptoss::grammar> && move_only<gptoss::constraint> && move_only<gptoss::stop_strings>);
+static_assert(move_only<gptoss::model> && move_only<gptoss::tokenizer> &&
+              move_only<gptoss::kvcache> && move_only<gptoss::context> &&
+              move_only<gptoss::sampler> && move_only<gptoss::harmony_parser> &&
+              move_only<gptoss::grammar> && move_only<gptoss::constraint> &&
+              move_only<gptoss::stop_strings>);
 static_assert(std::is_base_of_v<std::runtime_error, gptoss::error>);
 
 }  // namespace
 
-TEST_CASE("c++ api (gptoss.hpp): a failed call throws gptoss::error with the status and message", "[api][cpp]") {
+TEST_CASE("c++ api (gptoss.hpp): a failed call throws gptoss::error with the status and message",
+          "[api][cpp]") {
   try {
     (void)gptoss::model::load(gptoss::test::shared_dir() + "/no-such-model");
     FAIL("loading a missing model did not throw");
@@ -86,7 +89,8 @@ TEST_CASE("c++ api (gptoss.hpp): handles move their reference and release it onc
   CHECK_FALSE(again.encode("still here").empty());
 }
 
-TEST_CASE("c++ api (gptoss.hpp): tokenize, render and generate on the conformance model", "[api][cpp]") {
+TEST_CASE("c++ api (gptoss.hpp): tokenize, render and generate on the conformance model",
+          "[api][cpp]") {
   const gptoss::model model = load_model();
   const gptoss::tokenizer tokenizer = model.get_tokenizer();
   const gptoss_model_info info = model.info();
@@ -152,7 +156,8 @@ TEST_CASE("c++ api (gptoss.hpp): tokenize, render and generate on the conformanc
 TEST_CASE("c++ api (gptoss.hpp): grammars, constraints and stop strings", "[api][cpp]") {
   const gptoss::model model = load_model();
   const gptoss::tokenizer tokenizer = model.get_tokenizer();
-  const gptoss::grammar grammar = gptoss::grammar::json_schema(tokenizer.get(), R"({"type": "boolean"})");
+  const gptoss::grammar grammar =
+      gptoss::grammar::json_schema(tokenizer.get(), R"({"type": "boolean"})");
   const gptoss::constraint constraint = gptoss::constraint::create(grammar.get());
   CHECK(constraint.min_tokens() > 0);
   CHECK_FALSE(constraint.finished());

@@ -32,7 +32,8 @@ Shown show(gptoss_tokenizer_t tokenizer, const std::string& turn, bool show_reas
   Shown shown;
   {
     Completion completion(tokenizer, /*harmony=*/true, Display{file, show_reasoning, /*color=*/false});
-    for (uint32_t token : gptoss::encode(tokenizer, turn, GPTOSS_ENCODE_ALLOW_SPECIAL)) completion.on_token(token);
+    for (uint32_t token : gptoss::encode(tokenizer, turn, GPTOSS_ENCODE_ALLOW_SPECIAL))
+      completion.on_token(token);
     completion.finish();
     shown.answer = completion.answer();
   }
@@ -56,7 +57,8 @@ int main(int argc, char** argv) {
   }
   try {
     gptoss_tokenizer_t raw = nullptr;
-    gptoss::check(gptoss_tokenizer_create_from_file(argv[1], &raw), "gptoss_tokenizer_create_from_file");
+    gptoss::check(gptoss_tokenizer_create_from_file(argv[1], &raw),
+                  "gptoss_tokenizer_create_from_file");
     gptoss::tokenizer tokenizer(raw);
 
     // A preamble, then the answer: only the answer is printed unless reasoning is shown.

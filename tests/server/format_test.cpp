@@ -4,9 +4,9 @@
 
 #include <set>
 
+#include <gptoss.hpp>
 #include "api/chat_format.hpp"
 #include "api/responses_format.hpp"
-#include <gptoss.hpp>
 #include "support/paths.hpp"
 
 using namespace gptoss_server;
@@ -16,7 +16,8 @@ namespace {
 
 gptoss::tokenizer tokenizer() {
   gptoss_tokenizer_t t = nullptr;
-  gptoss::check(gptoss_tokenizer_create_from_file(gptoss::test::tokenizer_json().c_str(), &t), "tokenizer");
+  gptoss::check(gptoss_tokenizer_create_from_file(gptoss::test::tokenizer_json().c_str(), &t),
+                "tokenizer");
   return gptoss::tokenizer(t);
 }
 

@@ -2,9 +2,9 @@
 // renderer and tokenizer), and the constraint spec the grammar compiler takes.
 #include <catch2/catch.hpp>
 
+#include <gptoss.hpp>
 #include "api/api_error.hpp"
 #include "api/harmony_conversation.hpp"
-#include <gptoss.hpp>
 #include "engine/grammar_cache.hpp"
 #include "support/paths.hpp"
 
@@ -15,7 +15,8 @@ namespace {
 
 gptoss::tokenizer tokenizer() {
   gptoss_tokenizer_t t = nullptr;
-  gptoss::check(gptoss_tokenizer_create_from_file(gptoss::test::tokenizer_json().c_str(), &t), "tokenizer");
+  gptoss::check(gptoss_tokenizer_create_from_file(gptoss::test::tokenizer_json().c_str(), &t),
+                "tokenizer");
   return gptoss::tokenizer(t);
 }
 

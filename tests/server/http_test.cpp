@@ -64,7 +64,8 @@ struct LoadingServer {
     auto engine = std::make_unique<Engine>();
     engine->model.reset(gptoss::test::load_conformance_model(gptoss::test::Format::hf, 1, gptoss_precision_exact).release());
     gptoss_tokenizer_t tokenizer = nullptr;
-    gptoss::check(gptoss_model_get_tokenizer(engine->model.get(), &tokenizer), "gptoss_model_get_tokenizer");
+    gptoss::check(gptoss_model_get_tokenizer(engine->model.get(), &tokenizer),
+                  "gptoss_model_get_tokenizer");
     engine->tokenizer.reset(tokenizer);
     engine->vocab_size = 201088;
     engine->grammars = std::make_unique<GrammarCache>(tokenizer, 8);

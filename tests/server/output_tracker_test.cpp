@@ -13,7 +13,8 @@ namespace {
 
 gptoss::tokenizer tokenizer() {
   gptoss_tokenizer_t t = nullptr;
-  gptoss::check(gptoss_tokenizer_create_from_file(gptoss::test::tokenizer_json().c_str(), &t), "tokenizer");
+  gptoss::check(gptoss_tokenizer_create_from_file(gptoss::test::tokenizer_json().c_str(), &t),
+                "tokenizer");
   return gptoss::tokenizer(t);
 }
 
@@ -64,10 +65,15 @@ TEST_CASE("harmony output: analysis, then the final answer", "[server][tracker]"
                       true);
   CHECK(r.trace() == "[+analysis/]Think it over.[-][+final/]Paris.[-]");
   // Header, content and terminator tokens of the analysis message.
-  const size_t analysis = gptoss::encode(tok.get(), "<|channel|>analysis<|message|>Think it over.<|end|>", GPTOSS_ENCODE_ALLOW_SPECIAL).size();
+  const size_t analysis =
+      gptoss::encode(tok.get(), "<|channel|>analysis<|message|>Think it over.<|end|>",
+                     GPTOSS_ENCODE_ALLOW_SPECIAL)
+          .size();
   CHECK(r.reasoning_tokens == analysis);
   // Only content tokens carry log-probabilities.
-  const size_t content = gptoss::encode(tok.get(), "Think it over.", GPTOSS_ENCODE_ALLOW_SPECIAL).size() + gptoss::encode(tok.get(), "Paris.", GPTOSS_ENCODE_ALLOW_SPECIAL).size();
+  const size_t content =
+      gptoss::encode(tok.get(), "Think it over.", GPTOSS_ENCODE_ALLOW_SPECIAL).size() +
+      gptoss::encode(tok.get(), "Paris.", GPTOSS_ENCODE_ALLOW_SPECIAL).size();
   CHECK(r.logprobs() == content);
 }
 
@@ -107,7 +113,8 @@ TEST_CASE("harmony output: malformed output is recovered as text, never an error
   // No <|channel|> at all: the whole output is a header that never ends.
   Run r = track(tok.get(), "just some words", true);
   CHECK(r.trace() == "[+/]just some words[-]");
-  CHECK(r.logprobs() == gptoss::encode(tok.get(), "just some words", GPTOSS_ENCODE_ALLOW_SPECIAL).size());
+  CHECK(r.logprobs() ==
+        gptoss::encode(tok.get(), "just some words", GPTOSS_ENCODE_ALLOW_SPECIAL).size());
   // A stop token inside a header, then a well-formed message.
   r = track(tok.get(), "<|channel|>final The answer<|end|><|start|>assistant<|channel|>final<|message|>ok<|return|>", true);
   CHECK(r.trace() == "[+final/]The answer[-][+final/]ok[-]");
@@ -139,7 +146,9 @@ TEST_CASE("raw text: every token's bytes, UTF-8 whole, stop strings", "[server][
   auto tok = tokenizer();
   Run r = track(tok.get(), "Once upon a time <|start|> 漢字", false);
   CHECK(r.trace() == "[+/]Once upon a time <|start|> 漢字[-]");
-  CHECK(r.logprobs() == gptoss::encode(tok.get(), "Once upon a time <|start|> 漢字", GPTOSS_ENCODE_ALLOW_SPECIAL).size());
+  CHECK(r.logprobs() ==
+        gptoss::encode(tok.get(), "Once upon a time <|start|> 漢字", GPTOSS_ENCODE_ALLOW_SPECIAL)
+            .size());
   r = track(tok.get(), "a b c d", false, {"c"});
   CHECK(r.trace() == "[+/]a b [-]");
 }

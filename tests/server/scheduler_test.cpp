@@ -245,7 +245,8 @@ TEST_CASE("constrained sequences: forced tool calls with valid arguments, the sa
     GrammarCache grammars(e.tokenizer.get(), 4);
     GenerationSpec s;
     const std::vector<ConversationItem> items = {{ConversationItem::Kind::message, "user", false, "Weather?", "", ""}};
-    s.prompt = gptoss::render(e.tokenizer.get(), harmony_conversation(setup, items, "2025-06-28", "input").dump());
+    s.prompt = gptoss::render(e.tokenizer.get(),
+                              harmony_conversation(setup, items, "2025-06-28", "input").dump());
     s.max_tokens = 300;
     s.sampling.seed = seed;
     s.grammar = grammars.harmony(constraint_spec(setup).dump());
@@ -301,7 +302,8 @@ TEST_CASE("structured output with a token budget: complete, valid, and ended by 
   const int64_t shortest = shortest_output_tokens(grammar, -1);
   REQUIRE(shortest > 0);
   const std::vector<ConversationItem> items = {{ConversationItem::Kind::message, "user", false, "JSON?", "", ""}};
-  const auto prompt_tokens = gptoss::render(e.tokenizer.get(), harmony_conversation(setup, items, "2025-06-28", "input").dump());
+  const auto prompt_tokens = gptoss::render(
+      e.tokenizer.get(), harmony_conversation(setup, items, "2025-06-28", "input").dump());
   // The random-weight model wanders (free strings, reasoning without end): only the budget ends
   // these. A budget of exactly the shortest output leaves no choice anywhere the grammar has one.
   const std::vector<size_t> budgets = {size_t(shortest), size_t(shortest) + 5, 2 * size_t(shortest)};
