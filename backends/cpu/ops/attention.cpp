@@ -108,15 +108,15 @@ void finish_row(const Partial* p, size_t splits, size_t r, size_t hd, float sink
 size_t round16(size_t n) { return (n + 15) / 16 * 16; }  // 64-byte alignment of scratch parts
 }  // namespace
 
-gptoss_status op_attention(void* stream, const void* q, const void* k_cache, const void* v_cache,
-                           gptoss_kv_dtype dtype, const void* sinks, const void* tokens,
-                           const void* page_table, size_t n_tokens, size_t n_heads,
+gptoss_status op_attention(Stream* stream, const float* q, const void* k_cache, const void* v_cache,
+                           gptoss_kv_dtype dtype, const Weight* sinks, const AttnToken* tokens,
+                           const int32_t* page_table, size_t n_tokens, size_t n_heads,
                            size_t n_kv_heads, size_t head_dim, size_t page_size, float scale,
-                           void* out) {
+                           float* out) {
   Device& dev = device_of(stream);
   if (n_kv_heads == 0 || n_heads % n_kv_heads != 0 || page_size == 0 || head_dim == 0)
     return gptoss_status_invalid_argument;
-  const auto* toks = static_cast<const AttnToken*>(tokens);
+  const AttnToken* toks = tokens;
   for (size_t t = 0; t < n_tokens; ++t)  // every token sees at least itself
     if (toks[t].kv_start < 0 || toks[t].pos < toks[t].kv_start) return gptoss_status_invalid_argument;
   if (dev.isa == Isa::scalar)
@@ -131,7 +131,7 @@ gptoss_status op_attention(void* stream, const void* q, const void* k_cache, con
       bf16 && dev.quantize_activations && hd % 2 == 0 ? dev.kernels->attention_bf16 : nullptr;
   try {
     std::vector<float> sink(n_heads);
-    decode_row(W(sinks), 0, sink.data());
+    decode_row(*sinks, 0, sink.data());
     const size_t max_block = std::max<size_t>(1, kRowsPerBlock / G);
     const std::vector<Block> blocks = make_blocks(toks, n_tokens, max_block);
     size_t max_keys = 1, max_n = 1;
@@ -214,7 +214,7 @@ gptoss_status op_attention(void* stream, const void* q, const void* k_cache, con
                               R_max);
           qs[h] = scratch + h * per_head + part;
           for (size_t r = 0; r < R; ++r) {
-            const float* src = F(q) + ((blk.t0 + r / G) * n_heads + kvh * G + r % G) * hd;
+            const float* src = q + ((blk.t0 + r / G) * n_heads + kvh * G + r % G) * hd;
             for (size_t d = 0; d < hd; ++d) qs[h][r * hd + d] = src[d] * scale;
             st[h].m[r] = -std::numeric_limits<float>::infinity();
             st[h].l[r] = 0.0f;
@@ -223,7 +223,7 @@ gptoss_status op_attention(void* stream, const void* q, const void* k_cache, con
           q2[h] = qs[h] + R_max * hd;
           if (B) B->round_pairs(qs[h], R * hd / 2, q2[h]);
         }
-        const int32_t* pt = I(page_table) + toks[blk.t0].page_table_offset;
+        const int32_t* pt = page_table + toks[blk.t0].page_table_offset;
         // Cached rows of the tile at j0 at the group's first head; null for keys before k0
         // (they read as zeros: positions before k0 may lie in released pages, never read them).
         // Walks the pages rather than divide per key (a division per key costs a visible part
@@ -285,7 +285,7 @@ gptoss_status op_attention(void* stream, const void* q, const void* k_cache, con
           for (size_t h = 0; h < hg; ++h)
             for (size_t r = 0; r < R; ++r) {
               const size_t head = (kvh0 + h) * G + r % G;
-              finish_row(&st[h], 1, r, hd, sink[head], F(out) + ((blk.t0 + r / G) * n_heads + head) * hd);
+              finish_row(&st[h], 1, r, hd, sink[head], out + ((blk.t0 + r / G) * n_heads + head) * hd);
             }
       }
     });
@@ -299,7 +299,7 @@ gptoss_status op_attention(void* stream, const void* q, const void* k_cache, con
         for (size_t s = 0; s < splits; ++s) ps[s] = Partial::at(parts.data() + (bk * splits + s) * part, R_max);
         for (size_t r = 0; r < blk.n * G; ++r) {
           const size_t h = kvh * G + r % G;
-          finish_row(ps.data(), splits, r, hd, sink[h], F(out) + ((blk.t0 + r / G) * n_heads + h) * hd);
+          finish_row(ps.data(), splits, r, hd, sink[h], out + ((blk.t0 + r / G) * n_heads + h) * hd);
         }
       }
     });

@@ -34,56 +34,39 @@ const float* activations_for(const Weight& w, const float* x, size_t n_tok,
 
 }  // namespace
 
-gptoss_status op_embedding(void* s, const void* w, const void* t, size_t n, void* out) {
-  return ref_embedding(s, w, t, n, out);
-}
-gptoss_status op_rmsnorm(void* s, const void* x, const void* g, size_t n, size_t d, float eps,
-                         void* out) {
-  return ref_rmsnorm(s, x, g, n, d, eps, out);
-}
-gptoss_status op_rope(void* s, void* x, const void* pos, size_t n, size_t nh, size_t hd,
-                      const gptoss_rope_params* p) {
-  return ref_rope(s, x, pos, n, nh, hd, p);
-}
-gptoss_status op_kv_write(void* s, void* kc, void* vc, gptoss_kv_dtype dt, const void* k,
-                          const void* v, const void* slots, size_t n, size_t kv_dim) {
-  return ref_kv_write(s, kc, vc, dt, k, v, slots, n, kv_dim);
-}
-gptoss_status op_add(void* s, void* x, const void* y, size_t n) { return ref_add(s, x, y, n); }
-
 // x += y, then the rmsnorm of each row: the same arithmetic as add then rmsnorm, in one pass
 // per row and over the pool.
-gptoss_status op_add_rmsnorm(void* stream, void* x, const void* y, const void* scale,
-                             size_t n_tokens, size_t dim, float eps, void* out) {
+gptoss_status op_add_rmsnorm(Stream* stream, float* x, const float* y, const Weight* scale,
+                             size_t n_tokens, size_t dim, float eps, float* out) {
   Device& dev = device_of(stream);
-  const Weight& s = W(scale);
+  const Weight& s = *scale;
   if (s.rows * s.cols != dim) return gptoss_status_invalid_argument;
   for_each_piece(dev.pool, n_tokens, 1, double(n_tokens) * double(dim) * 4, [&](size_t t0, size_t t1) {
     float* g = thread_scratch(dim, 3);
     decode_row(s, 0, g);
     for (size_t t = t0; t < t1; ++t) {
-      float* xr = F(x) + t * dim;
-      const float* yr = F(y) + t * dim;
+      float* xr = x + t * dim;
+      const float* yr = y + t * dim;
       float ss = 0.0f;
       for (size_t i = 0; i < dim; ++i) {
         xr[i] += yr[i];
         ss += xr[i] * xr[i];
       }
       const float r = 1.0f / std::sqrt(ss / float(dim) + eps);
-      float* o = F(out) + t * dim;
+      float* o = out + t * dim;
       for (size_t i = 0; i < dim; ++i) o[i] = xr[i] * r * g[i];
     }
   });
   return gptoss_status_success;
 }
 
-gptoss_status op_linear(void* stream, const void* x, const void* weight, const void* bias,
-                        size_t n_tokens, size_t n_in, size_t n_out, void* out) {
+gptoss_status op_linear(Stream* stream, const float* x, const Weight* weight, const Weight* bias,
+                        size_t n_tokens, size_t n_in, size_t n_out, float* out) {
   Device& dev = device_of(stream);
   if (dev.isa == Isa::scalar)
     return ref_linear(stream, x, weight, bias, n_tokens, n_in, n_out, out);
-  const Weight& w = W(weight);
-  const Weight* bw = static_cast<const Weight*>(bias);
+  const Weight& w = *weight;
+  const Weight* bw = bias;
   if (w.cols != n_in || w.rows != n_out) return gptoss_status_invalid_argument;
   if (bw != nullptr && bw->rows * bw->cols != n_out) return gptoss_status_invalid_argument;
   try {
@@ -98,7 +81,7 @@ gptoss_status op_linear(void* stream, const void* x, const void* weight, const v
       b.resize(r1 - r0);
       decode_row_range(*bw, 0, r0, r1 - r0, b.data());
       for (size_t t = 0; t < n_tokens; ++t)
-        for (size_t r = r0; r < r1; ++r) F(out)[t * n_out + r] += b[r - r0];
+        for (size_t r = r0; r < r1; ++r) out[t * n_out + r] += b[r - r0];
     };
     const double work = double(n_out) * double(n_in) * double(n_tokens);
     const Kernels& k = *dev.kernels;
@@ -112,18 +95,18 @@ gptoss_status op_linear(void* stream, const void* x, const void* weight, const v
         acts.ld = dense_bf16_pairs_stride(n_in);
         x2.assign(n_tokens * acts.ld, 0.0f);
         for (size_t t = 0; t < n_tokens; ++t)
-          k.attention_bf16->round_pairs(F(x) + t * n_in, n_in / 2, x2.data() + t * acts.ld);
+          k.attention_bf16->round_pairs(x + t * n_in, n_in / 2, x2.data() + t * acts.ld);
         acts.x = x2.data();
         break;
       }
       case MatmulActs::q8: {  // the int8 quantizer folds the MXFP4 permutation in
         Q8Acts& q = q8.prepare(n_tokens, n_in);
-        k.quantize_q8(F(x), n_in, n_tokens, q);
+        k.quantize_q8(x, n_in, n_tokens, q);
         acts.q8 = &q;
         break;
       }
       case MatmulActs::fp32:  // the fp32 kernels need the MXFP4 permutation done
-        acts.x = activations_for(w, F(x), n_tokens, xs);
+        acts.x = activations_for(w, x, n_tokens, xs);
         acts.ld = n_in;
         break;
     }
@@ -134,7 +117,7 @@ gptoss_status op_linear(void* stream, const void* x, const void* weight, const v
     const bool merge = pairs || n_tokens == 1;
     const size_t grain = rows_per_piece(n_out, pairs ? 1 : n_tokens, dev.pool, kRowGrain, merge ? 64 : 16);
     for_each_piece(dev.pool, n_out, grain, work, [&](size_t r0, size_t r1) {
-      run_matmul(kernel, k, w, r0, r1 - r0, acts, 0, n_tokens, F(out) + r0, n_out);
+      run_matmul(kernel, k, w, r0, r1 - r0, acts, 0, n_tokens, out + r0, n_out);
       add_bias(r0, r1);
     }, merge);
   } catch (const std::bad_alloc&) {
@@ -143,14 +126,14 @@ gptoss_status op_linear(void* stream, const void* x, const void* weight, const v
   return gptoss_status_success;
 }
 
-gptoss_status op_router(void* stream, const void* x, const void* weight, const void* bias,
+gptoss_status op_router(Stream* stream, const float* x, const Weight* weight, const Weight* bias,
                         size_t n_tokens, size_t dim, size_t n_experts, size_t top_k,
-                        void* expert_ids, void* expert_weights) {
+                        int32_t* expert_ids, float* expert_weights) {
   Device& dev = device_of(stream);
   if (dev.isa == Isa::scalar)
     return ref_router(stream, x, weight, bias, n_tokens, dim, n_experts, top_k, expert_ids,
                       expert_weights);
-  const Weight& w = W(weight);
+  const Weight& w = *weight;
   if (w.rows != n_experts || w.cols != dim || top_k == 0 || top_k > n_experts)
     return gptoss_status_invalid_argument;
   try {
@@ -161,8 +144,8 @@ gptoss_status op_router(void* stream, const void* x, const void* weight, const v
     std::vector<size_t> order;
     for (size_t t = 0; t < n_tokens; ++t)
       router_topk_softmax(logits.data() + t * n_experts, n_experts, top_k,
-                          static_cast<int32_t*>(expert_ids) + t * top_k,
-                          F(expert_weights) + t * top_k, order);
+                          expert_ids + t * top_k,
+                          expert_weights + t * top_k, order);
   } catch (const std::bad_alloc&) {
     return gptoss_status_insufficient_memory;
   }

@@ -34,17 +34,17 @@ struct ExpertGroup {
 };
 }  // namespace
 
-gptoss_status op_moe(void* stream, const void* x, const void* expert_ids,
-                     const void* expert_weights, const void* mlp1, const void* mlp1_bias,
-                     const void* mlp2, const void* mlp2_bias, size_t n_tokens, size_t dim,
-                     size_t inter, size_t top_k, float limit, void* out) {
+gptoss_status op_moe(Stream* stream, const float* x, const int32_t* expert_ids,
+                     const float* expert_weights, const Weight* mlp1, const Weight* mlp1_bias,
+                     const Weight* mlp2, const Weight* mlp2_bias, size_t n_tokens, size_t dim,
+                     size_t inter, size_t top_k, float limit, float* out) {
   Device& dev = device_of(stream);
   if (dev.isa == Isa::scalar)
     return ref_moe(stream, x, expert_ids, expert_weights, mlp1, mlp1_bias, mlp2, mlp2_bias,
                    n_tokens, dim, inter, top_k, limit, out);
-  const Weight &w1 = W(mlp1), &w2 = W(mlp2);
-  const Weight* b1 = static_cast<const Weight*>(mlp1_bias);
-  const Weight* b2 = static_cast<const Weight*>(mlp2_bias);
+  const Weight &w1 = *mlp1, &w2 = *mlp2;
+  const Weight* b1 = mlp1_bias;
+  const Weight* b2 = mlp2_bias;
   const size_t n_experts = size_t(w1.shape[0]);
   if (w1.ndim != 3 || size_t(w1.shape[1]) != 2 * inter || w1.cols != dim || w2.ndim != 3 ||
       size_t(w2.shape[1]) != dim || w2.cols != inter || size_t(w2.shape[0]) != n_experts)
@@ -54,13 +54,13 @@ gptoss_status op_moe(void* stream, const void* x, const void* expert_ids,
     return gptoss_status_invalid_argument;
   const size_t n_slots = n_tokens * top_k;
   for (size_t i = 0; i < n_slots; ++i)
-    if (I(expert_ids)[i] < 0) return gptoss_status_invalid_argument;
+    if (expert_ids[i] < 0) return gptoss_status_invalid_argument;
   try {
     // Group the (token, k) slots by expert; slot_row[tk] = its row in the grouped arrays, or
     // kNotHeld for an expert outside the slice these weights hold (it adds nothing here).
     constexpr size_t kNotHeld = ~size_t(0);
     std::vector<size_t> count(n_experts, 0), slot_row(n_slots, kNotHeld);
-    auto local = [&](size_t i) { return int64_t(I(expert_ids)[i]) - w1.first_expert; };
+    auto local = [&](size_t i) { return int64_t(expert_ids[i]) - w1.first_expert; };
     auto held = [&](size_t i) { return local(i) >= 0 && size_t(local(i)) < n_experts; };
     for (size_t i = 0; i < n_slots; ++i)
       if (held(i)) ++count[size_t(local(i))];
@@ -111,7 +111,7 @@ gptoss_status op_moe(void* stream, const void* x, const void* expert_ids,
     // the kernel order of w1.
     ActsView x1;  // X_e as w1's kernel takes it
     if (q1) {
-      const Q8Acts& tq = quantize(F(x), n_tokens, dim, temps.tq);
+      const Q8Acts& tq = quantize(x, n_tokens, dim, temps.tq);
       Q8Acts& slots = temps.xq.prepare(n_slots, dim);
       for (size_t i = 0; i < n_slots; ++i)
         if (slot_row[i] != kNotHeld) copy_q8_row(tq, i / top_k, slots, slot_row[i]);
@@ -120,7 +120,7 @@ gptoss_status op_moe(void* stream, const void* x, const void* expert_ids,
       xg.resize(std::max(xg.size(), n_slots * dim));
       for (size_t i = 0; i < n_slots; ++i) {
         if (slot_row[i] == kNotHeld) continue;
-        const float* src = F(x) + (i / top_k) * dim;
+        const float* src = x + (i / top_k) * dim;
         float* dst = xg.data() + slot_row[i] * dim;
         if (perm1)
           permute_for_mxfp4(src, dim, 1, dim, dst);
@@ -192,12 +192,12 @@ gptoss_status op_moe(void* stream, const void* x, const void* expert_ids,
 
     for_each_piece(dev.pool, n_tokens, 8, double(n_slots) * double(dim), [&](size_t t0, size_t t1) {
       for (size_t t = t0; t < t1; ++t) {
-        float* o = F(out) + t * dim;
+        float* o = out + t * dim;
         std::fill(o, o + dim, 0.0f);
         for (size_t k = 0; k < top_k; ++k) {
           const size_t tk = t * top_k + k;
           if (slot_row[tk] == kNotHeld) continue;
-          const float wk = F(expert_weights)[tk];
+          const float wk = expert_weights[tk];
           const float* y = yg.data() + slot_row[tk] * dim;  // includes b2
           for (size_t r = 0; r < dim; ++r) o[r] += wk * y[r];
         }

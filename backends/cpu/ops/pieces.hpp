@@ -1,5 +1,5 @@
 #pragma once
-// How the fast ops cut their work over the thread pool, and their pointer casts.
+// How the fast ops cut their work over the thread pool.
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
@@ -7,15 +7,10 @@
 #include <memory>
 
 #include "cpu_backend.hpp"
-#include "row_streams.hpp"
 
 namespace gptoss::cpu::ops {
 
-inline Device& device_of(void* stream) { return *static_cast<Stream*>(stream)->dev; }
-inline const Weight& W(const void* w) { return *static_cast<const Weight*>(w); }
-inline const float* F(const void* p) { return static_cast<const float*>(p); }
-inline float* F(void* p) { return static_cast<float*>(p); }
-inline const int32_t* I(const void* p) { return static_cast<const int32_t*>(p); }
+inline Device& device_of(Stream* stream) { return *stream->dev; }
 
 // Rows per piece when splitting `rows` weight rows over the pool: at least `min_grain` (a
 // multiple of it), and for memory-bound calls (few tokens) about 16 pieces per thread: every

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "cpu_memory.hpp"
+#include "slots.hpp"
 
 namespace gptoss::cpu {
 

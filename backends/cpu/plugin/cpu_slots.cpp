@@ -1,5 +1,5 @@
 // The CPU plugin's function table: the op slots, which turn the ABI's handles and
-// descriptors into the kernels' plain pointers (ops.hpp), and the fused slots as the exact
+// descriptors into the ops' types and call them (ops.hpp), and the fused slots as the exact
 // compositions they stand for (run back to back, no launch to save on a CPU; add_rmsnorm is
 // one pass per row, computing what add then rmsnorm compute).
 #include <chrono>
@@ -8,36 +8,9 @@
 #include "cpu_backend.hpp"
 #include "ops.hpp"
 #include "sample.hpp"
+#include "slots.hpp"
 
 namespace gptoss::cpu {
-
-namespace slots {  // cpu_backend.cpp
-int32_t device_count();
-void device_describe(int32_t, char*, size_t);
-gptoss_status device_open(int32_t, uint32_t, gptoss_backend_device_t*);
-void device_close(gptoss_backend_device_t);
-const char* last_error(gptoss_backend_device_t);
-gptoss_status device_set_precision(gptoss_backend_device_t, gptoss_precision);
-gptoss_status device_memory_info(gptoss_backend_device_t, size_t*, size_t*);
-gptoss_status stream_create(gptoss_backend_device_t, gptoss_backend_stream_t*);
-void stream_destroy(gptoss_backend_device_t, gptoss_backend_stream_t);
-gptoss_status stream_synchronize(gptoss_backend_stream_t);
-gptoss_status buffer_alloc(gptoss_backend_device_t, size_t, gptoss_backend_buffer_t*);
-void buffer_free(gptoss_backend_device_t, gptoss_backend_buffer_t);
-gptoss_status buffer_view(gptoss_backend_device_t, gptoss_backend_buffer_t, size_t, size_t,
-                          gptoss_backend_buffer_t*);
-gptoss_status buffer_write(gptoss_backend_stream_t, gptoss_backend_buffer_t, size_t, const void*, size_t);
-gptoss_status buffer_read(gptoss_backend_stream_t, gptoss_backend_buffer_t, size_t, void*, size_t);
-gptoss_status buffer_copy(gptoss_backend_stream_t, gptoss_backend_buffer_t, size_t,
-                          gptoss_backend_buffer_t, size_t, size_t);
-gptoss_status buffer_copy_peer(gptoss_backend_stream_t, gptoss_backend_buffer_t, size_t,
-                               gptoss_backend_device_t, gptoss_backend_buffer_t, size_t, size_t);
-gptoss_status weight_upload(gptoss_backend_device_t, const gptoss_tensor_desc*, gptoss_backend_weight_t*);
-void weight_free(gptoss_backend_device_t, gptoss_backend_weight_t);
-gptoss_status kv_create(gptoss_backend_device_t, const gptoss_kv_desc*, size_t, gptoss_backend_kv_t*);
-gptoss_status kv_grow(gptoss_backend_device_t, gptoss_backend_kv_t, size_t);
-void kv_destroy(gptoss_backend_device_t, gptoss_backend_kv_t);
-}  // namespace slots
 
 namespace {
 
@@ -46,7 +19,12 @@ using Buf = gptoss_backend_buffer_t;
 using Wt = gptoss_backend_weight_t;
 using Kv = gptoss_backend_kv_t;
 
-Device& dev_of(Stm s) { return *reinterpret_cast<Stream*>(s)->dev; }
+// The ABI's handles as the ops' types.
+Stream* stream(Stm s) { return reinterpret_cast<Stream*>(s); }
+Device& dev_of(Stm s) { return *stream(s)->dev; }
+const Weight* weight(Wt w) { return reinterpret_cast<const Weight*>(w); }
+float* f32(Buf b) { return reinterpret_cast<float*>(b); }
+int32_t* i32(Buf b) { return reinterpret_cast<int32_t*>(b); }
 const KvCache& kv_of(Kv kv) { return *reinterpret_cast<const KvCache*>(kv); }
 
 gptoss_status refuse(const char* why) {
@@ -64,22 +42,23 @@ bool slots_in_range(const KvCache& kv, Buf slots, size_t n) {
 }
 
 gptoss_status embedding(Stm s, Wt w, Buf tokens, size_t n, Buf out) {
-  return op_embedding(s, w, tokens, n, out);
+  return ref_embedding(stream(s), weight(w), i32(tokens), n, f32(out));
 }
 gptoss_status rmsnorm(Stm s, Buf x, Wt scale, size_t n, size_t dim, float eps, Buf out) {
-  return op_rmsnorm(s, x, scale, n, dim, eps, out);
+  return ref_rmsnorm(stream(s), f32(x), weight(scale), n, dim, eps, f32(out));
 }
 gptoss_status linear(Stm s, Buf x, Wt w, Wt b, size_t n, size_t n_in, size_t n_out, Buf out) {
-  return op_linear(s, x, w, b, n, n_in, n_out, out);
+  return op_linear(stream(s), f32(x), weight(w), weight(b), n, n_in, n_out, f32(out));
 }
 gptoss_status rope(Stm s, Buf x, Buf pos, size_t n, size_t heads, size_t hd, const gptoss_rope_params* p) {
-  return op_rope(s, x, pos, n, heads, hd, p);
+  return ref_rope(stream(s), f32(x), i32(pos), n, heads, hd, p);
 }
 gptoss_status kv_write(Stm s, Kv kv_, uint32_t layer, Buf k, Buf v, Buf slots, size_t n) {
   const KvCache& kv = kv_of(kv_);
   if (layer >= kv.n_layers) return refuse("kv_write: layer outside the cache");
   if (!slots_in_range(kv, slots, n)) return refuse("kv_write: a slot outside the cache's pages");
-  return op_kv_write(s, kv.k(layer), kv.v(layer), kv.dtype, k, v, slots, n, kv.kv_dim);
+  return ref_kv_write(stream(s), kv.k(layer), kv.v(layer), kv.dtype, f32(k), f32(v), i32(slots), n,
+                      kv.kv_dim);
 }
 
 // The kernels take one AttnToken per query row; the ABI describes sequences.
@@ -105,40 +84,43 @@ gptoss_status attention(Stm s, Buf q, Kv kv_, uint32_t layer, Wt sinks, Buf seqs
     }
   }
   if (uint32_t(row) != shape->n_tokens) return refuse("attention: sequences do not cover the query rows");
-  return op_attention(s, q, kv.k(layer), kv.v(layer), kv.dtype, sinks, toks.data(), pages,
-                      shape->n_tokens, shape->n_heads, kv.n_kv_heads, kv.head_dim, kv.page_size,
-                      shape->scale, out);
+  return op_attention(stream(s), f32(q), kv.k(layer), kv.v(layer), kv.dtype, weight(sinks),
+                      toks.data(), i32(pages), shape->n_tokens, shape->n_heads, kv.n_kv_heads,
+                      kv.head_dim, kv.page_size, shape->scale, f32(out));
 }
 
 gptoss_status router(Stm s, Buf x, Wt w, Wt b, size_t n, size_t dim, size_t experts, size_t top_k,
                      Buf ids, Buf gates) {
-  return op_router(s, x, w, b, n, dim, experts, top_k, ids, gates);
+  return op_router(stream(s), f32(x), weight(w), weight(b), n, dim, experts, top_k, i32(ids),
+                   f32(gates));
 }
 gptoss_status moe(Stm s, Buf x, Buf ids, Buf gates, Wt w1, Wt b1, Wt w2, Wt b2, size_t n,
                   size_t dim, size_t inter, size_t top_k, float limit, Buf out) {
-  return op_moe(s, x, ids, gates, w1, b1, w2, b2, n, dim, inter, top_k, limit, out);
+  return op_moe(stream(s), f32(x), i32(ids), f32(gates), weight(w1), weight(b1), weight(w2),
+                weight(b2), n, dim, inter, top_k, limit, f32(out));
 }
-gptoss_status add(Stm s, Buf x, Buf y, size_t n) { return op_add(s, x, y, n); }
+gptoss_status add(Stm s, Buf x, Buf y, size_t n) { return ref_add(stream(s), f32(x), f32(y), n); }
 
 gptoss_status linear_qkv(Stm s, Buf x, Wt wq, Wt bq, Wt wk, Wt bk, Wt wv, Wt bv, size_t n,
                          size_t n_in, size_t q_dim, size_t kv_dim, Buf q, Buf k, Buf v) {
-  gptoss_status st = op_linear(s, x, wq, bq, n, n_in, q_dim, q);
-  if (st == gptoss_status_success) st = op_linear(s, x, wk, bk, n, n_in, kv_dim, k);
-  if (st == gptoss_status_success) st = op_linear(s, x, wv, bv, n, n_in, kv_dim, v);
+  gptoss_status st = linear(s, x, wq, bq, n, n_in, q_dim, q);
+  if (st == gptoss_status_success) st = linear(s, x, wk, bk, n, n_in, kv_dim, k);
+  if (st == gptoss_status_success) st = linear(s, x, wv, bv, n, n_in, kv_dim, v);
   return st;
 }
 gptoss_status add_rmsnorm(Stm s, Buf x, Buf y, Wt scale, size_t n, size_t dim, float eps, Buf out) {
-  return op_add_rmsnorm(s, x, y, scale, n, dim, eps, out);
+  return op_add_rmsnorm(stream(s), f32(x), f32(y), weight(scale), n, dim, eps, f32(out));
 }
 gptoss_status rope_kv_write(Stm s, Buf q, Buf k, Buf v, Buf pos, size_t n, size_t n_heads,
                             const gptoss_rope_params* p, Kv kv_, uint32_t layer, Buf slots) {
   const KvCache& kv = kv_of(kv_);
   if (layer >= kv.n_layers) return refuse("rope_kv_write: layer outside the cache");
   if (!slots_in_range(kv, slots, n)) return refuse("rope_kv_write: a slot outside the cache's pages");
-  gptoss_status st = op_rope(s, q, pos, n, n_heads, kv.head_dim, p);
-  if (st == gptoss_status_success) st = op_rope(s, k, pos, n, kv.n_kv_heads, kv.head_dim, p);
+  gptoss_status st = rope(s, q, pos, n, n_heads, kv.head_dim, p);
+  if (st == gptoss_status_success) st = rope(s, k, pos, n, kv.n_kv_heads, kv.head_dim, p);
   if (st == gptoss_status_success)
-    st = op_kv_write(s, kv.k(layer), kv.v(layer), kv.dtype, k, v, slots, n, kv.kv_dim);
+    st = ref_kv_write(stream(s), kv.k(layer), kv.v(layer), kv.dtype, f32(k), f32(v), i32(slots), n,
+                      kv.kv_dim);
   return st;
 }
 
@@ -153,8 +135,7 @@ gptoss_status sample(Stm s, Buf logits, Buf rows, Buf mask, const gptoss_sample_
 }
 
 // Weight bytes an op call reads (OpProfile::add_bytes): zero but for the weight-streaming ops.
-const Weight* Wp(Wt w) { return reinterpret_cast<const Weight*>(w); }
-uint64_t rows_bytes(Wt w) { return w ? weight_rows_bytes(*Wp(w), Wp(w)->rows) : 0; }
+uint64_t rows_bytes(Wt w) { return w ? weight_rows_bytes(*weight(w), weight(w)->rows) : 0; }
 template <OpKind K>
 struct WeightBytes {
   template <typename... A>
@@ -183,7 +164,7 @@ struct WeightBytes<OpKind::moe> {
   static uint64_t of(Buf, Buf ids, Buf, Wt mlp1, Wt, Wt mlp2, Wt, size_t n_tokens, size_t, size_t,
                      size_t top_k, float, Buf) {
     if (mlp1 == nullptr || mlp2 == nullptr) return 0;
-    return routed_expert_bytes(reinterpret_cast<const int32_t*>(ids), n_tokens * top_k, *Wp(mlp1), *Wp(mlp2));
+    return routed_expert_bytes(reinterpret_cast<const int32_t*>(ids), n_tokens * top_k, *weight(mlp1), *weight(mlp2));
   }
 };
 
