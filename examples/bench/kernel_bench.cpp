@@ -143,8 +143,8 @@ int run_kernel_bench(const Options& o) {
   std::vector<float> out(512 * Q);
 
   std::vector<Row> rows;
-  for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512, Isa::avx512vnni}) {
-    if (int(isa) > int(cpu::isa_detect())) continue;
+  for (Isa isa : cpu::kAllIsas) {
+    if (!cpu::isa_supported(isa)) continue;
     cpu::Device dev(threads, isa);
     cpu::Stream st{&dev};
     const int reps = isa == Isa::scalar ? 2 : 5;

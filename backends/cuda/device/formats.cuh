@@ -1,6 +1,6 @@
 #pragma once
 // Element formats of the GPU kernels, bit for bit as the CPU reference defines them
-// (backends/cpu/formats.hpp): bf16, E8M0 scales and E2M1 (MXFP4) codes. Host-testable
+// (backends/cpu/kernels/formats.hpp): bf16, E8M0 scales and E2M1 (MXFP4) codes. Host-testable
 // (GPTOSS_HD): tests/backends/cuda/formats_test.cpp pins them to the CPU's tables.
 #include "compat.cuh"
 

@@ -16,7 +16,8 @@
 
 #include "backends/cpu/test_weights.hpp"
 #include "kernels.hpp"
-#include "kernels_avx2_int8.hpp"
+#include "avx2/int8.hpp"
+#include "avx2vnni/avx2vnni.hpp"
 #include "formats.hpp"
 #include "q8_storage.hpp"
 
@@ -213,9 +214,9 @@ TEST_CASE("q8: a step's tokens of one weight each get their one-token GEMV", "[c
   if (!any) WARN("no level of this CPU has the several-token int8 GEMV: not tested");
 }
 
-// kernels_for(Isa::avx2) holds one of the two AVX2 variants (vpdpbusd where the CPU has
-// AVX-VNNI): test both wherever they can run, the matmul against the reference and the
-// several-token GEMV of a decode step against the variant's own one-token matmul.
+// The avx2 and avx2vnni levels hold the two AVX2 variants (vpmaddubsw; AVX-VNNI's vpdpbusd):
+// test both wherever they can run, the matmul against the reference and the several-token GEMV
+// of a decode step against the variant's own one-token matmul.
 TEST_CASE("q8: both AVX2 matmul variants (vpmaddubsw and AVX-VNNI)", "[cpu-kernels][q8]") {
   if (int(isa_detect()) < int(Isa::avx2)) return;
   struct Variant {

@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-#include "ops_util.hpp"
+#include "pieces.hpp"
 
 namespace gptoss::cpu::test {
 

@@ -93,8 +93,8 @@ inline Weight random_weight(gptoss_dtype dtype, size_t rows, size_t cols, uint32
 
 inline std::vector<Isa> supported_isas() {
   std::vector<Isa> v;
-  for (Isa i : {Isa::scalar, Isa::avx2, Isa::avx512, Isa::avx512vnni})
-    if (int(i) <= int(isa_detect())) v.push_back(i);
+  for (Isa i : kAllIsas)
+    if (isa_supported(i)) v.push_back(i);
   return v;
 }
 

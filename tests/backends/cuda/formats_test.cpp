@@ -9,7 +9,7 @@
 #include <cstring>
 #include <random>
 
-#include "backends/cpu/formats.hpp"
+#include "backends/cpu/kernels/formats.hpp"
 #include "gptoss/backend.h"
 #include "backends/cuda/device/formats.cuh"
 

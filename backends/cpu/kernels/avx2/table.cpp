@@ -1,0 +1,22 @@
+// The avx2 level's table (AVX2 + FMA + F16C: Haswell to Comet Lake, Zen 1-3).
+#include "attention_kernels.hpp"
+#include "avx2/avx2.hpp"
+#include "avx2/int8.hpp"
+
+namespace gptoss::cpu {
+
+extern const Kernels kKernelsAvx2;
+const Kernels kKernelsAvx2 = {
+    .isa = Isa::avx2,
+    .matmul = avx2::matmul,
+    .swiglu = swiglu_reference,
+    .sum_exp = avx2::sum_exp,
+    .quantize_q8 = quantize_q8_avx2,
+    .matmul_mxfp4_q8 = matmul_mxfp4_q8_avx2,
+    .gemv_mxfp4_q8 = gemv_mxfp4_q8_avx2,
+    .attention = &avx2::kAttention,
+    .attention_bf16 = nullptr,
+    .dense_bf16 = nullptr,
+};
+
+}  // namespace gptoss::cpu

@@ -1,0 +1,24 @@
+// The avx512 level's table (AVX-512 F/BW/VL/DQ without VNNI: Skylake-SP). It has no int8
+// kernels of its own and no AVX-VNNI: the fast mode's MXFP4 matmuls are avx2's vpmaddubsw
+// kernels, which still run at about twice the rate of its fp32 MXFP4 kernels.
+#include "attention_kernels.hpp"
+#include "avx2/int8.hpp"
+#include "avx512/avx512.hpp"
+
+namespace gptoss::cpu {
+
+extern const Kernels kKernelsAvx512;
+const Kernels kKernelsAvx512 = {
+    .isa = Isa::avx512,
+    .matmul = avx512::matmul,
+    .swiglu = avx512::swiglu,
+    .sum_exp = avx512::sum_exp,
+    .quantize_q8 = quantize_q8_avx2,
+    .matmul_mxfp4_q8 = matmul_mxfp4_q8_avx2,
+    .gemv_mxfp4_q8 = gemv_mxfp4_q8_avx2,
+    .attention = &avx512::kAttention,
+    .attention_bf16 = nullptr,
+    .dense_bf16 = nullptr,
+};
+
+}  // namespace gptoss::cpu

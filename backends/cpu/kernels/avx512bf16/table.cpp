@@ -1,0 +1,26 @@
+// The avx512bf16 level's table: avx512vnni with the bf16-pair kernels of the fast mode (the
+// attention over a bf16 cache, the unembedding of decode steps). Cooper Lake, Sapphire
+// Rapids, Zen 4 and 5.
+#include "attention_kernels.hpp"
+#include "avx512/avx512.hpp"
+#include "avx512bf16/avx512bf16.hpp"
+#include "avx512vnni/avx512vnni.hpp"
+#include "dense_bf16_kernels.hpp"
+
+namespace gptoss::cpu {
+
+extern const Kernels kKernelsAvx512Bf16;
+const Kernels kKernelsAvx512Bf16 = {
+    .isa = Isa::avx512bf16,
+    .matmul = avx512::matmul,
+    .swiglu = avx512::swiglu,
+    .sum_exp = avx512::sum_exp,
+    .quantize_q8 = quantize_q8_avx512vnni,
+    .matmul_mxfp4_q8 = matmul_mxfp4_q8_avx512vnni,
+    .gemv_mxfp4_q8 = gemv_mxfp4_q8_avx512vnni,
+    .attention = &avx512::kAttention,
+    .attention_bf16 = &avx512bf16::kAttentionBf16,
+    .dense_bf16 = &avx512bf16::kDenseBf16,
+};
+
+}  // namespace gptoss::cpu

@@ -1,0 +1,375 @@
+// The fast-mode kernels of the avx512vnni level (also in the avx512bf16 table): MXFP4 weights
+// times int8 activations with vpdpbusd (64 multiply-adds per instruction against 16 for an fp32
+// FMA, and no widening of weights to fp32). Built with -mavx512vnni on top of the AVX-512
+// flags. The scalar definitions are quantize_q8_reference and matmul_mxfp4_q8_reference
+// (scalar/matmul.cpp); see Q8Acts in kernels.hpp for the algebra.
+//
+// Codes are mapped to unsigned weights u = 2v + 12 by a 16-entry vpshufb table.
+//
+//   n_tok == 1 (decode, memory-bound): "row" layout. One 64-byte load takes 4 blocks of a
+//   row; its low nibbles are the even elements of those blocks and its high nibbles the odd
+//   ones, which is how quantize_q8 lays out the activations ("quad order", kernels.hpp). Two
+//   vpdpbusd then give block b + i of the group in lanes 4i..4i+3; those int32 sums are scaled
+//   by s_b * d_b / 2 (one permute of 16 precomputed block scales) into an fp32 accumulator.
+//   4 rows a quarter of the caller's range apart share each activation load (row_streams.hpp).
+//
+//   2 to 16 tokens of a decode step (gemv_mxfp4_q8: the tokens of several sequences that chose
+//   one expert): the same row layout and arithmetic per token, each group of codes loaded and
+//   mapped once for up to 4 tokens, 2 rows far apart.
+//
+//   n_tok > 1 (prefill, compute-bound): "lane" layout. A panel of 16 rows is decoded once
+//   into int8 with one row per 32-bit lane: for block b, group g (kernel-order elements
+//   4g..4g+3) is one zmm holding those 4 weights of each of the 16 rows. A token then needs
+//   8 vpdpbusd with its 4 activations broadcast per group, accumulating a whole block per
+//   row in int32, and one convert + scale per block: 16 rows x 32 products in 12 instructions.
+#include <immintrin.h>
+
+#include "cpu_backend.hpp"
+#include "kernels.hpp"
+#include "avx512vnni/avx512vnni.hpp"
+#include "q8_quad.hpp"
+#include "row_streams.hpp"
+
+namespace gptoss::cpu {
+namespace {
+
+constexpr size_t kPanelRows = 16;
+// Software prefetch distance of the prefill panels (16 rows at a time): the best one for a
+// single stream of rows (docs/performance.md).
+constexpr size_t kPrefetchBytes = 8192;
+// Decode GEMVs read 4 rows a quarter of the range apart, prefetching this far ahead of each
+// (its scales 1/8 of it; row_streams.hpp). Twice the bf16 GEMVs' distance:
+// an MXFP4 row is consumed at a quarter of the bytes per instruction.
+constexpr size_t kFarRowsPrefetchBytes = 2048;
+
+// nibble code -> 2v + 12 (v = E2M1 value): 0..7 -> 12 + {0,1,2,3,4,6,8,12}, 8..15 negated.
+inline __m512i code_lut() {
+  return _mm512_broadcast_i32x4(_mm_setr_epi8(12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8,
+                                              6, 4, 0));
+}
+
+// 16 E8M0 bytes -> 2^(e - 127) as floats, exactly (e = 0 is the subnormal 2^-127).
+inline __m512 e8m0x16(__m128i bytes) {
+  const __m512i e = _mm512_cvtepu8_epi32(bytes);
+  __m512i bits = _mm512_slli_epi32(e, 23);
+  bits = _mm512_mask_mov_epi32(bits, _mm512_cmpeq_epi32_mask(e, _mm512_setzero_si512()),
+                               _mm512_set1_epi32(0x00400000));
+  return _mm512_castsi512_ps(bits);
+}
+
+inline __mmask16 mask16(size_t n) { return n >= 16 ? __mmask16(0xffff) : __mmask16((1u << n) - 1u); }
+
+void quantize_q8(const float* x, size_t ldx, size_t n_tok, Q8Acts& out) {
+  const size_t nb = out.cols / 32;
+  const __m512 sign = _mm512_set1_ps(-0.0f);
+  for (size_t t = 0; t < n_tok; ++t) {
+    const float* xr = x + t * ldx;
+    int8_t* q = out.q + t * out.q_stride;
+    float* hd = out.half_d + t * out.b_stride;
+    float* qf = out.q12f + t * out.b_stride;
+    int32_t* qi = out.neg_q12 + t * out.b_stride;
+    for (size_t b = 0; b < nb; ++b) {
+      const __m512 a = _mm512_loadu_ps(xr + 32 * b), c = _mm512_loadu_ps(xr + 32 * b + 16);
+      const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_andnot_ps(sign, a),
+                                                            _mm512_andnot_ps(sign, c)));
+      const float d = amax / 127.0f;
+      const float id = d != 0.0f ? 1.0f / d : 0.0f;
+      const __m512i qa = _mm512_cvtps_epi32(_mm512_mul_ps(a, _mm512_set1_ps(id)));
+      const __m512i qc = _mm512_cvtps_epi32(_mm512_mul_ps(c, _mm512_set1_ps(id)));
+      // Natural order in, quad order out: the 16 even elements, then (at +64) the 16 odd ones.
+      const __m128i split = _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
+      const __m128i sa = _mm_shuffle_epi8(_mm512_cvtsepi32_epi8(qa), split);
+      const __m128i sc = _mm_shuffle_epi8(_mm512_cvtsepi32_epi8(qc), split);
+      int8_t* dst = q + quad_evens(b);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), _mm_unpacklo_epi64(sa, sc));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 64), _mm_unpackhi_epi64(sa, sc));
+      const int32_t sum = _mm512_reduce_add_epi32(_mm512_add_epi32(qa, qc));
+      store_block_terms(hd, qf, qi, b, d, sum);
+    }
+    zero_row_padding(out, t, nb);
+  }
+}
+
+// --- decode (1 token, or up to 16 of a step): row layout --------------------------------
+
+// One token's activations (quad order, see Q8Acts in kernels.hpp).
+struct TokenActs {
+  const int8_t* xq;
+  const float* hd;
+  const float* q12;
+};
+
+// State of R rows of a decode GEMV for T tokens: per row and token an accumulator, a
+// correction and 16 block scales.
+template <int R, int T>
+struct GemvRows {
+  const uint8_t* codes[R];
+  const uint8_t* scales[R];
+  __m512 acc[R][T], corr[R][T], cs[R][T];
+};
+
+// Group g (blocks 4g .. 4g + 3) of every row, for every token: the codes are loaded and mapped
+// once, then each token takes the same instructions as a token alone. Whole: all 4 blocks
+// exist, and the codes come by plain loads. Only the last group of a row may be partial; it
+// gets its own instantiation, because a masked load anywhere in the main loop (the compiler
+// turns "whole ? load : masked load" into a masked load with an all-ones mask) defeats the
+// hardware prefetcher (half the bandwidth).
+template <int R, int T, bool Whole>
+__attribute__((always_inline)) inline void gemv_group(GemvRows<R, T>& st, size_t g, size_t nb,
+                                                      const TokenActs* x) {
+  const __m512i lut = code_lut(), low4 = _mm512_set1_epi8(0x0f);
+  const __m512i lane_block = _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0);
+  const size_t b0 = 4 * g;
+  if (g % 4 == 0) {  // scales of blocks b0 .. b0 + 15 for every row: s_b * d_b / 2
+    __m512 h[T], c12[T];
+    for (int t = 0; t < T; ++t) h[t] = _mm512_loadu_ps(x[t].hd + b0), c12[t] = _mm512_loadu_ps(x[t].q12 + b0);
+    for (int r = 0; r < R; ++r) {
+      // The scales are a second stream (1/16 of the codes' bytes): prefetch it as far ahead.
+      _mm_prefetch(reinterpret_cast<const char*>(st.scales[r] + b0) + kFarRowsPrefetchBytes / 8, _MM_HINT_T0);
+      const __m128i sb = nb - b0 >= 16
+                             ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(st.scales[r] + b0))
+                             : _mm_maskz_loadu_epi8(mask16(nb - b0), st.scales[r] + b0);
+      const __m512 e = e8m0x16(sb);
+      for (int t = 0; t < T; ++t) {
+        st.cs[r][t] = _mm512_mul_ps(e, h[t]);
+        st.corr[r][t] = _mm512_fmadd_ps(st.cs[r][t], c12[t], st.corr[r][t]);
+      }
+    }
+  }
+  const __m512i idx = _mm512_add_epi32(_mm512_set1_epi32(int(b0 % 16)), lane_block);
+  __m512i x_even[T], x_odd[T];
+  for (int t = 0; t < T; ++t) {
+    x_even[t] = _mm512_loadu_si512(x[t].xq + 128 * g);
+    x_odd[t] = _mm512_loadu_si512(x[t].xq + 128 * g + 64);
+  }
+  for (int r = 0; r < R; ++r) {
+    const uint8_t* src = st.codes[r] + 64 * g;
+    __m512i c;
+    if constexpr (Whole) {
+      _mm_prefetch(reinterpret_cast<const char*>(src) + kFarRowsPrefetchBytes, _MM_HINT_T0);
+      c = _mm512_loadu_si512(src);
+    } else {
+      c = _mm512_maskz_loadu_epi8((__mmask64(1) << (16 * (nb - b0))) - 1, src);
+    }
+    const __m512i lo = _mm512_shuffle_epi8(lut, _mm512_and_si512(c, low4));
+    const __m512i hi = _mm512_shuffle_epi8(lut, _mm512_and_si512(_mm512_srli_epi16(c, 4), low4));
+    for (int t = 0; t < T; ++t) {
+      const __m512i s = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, x_even[t]), hi, x_odd[t]);
+      st.acc[r][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_permutexvar_ps(idx, st.cs[r][t]), st.acc[r][t]);
+    }
+  }
+}
+
+// Rows r0 + r * step (r < R) for T tokens into y[t * ldy + r * step].
+template <int R, int T>
+void gemv_rows(const Weight& w, size_t r0, size_t step, const TokenActs* x, float* y, size_t ldy) {
+  const size_t nb = w.cols / 32, whole_groups = nb / 4;
+  GemvRows<R, T> st;
+  for (int r = 0; r < R; ++r) {
+    st.codes[r] = w.data + (r0 + size_t(r) * step) * w.row_bytes;
+    st.scales[r] = w.scales + (r0 + size_t(r) * step) * nb;
+    for (int t = 0; t < T; ++t) st.acc[r][t] = st.corr[r][t] = st.cs[r][t] = _mm512_setzero_ps();
+  }
+  for (size_t g = 0; g < whole_groups; ++g) gemv_group<R, T, true>(st, g, nb, x);
+  if (nb % 4 != 0) gemv_group<R, T, false>(st, whole_groups, nb, x);
+  for (int r = 0; r < R; ++r)
+    for (int t = 0; t < T; ++t)
+      y[size_t(t) * ldy + size_t(r) * step] = _mm512_reduce_add_ps(st.acc[r][t]) - _mm512_reduce_add_ps(st.corr[r][t]);
+}
+
+TokenActs token_acts(const Q8Acts& x, size_t t) {
+  return {x.q + t * x.q_stride, x.half_d + t * x.b_stride, x.q12f + t * x.b_stride};
+}
+
+// Rows [r0, r0 + n_rows) for token t of x: 4 rows a quarter of the range apart.
+void gemv_token(const Weight& w, size_t r0, size_t n_rows, const Q8Acts& x, size_t t, float* y) {
+  const TokenActs a = token_acts(x, t);
+  for_each_row_quad(
+      n_rows, [&](size_t i, size_t step) { gemv_rows<4, 1>(w, r0 + i, step, &a, y + i, 0); },
+      [&](size_t i) { gemv_rows<1, 1>(w, r0 + i, 1, &a, y + i, 0); });
+}
+
+// 2 to 4 tokens of a decode step (those of several sequences that chose the same expert): 2 rows
+// half the range apart (6T registers per row).
+template <int T>
+void gemv_tokens(const Weight& w, size_t r0, size_t n_rows, const TokenActs* x, float* y, size_t ldy) {
+  for_each_row_pair(
+      n_rows, [&](size_t i, size_t step) { gemv_rows<2, T>(w, r0 + i, step, x, y + i, ldy); },
+      [&](size_t i) { gemv_rows<1, T>(w, r0 + i, 1, x, y + i, ldy); });
+}
+
+constexpr size_t kStepGroupTokens = 4;
+
+// Rows [r0, r0 + n_rows) for tokens [t0, t0 + n_tok) (n_tok <= kStepGroupTokens).
+void gemv_token_group(const Weight& w, size_t r0, size_t n_rows, const Q8Acts& x, size_t t0,
+                      size_t n_tok, float* y, size_t ldy) {
+  if (n_tok == 1) return gemv_token(w, r0, n_rows, x, t0, y);
+  TokenActs a[kStepGroupTokens];
+  for (size_t t = 0; t < n_tok; ++t) a[t] = token_acts(x, t0 + t);
+  switch (n_tok) {
+    case 2: return gemv_tokens<2>(w, r0, n_rows, a, y, ldy);
+    case 3: return gemv_tokens<3>(w, r0, n_rows, a, y, ldy);
+    default: return gemv_tokens<4>(w, r0, n_rows, a, y, ldy);
+  }
+}
+
+// --- prefill (n_tok > 1 outside a decode step): lane layout ----------------------------
+
+// Rows [r0, r0 + n) (n <= 16; missing rows are zero) of w into panel: per block 8 zmm of
+// weights then one zmm of row scales.
+void decode_panel(const Weight& w, size_t r0, size_t n, __m512i* panel) {
+  const size_t nb = w.cols / 32;
+  const __m512i lut = code_lut(), low4 = _mm512_set1_epi8(0x0f);
+  alignas(16) static const uint8_t zeros[16] = {};
+  const uint8_t* row[kPanelRows];
+  size_t step[kPanelRows];  // 16 bytes per block, 0 for a missing row (reads zeros forever)
+  for (size_t i = 0; i < kPanelRows; ++i) {
+    row[i] = i < n ? w.data + (r0 + i) * w.row_bytes : zeros;
+    step[i] = i < n ? 16 : 0;
+  }
+  const __mmask16 valid = mask16(n);
+  for (size_t b = 0; b < nb; ++b) {
+    // 16 interleaved streams are more than the hardware prefetcher follows: fetch ahead.
+    if (b % 4 == 0)
+      for (size_t i = 0; i < n; ++i)
+        _mm_prefetch(reinterpret_cast<const char*>(row[i] + 16 * b) + kPrefetchBytes, _MM_HINT_T0);
+    // a[k]: 128-bit lane q holds the 16 code bytes of row 4q + k (plain loads: masked ones
+    // stall this strided walk over 16 rows).
+    __m512i lo[4], hi[4];
+    for (int k = 0; k < 4; ++k) {
+      const auto ld = [&](int q) {
+        return _mm_loadu_si128(reinterpret_cast<const __m128i*>(row[4 * q + k] + step[4 * q + k] * b));
+      };
+      const __m256i a01 = _mm256_inserti128_si256(_mm256_castsi128_si256(ld(0)), ld(1), 1);
+      const __m256i a23 = _mm256_inserti128_si256(_mm256_castsi128_si256(ld(2)), ld(3), 1);
+      const __m512i a = _mm512_inserti64x4(_mm512_castsi256_si512(a01), a23, 1);
+      lo[k] = _mm512_shuffle_epi8(lut, _mm512_and_si512(a, low4));
+      hi[k] = _mm512_shuffle_epi8(lut, _mm512_and_si512(_mm512_srli_epi16(a, 4), low4));
+    }
+    // 4x4 transposes of dwords inside each 128-bit lane: dword k of lane q of out[g] is group g
+    // of row 4q + k, i.e. row r lands in lane r.
+    __m512i* out = panel + 9 * b;
+    for (int h = 0; h < 2; ++h) {
+      const __m512i* v = h == 0 ? lo : hi;
+      const __m512i t0 = _mm512_unpacklo_epi32(v[0], v[1]), t1 = _mm512_unpackhi_epi32(v[0], v[1]);
+      const __m512i t2 = _mm512_unpacklo_epi32(v[2], v[3]), t3 = _mm512_unpackhi_epi32(v[2], v[3]);
+      _mm512_store_si512(out + 4 * h + 0, _mm512_unpacklo_epi64(t0, t2));
+      _mm512_store_si512(out + 4 * h + 1, _mm512_unpackhi_epi64(t0, t2));
+      _mm512_store_si512(out + 4 * h + 2, _mm512_unpacklo_epi64(t1, t3));
+      _mm512_store_si512(out + 4 * h + 3, _mm512_unpackhi_epi64(t1, t3));
+    }
+  }
+  // Row scales per block: one dword gather per block (row i's scale b is at i * nb + b; the
+  // low byte of each dword), widened to 16 floats (missing rows zero). The last 3 blocks go
+  // byte by byte: a dword there could reach past the end of the tensor.
+  const uint8_t* s0 = w.scales + r0 * nb;
+  const __m512i offs = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                          _mm512_set1_epi32(int(nb)));
+  const size_t gathered = nb >= 3 ? nb - 3 : 0;
+  for (size_t b = 0; b < nb; ++b) {
+    __m128i bytes;
+    if (b < gathered) {
+      const __m512i d = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), valid, offs, s0 + b, 1);
+      bytes = _mm512_cvtepi32_epi8(_mm512_and_si512(d, _mm512_set1_epi32(0xff)));
+    } else {
+      alignas(16) uint8_t sc[kPanelRows];
+      for (size_t i = 0; i < kPanelRows; ++i) sc[i] = i < n ? s0[i * nb + b] : 0;
+      bytes = _mm_load_si128(reinterpret_cast<const __m128i*>(sc));
+    }
+    panel[9 * b + 8] = _mm512_castps_si512(_mm512_maskz_mov_ps(valid, e8m0x16(bytes)));
+  }
+}
+
+// y[t * ldy + r] for r < n_rows (<= 16 P), t < TN: P consecutive panels (panel_stride zmm
+// apart) times TN tokens. With P = 2 each broadcast activation feeds two vpdpbusd, which
+// halves the loads per multiply-add (loads, not vpdpbusd, bound the one-panel tile).
+template <int P, int TN>
+void panel_tile(const __m512i* panel, size_t panel_stride, size_t nb, const Q8Acts& x, size_t t0,
+                size_t n_rows, float* y, size_t ldy) {
+  __m512 acc[P][TN];
+  const int8_t* xq[TN];
+  const float* hd[TN];
+  const int32_t* qi[TN];  // x.neg_q12
+  for (int n = 0; n < TN; ++n) {
+    for (int p = 0; p < P; ++p) acc[p][n] = _mm512_setzero_ps();
+    xq[n] = x.q + (t0 + size_t(n)) * x.q_stride;
+    hd[n] = x.half_d + (t0 + size_t(n)) * x.b_stride;
+    qi[n] = x.neg_q12 + (t0 + size_t(n)) * x.b_stride;
+  }
+  for (size_t b = 0; b < nb; ++b) {
+    __m512i wv[P][8];
+    __m512 ws[P];
+    for (int p = 0; p < P; ++p) {
+      const __m512i* wp = panel + size_t(p) * panel_stride + 9 * b;
+      for (int g = 0; g < 8; ++g) wv[p][g] = _mm512_load_si512(wp + g);
+      ws[p] = _mm512_castsi512_ps(_mm512_load_si512(wp + 8));
+    }
+    for (int n = 0; n < TN; ++n) {
+      // Quad order: groups 0-3 (evens) at +0, groups 4-7 (odds) at +64.
+      const int32_t* xe = reinterpret_cast<const int32_t*>(xq[n] + quad_evens(b));
+      const int32_t* xo = xe + 16;
+      __m512i s[P];
+      for (int p = 0; p < P; ++p) s[p] = _mm512_set1_epi32(qi[n][b]);  // -12 sum(q): code offset
+      for (int g = 0; g < 4; ++g) {
+        const __m512i xb = _mm512_set1_epi32(xe[g]);
+        for (int p = 0; p < P; ++p) s[p] = _mm512_dpbusd_epi32(s[p], wv[p][g], xb);
+      }
+      for (int g = 0; g < 4; ++g) {
+        const __m512i xb = _mm512_set1_epi32(xo[g]);
+        for (int p = 0; p < P; ++p) s[p] = _mm512_dpbusd_epi32(s[p], wv[p][4 + g], xb);
+      }
+      const __m512 h = _mm512_set1_ps(hd[n][b]);
+      for (int p = 0; p < P; ++p)
+        acc[p][n] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[p]), _mm512_mul_ps(ws[p], h), acc[p][n]);
+    }
+  }
+  for (int p = 0; p < P; ++p) {
+    const size_t rows = n_rows > 16 * size_t(p) ? n_rows - 16 * size_t(p) : 0;
+    const __mmask16 m = mask16(rows);
+    for (int n = 0; n < TN; ++n) _mm512_mask_storeu_ps(y + size_t(n) * ldy + 16 * size_t(p), m, acc[p][n]);
+  }
+}
+
+using TileFn = void (*)(const __m512i*, size_t, size_t, const Q8Acts&, size_t, size_t, float*, size_t);
+constexpr size_t kTileTokens1 = 8, kTileTokens2 = 4;  // tokens per tile for 1 and 2 panels
+const TileFn kTiles1[kTileTokens1] = {panel_tile<1, 1>, panel_tile<1, 2>, panel_tile<1, 3>,
+                                      panel_tile<1, 4>, panel_tile<1, 5>, panel_tile<1, 6>,
+                                      panel_tile<1, 7>, panel_tile<1, 8>};
+const TileFn kTiles2[kTileTokens2] = {panel_tile<2, 1>, panel_tile<2, 2>, panel_tile<2, 3>,
+                                      panel_tile<2, 4>};
+
+}  // namespace
+
+void matmul_mxfp4_q8_avx512vnni(const Weight& w, size_t r0, size_t n_rows, const Q8Acts& x,
+                                size_t t0, size_t n_tok, float* y, size_t ldy) {
+  const size_t nb = w.cols / 32, stride = 9 * nb;  // zmm per panel
+  if (n_tok == 1) return gemv_token(w, r0, n_rows, x, t0, y);
+  __m512i* panel = reinterpret_cast<__m512i*>(thread_scratch(2 * stride * 16, 2));
+  for (size_t p = 0; p < n_rows; p += 2 * kPanelRows) {
+    const size_t pr = n_rows - p < 2 * kPanelRows ? n_rows - p : 2 * kPanelRows;
+    decode_panel(w, r0 + p, pr < kPanelRows ? pr : kPanelRows, panel);
+    if (pr > kPanelRows) decode_panel(w, r0 + p + kPanelRows, pr - kPanelRows, panel + stride);
+    const bool two = pr > kPanelRows;
+    const size_t tile = two ? kTileTokens2 : kTileTokens1;
+    for (size_t t = 0; t < n_tok; t += tile) {
+      const size_t tn = n_tok - t < tile ? n_tok - t : tile;
+      (two ? kTiles2 : kTiles1)[tn - 1](panel, stride, nb, x, t0 + t, pr, y + t * ldy + p, ldy);
+    }
+  }
+}
+
+void gemv_mxfp4_q8_avx512vnni(const Weight& w, size_t r0, size_t n_rows, const Q8Acts& x,
+                              size_t t0, size_t n_tok, float* y, size_t ldy) {
+  if (n_tok <= kStepGroupTokens) return gemv_token_group(w, r0, n_rows, x, t0, n_tok, y, ldy);
+  const size_t groups = (n_tok + kStepGroupTokens - 1) / kStepGroupTokens;
+  for_each_token_block(n_rows, w.row_bytes + w.cols / 32, groups, [&](size_t b, size_t n, size_t g) {
+    const size_t t = g * kStepGroupTokens, tn = n_tok - t < kStepGroupTokens ? n_tok - t : kStepGroupTokens;
+    gemv_token_group(w, r0 + b, n, x, t0 + t, tn, y + t * ldy + b, ldy);
+  });
+}
+
+void quantize_q8_avx512vnni(const float* x, size_t ldx, size_t n_tok, Q8Acts& out) {
+  quantize_q8(x, ldx, n_tok, out);
+}
+
+}  // namespace gptoss::cpu

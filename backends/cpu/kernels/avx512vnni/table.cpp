@@ -1,0 +1,22 @@
+// The avx512vnni level's table: avx512 with its own int8 kernels (Ice Lake, Cascade Lake).
+#include "attention_kernels.hpp"
+#include "avx512/avx512.hpp"
+#include "avx512vnni/avx512vnni.hpp"
+
+namespace gptoss::cpu {
+
+extern const Kernels kKernelsAvx512Vnni;
+const Kernels kKernelsAvx512Vnni = {
+    .isa = Isa::avx512vnni,
+    .matmul = avx512::matmul,
+    .swiglu = avx512::swiglu,
+    .sum_exp = avx512::sum_exp,
+    .quantize_q8 = quantize_q8_avx512vnni,
+    .matmul_mxfp4_q8 = matmul_mxfp4_q8_avx512vnni,
+    .gemv_mxfp4_q8 = gemv_mxfp4_q8_avx512vnni,
+    .attention = &avx512::kAttention,
+    .attention_bf16 = nullptr,
+    .dense_bf16 = nullptr,
+};
+
+}  // namespace gptoss::cpu

@@ -1,0 +1,48 @@
+#pragma once
+// The one choice of the kernel that multiplies a weight with an op's activations, from the
+// weight's format, the token counts, the precision and the device's level (choose.cpp has it as
+// a table). The ops ask once per op which activations to prepare (acts_for) and once per call
+// which kernel runs it (choose_matmul); run_matmul calls it.
+#include <cstddef>
+
+#include "kernels.hpp"
+
+namespace gptoss::cpu {
+
+enum class MatmulKernel {
+  fp32,           // Kernels::matmul, fp32 activations (kernel order for MXFP4 weights)
+  bf16_pairs,     // Kernels::dense_bf16, activations rounded to bf16 pairs
+  q8,             // Kernels::matmul_mxfp4_q8, int8 activations
+  q8_step,        // Kernels::gemv_mxfp4_q8: a decode step's tokens, each its one-token result
+  q8_each_token,  // Kernels::matmul_mxfp4_q8 one token at a time over L2-sized row blocks
+};
+
+// What a kernel takes as activations.
+enum class MatmulActs { fp32, bf16_pairs, q8 };
+MatmulActs acts_of(MatmulKernel k);
+
+// The kernel for `n_tok` tokens (of the `step_tokens` of the op: the whole batch, of which a
+// MoE expert multiplies its share) of weight w, at level k, in the fast (`fast`) or the exact
+// precision. Devices at Isa::scalar run the reference ops and never ask.
+MatmulKernel choose_matmul(const Kernels& k, const Weight& w, size_t step_tokens, size_t n_tok,
+                           bool fast);
+// The activations an op prepares for w: those of the kernel its step's tokens choose (every
+// call of the op then chooses a kernel that takes them).
+inline MatmulActs acts_for(const Kernels& k, const Weight& w, size_t step_tokens, bool fast) {
+  return acts_of(choose_matmul(k, w, step_tokens, step_tokens, fast));
+}
+
+// An op's activations as acts_for says: fp32 rows (or rows of bf16 pairs) with stride ld, or
+// int8 rows.
+struct ActsView {
+  const float* x = nullptr;
+  size_t ld = 0;
+  const Q8Acts* q8 = nullptr;
+};
+
+// y[t * ldy + i] = row r0 + i of w times activation row t0 + t, for i < n_rows, t < n_tok,
+// by `kernel` of level k.
+void run_matmul(MatmulKernel kernel, const Kernels& k, const Weight& w, size_t r0, size_t n_rows,
+                const ActsView& x, size_t t0, size_t n_tok, float* y, size_t ldy);
+
+}  // namespace gptoss::cpu

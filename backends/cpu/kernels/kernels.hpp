@@ -1,0 +1,159 @@
+#pragma once
+// The CPU backend's inner kernels, one table per instruction-set level. The scalar table is
+// the reference every SIMD table is tested against (tests/backends/cpu/).
+//
+// Order of MXFP4 rows ("kernel order"): the checkpoint packs element 2j of a 32-block in the
+// low nibble of byte j and 2j+1 in the high nibble. Kernels decode a block as its 16 even
+// elements followed by its 16 odd ones, which costs no shuffles; the activations multiplied
+// with an MXFP4 row must be permuted the same way first (permute_for_mxfp4). Dot products do
+// not depend on the order beyond rounding.
+#include <cstddef>
+#include <cstdint>
+
+#include "gptoss/backend.h"
+
+namespace gptoss::cpu {
+
+struct Weight;
+
+// The levels, in increasing order. Each has its own folder (kernels/<level>/) whose table.cpp
+// defines the level's Kernels, complete at compile time; kernels_for (levels.cpp) is the one
+// lookup. A level runs the kernels of the levels below it unless its folder has its own, and
+// its table names them explicitly. One exception to "each includes the ones below": avx512
+// (Skylake-SP) has no AVX-VNNI, so its table names the avx2 int8 kernels, not avx2vnni's.
+//   scalar      the reference ops (ops/reference.cpp); its table is the kernels' reference
+//   avx2        AVX2 + FMA + F16C: fp32 kernels; int8 MXFP4 kernels with vpmaddubsw
+//   avx2vnni    avx2 with AVX-VNNI's VEX vpdpbusd for the int8 kernels (Alder Lake, Zen 5)
+//   avx512      AVX-512 F/BW/VL/DQ: fp32 kernels, the blocked GEMM, the SwiGLU
+//   avx512vnni  avx512 with vpdpbusd on 512 bits for the int8 kernels
+//   avx512bf16  avx512vnni with vdpbf16ps: bf16-pair attention and unembedding (fast mode)
+enum class Isa : int { scalar = 0, avx2, avx2vnni, avx512, avx512vnni, avx512bf16 };
+constexpr Isa kAllIsas[] = {Isa::scalar,   Isa::avx2,       Isa::avx2vnni,
+                            Isa::avx512,   Isa::avx512vnni, Isa::avx512bf16};
+
+const char* isa_name(Isa isa);
+// Whether this CPU can run the level (cpuid; false for every SIMD level off x86).
+bool isa_supported(Isa isa);
+// The best level this CPU supports.
+Isa isa_detect();
+// isa_detect(), lowered by GPTOSS_CPU_ISA=<isa_name> to the best supported level at or below
+// the one named (never above isa_detect(); an unknown value is ignored).
+Isa isa_selected();
+// Whether cpuid reports AVX-VNNI (false off x86).
+bool cpu_has_avxvnni();
+
+// Activations quantized for the fast mode (Q8 as in llama.cpp's MXFP4 x Q8 dot): per token and
+// per 32-block, d = max|x| / 127 and q = round-to-nearest-even(x / d) as int8. Filled by
+// quantize_q8 from floats in natural order; storage owned by the caller (q8_storage.hpp).
+//
+// Layout of q ("quad order"): blocks in groups of 4; a group's 128 bytes are the 16 even
+// elements of each of its 4 blocks (64 bytes), then their 16 odd elements. That is where a
+// 64-byte load of 4 blocks of MXFP4 codes puts them once split into low and high nibbles, so
+// decode needs no shuffles (q8_pos gives the position). Rows are zero-padded to whole groups
+// and half_d etc. to a multiple of 16 blocks, so the SIMD kernels never need a tail on x.
+//
+// The kernels multiply int8 x by MXFP4 codes mapped to u8 as 2v + 12 (v the E2M1 value, so
+// 0..24): vpdpbusd wants one unsigned operand. Then per block b of a row with scale s_b:
+//   dot_b = s_b * d_b * sum(v q) = (s_b * d_b / 2) * (sum((2v + 12) q) - 12 * sum(q))
+// half_d holds d_b / 2, q12f holds 12 * sum(q) and neg_q12 holds -12 * sum(q) per block.
+struct Q8Acts {
+  size_t n_tok;
+  size_t cols;        // logical columns (multiple of 32)
+  size_t q_stride;    // bytes per token in q (multiple of 128, >= cols)
+  size_t b_stride;    // entries per token in half_d / q12f / neg_q12 (multiple of 16)
+  int8_t* q;
+  float* half_d;
+  float* q12f;
+  int32_t* neg_q12;
+};
+
+struct AttnKernels;       // attention_kernels.hpp
+struct AttnBf16Kernels;   // attention_kernels.hpp
+struct DenseBf16Kernels;  // dense_bf16_kernels.hpp
+
+// One level's kernels. Every field is set in the level's table.cpp; a null pointer means the
+// level has no such kernel, and the chooser (choose.hpp) then takes another row.
+struct Kernels {
+  Isa isa;
+  // y[t * ldy + i] = dot(row r0 + i of w, x + t * ldx) for i < n_rows, t < n_tok.
+  // x is in kernel order when w is MXFP4. Any dtype of backend.h is accepted.
+  void (*matmul)(const Weight& w, size_t r0, size_t n_rows, const float* x, size_t ldx,
+                 size_t n_tok, float* y, size_t ldy);
+  // The MoE's clamped SwiGLU over interleaved glu/linear outputs h (and biases b, NULL = 0):
+  // g = min(h[2i] + b[2i], limit), l = clamp(h[2i+1] + b[2i+1], -limit, limit),
+  // out[i] = g * sigmoid(1.702 g) * (l + 1) for i < n. AVX-512 levels use a polynomial exp
+  // (within 1e-6 relative of the formula in double; tested).
+  void (*swiglu)(const float* h, const float* b, size_t n, float limit, float* out);
+  // The sum over i < n of exp(x[i] - shift), x[i] <= shift, in double; -inf and NaN add 0.
+  // The normaliser of the sample op's log-probabilities (a pass over the whole vocabulary
+  // every token). Scalar: std::exp in double; SIMD levels: a polynomial exp in float (1e-7
+  // relative), summed in double.
+  double (*sum_exp)(const float* x, size_t n, float shift);
+  // Fast mode; null at scalar (whose devices run the reference ops).
+  // x (n_tok rows in natural order, stride ldx) -> out (prepared for n_tok x out.cols); the
+  // kernel-order permutation of MXFP4 rows is folded into the quad layout.
+  void (*quantize_q8)(const float* x, size_t ldx, size_t n_tok, Q8Acts& out);
+  // Like matmul for an MXFP4 weight, with tokens [t0, t0 + n_tok) of quantized activations.
+  void (*matmul_mxfp4_q8)(const Weight& w, size_t r0, size_t n_rows, const Q8Acts& x,
+                          size_t t0, size_t n_tok, float* y, size_t ldy);
+  // Fast mode, a decode step's few tokens (n_tok <= kGemvStepTokens) of an MXFP4 weight: each
+  // token exactly matmul_mxfp4_q8's one-token result, the codes decoded once for several
+  // tokens. Null where a level has none.
+  void (*gemv_mxfp4_q8)(const Weight& w, size_t r0, size_t n_rows, const Q8Acts& x, size_t t0,
+                        size_t n_tok, float* y, size_t ldy);
+  // The tiled attention's inner kernels (never null).
+  const AttnKernels* attention;
+  // Fast mode over a bf16 cache: dot products of bf16 pairs. Null below avx512bf16; the
+  // scalar table holds the reference (tests).
+  const AttnBf16Kernels* attention_bf16;
+  // Fast mode's unembedding in decode steps: bf16 weights times bf16 pairs. Null below
+  // avx512bf16; the scalar table holds the reference (tests).
+  const DenseBf16Kernels* dense_bf16;
+};
+
+// Byte offset in a Q8Acts row of element j (kernel order: j % 32 < 16 even, else odd) of
+// block b. (Not for the SIMD translation units, which compute it inline.)
+inline size_t q8_pos(size_t b, size_t j) {
+  return 128 * (b / 4) + 16 * (b % 4) + (j < 16 ? j : 64 + (j - 16));
+}
+
+// The scalar SwiGLU (the table's swiglu at scalar and the avx2 levels).
+void swiglu_reference(const float* h, const float* b, size_t n, float limit, float* out);
+// The scalar sum_exp (std::exp in double).
+double sum_exp_reference(const float* x, size_t n, float shift);
+
+// The scalar definitions of the two fast-mode kernels (the reference of the SIMD ones).
+void quantize_q8_reference(const float* x, size_t ldx, size_t n_tok, Q8Acts& out);
+void matmul_mxfp4_q8_reference(const Weight& w, size_t r0, size_t n_rows, const Q8Acts& x,
+                               size_t t0, size_t n_tok, float* y, size_t ldy);
+
+// The table of a level (levels.cpp; the level must be supported by the CPU to be called). Off
+// x86 every level's table is the scalar one.
+const Kernels& kernels_for(Isa isa);
+
+// Decodes row `row` of w into out in kernel order (natural order except for MXFP4).
+void decode_row_kernel_order(const Weight& w, size_t row, float* out);
+
+// dst = x with every 32-block reordered evens-then-odds (cols % 32 == 0), for n_tok rows.
+void permute_for_mxfp4(const float* x, size_t ldx, size_t n_tok, size_t cols, float* dst);
+// Position of natural element j within its 32-block in kernel order.
+inline size_t mxfp4_kernel_pos(size_t j) {
+  const size_t in = j & 31;
+  return (j & ~size_t(31)) + ((in & 1) ? 16 + in / 2 : in / 2);
+}
+
+// Scale byte -> 2^(e-127), as a table for the kernels.
+const float* e8m0_table();
+
+}  // namespace gptoss::cpu
+
+namespace gptoss::cpu {
+// For the SIMD translation units, which must not instantiate std templates or inline functions
+// of shared headers (the linker could keep their AVX-512 copy for every caller):
+// the scalar matmul for the dtypes they do not specialise, and per-thread scratch memory.
+void matmul_fallback(const Weight& w, size_t r0, size_t n_rows, const float* x, size_t ldx,
+                     size_t n_tok, float* y, size_t ldy);
+// A per-thread float buffer of at least n elements, 64-byte aligned; `slot` < 4 picks one of
+// several independent buffers. Valid until the next call with the same slot on this thread.
+float* thread_scratch(size_t n, int slot);
+}  // namespace gptoss::cpu

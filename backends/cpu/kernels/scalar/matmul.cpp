@@ -1,0 +1,246 @@
+// The scalar kernels: the reference of the SIMD levels' kernels, and the fallback for dtypes
+// a SIMD level does not specialise; the weight decoders; the Q8 activation storage.
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <vector>
+
+#include "cpu_backend.hpp"
+#include "formats.hpp"
+#include "kernels.hpp"
+#include "q8_storage.hpp"
+
+namespace gptoss::cpu {
+
+void decode_row(const Weight& w, size_t row, float* out) {
+  const uint8_t* p = w.data + row * w.row_bytes;
+  switch (w.dtype) {
+    case gptoss_dtype_f32:
+      std::memcpy(out, p, w.cols * 4);
+      break;
+    case gptoss_dtype_bf16:
+      for (size_t i = 0; i < w.cols; ++i) {
+        uint16_t h;
+        std::memcpy(&h, p + 2 * i, 2);
+        out[i] = bf16_to_f32(h);
+      }
+      break;
+    case gptoss_dtype_f16:
+      for (size_t i = 0; i < w.cols; ++i) {
+        uint16_t h;
+        std::memcpy(&h, p + 2 * i, 2);
+        out[i] = f16_to_f32(h);
+      }
+      break;
+    case gptoss_dtype_q8_0:
+      for (size_t b = 0; b < w.cols / 32; ++b) q8_0_decode_block(p + 34 * b, out + 32 * b);
+      break;
+    case gptoss_dtype_mxfp4: {
+      const uint8_t* s = w.scales + row * (w.cols / 32);
+      for (size_t b = 0; b < w.cols / 32; ++b) mxfp4_decode_block(p + 16 * b, s[b], out + 32 * b);
+      break;
+    }
+  }
+}
+
+const float* e8m0_table() {
+  static const auto table = [] {
+    std::vector<float> t(256);
+    for (int e = 0; e < 256; ++e) t[size_t(e)] = gptoss_e8m0_to_f32(uint8_t(e));
+    return t;
+  }();
+  return table.data();
+}
+
+void decode_row_range(const Weight& w, size_t row, size_t c0, size_t n, float* out) {
+  const uint8_t* p = w.data + row * w.row_bytes;
+  switch (w.dtype) {
+    case gptoss_dtype_f32:
+      std::memcpy(out, p + 4 * c0, n * 4);
+      return;
+    case gptoss_dtype_bf16:
+    case gptoss_dtype_f16:
+      for (size_t i = 0; i < n; ++i) {
+        uint16_t h;
+        std::memcpy(&h, p + 2 * (c0 + i), 2);
+        out[i] = w.dtype == gptoss_dtype_bf16 ? bf16_to_f32(h) : f16_to_f32(h);
+      }
+      return;
+    default: {  // block formats: decode the whole row
+      thread_local std::vector<float> whole;
+      whole.resize(w.cols);
+      decode_row(w, row, whole.data());
+      std::copy(whole.begin() + std::ptrdiff_t(c0), whole.begin() + std::ptrdiff_t(c0 + n), out);
+    }
+  }
+}
+
+void decode_row_kernel_order(const Weight& w, size_t row, float* out) {
+  if (w.dtype != gptoss_dtype_mxfp4) {
+    decode_row(w, row, out);
+    return;
+  }
+  const uint8_t* p = w.data + row * w.row_bytes;
+  const uint8_t* s = w.scales + row * (w.cols / 32);
+  for (size_t b = 0; b < w.cols / 32; ++b) {
+    const float scale = gptoss_e8m0_to_f32(s[b]);
+    for (size_t j = 0; j < 16; ++j) {
+      out[32 * b + j] = gptoss_mxfp4_value(p[16 * b + j] & 0x0f) * scale;
+      out[32 * b + 16 + j] = gptoss_mxfp4_value(uint8_t(p[16 * b + j] >> 4)) * scale;
+    }
+  }
+}
+
+void permute_for_mxfp4(const float* x, size_t ldx, size_t n_tok, size_t cols, float* dst) {
+  for (size_t t = 0; t < n_tok; ++t)
+    for (size_t j = 0; j < cols; ++j) dst[t * cols + mxfp4_kernel_pos(j)] = x[t * ldx + j];
+}
+
+void swiglu_reference(const float* h, const float* b, size_t n, float limit, float* out) {
+  for (size_t i = 0; i < n; ++i) {
+    float glu = h[2 * i] + (b ? b[2 * i] : 0.0f), lin = h[2 * i + 1] + (b ? b[2 * i + 1] : 0.0f);
+    glu = std::min(glu, limit);
+    lin = std::clamp(lin, -limit, limit);
+    out[i] = glu / (1.0f + std::exp(-1.702f * glu)) * (lin + 1.0f);
+  }
+}
+
+
+namespace {
+
+float dot_scalar(const float* a, const float* b, size_t n) {
+  float s = 0.0f;
+  for (size_t i = 0; i < n; ++i) s += a[i] * b[i];
+  return s;
+}
+
+// Each weight row is decoded once and used for every token.
+void matmul_scalar(const Weight& w, size_t r0, size_t n_rows, const float* x, size_t ldx,
+                   size_t n_tok, float* y, size_t ldy) {
+  thread_local std::vector<float> row;
+  row.resize(w.cols);
+  for (size_t i = 0; i < n_rows; ++i) {
+    decode_row_kernel_order(w, r0 + i, row.data());
+    for (size_t t = 0; t < n_tok; ++t) y[t * ldy + i] = dot_scalar(x + t * ldx, row.data(), w.cols);
+  }
+}
+
+}  // namespace
+
+void quantize_q8_reference(const float* x, size_t ldx, size_t n_tok, Q8Acts& out) {
+  const size_t nb = out.cols / 32;
+  for (size_t t = 0; t < n_tok; ++t) {
+    const float* xr = x + t * ldx;
+    int8_t* q = out.q + t * out.q_stride;
+    for (size_t b = 0; b < out.b_stride; ++b) {
+      float d = 0.0f;
+      int32_t sum = 0;
+      if (b < nb) {
+        float amax = 0.0f;
+        for (size_t j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(xr[32 * b + j]));
+        d = amax / 127.0f;
+        const float id = d != 0.0f ? 1.0f / d : 0.0f;
+        for (size_t j = 0; j < 32; ++j) {  // natural element j is kernel-order position
+          const float v = std::clamp(std::nearbyint(xr[32 * b + j] * id), -127.0f, 127.0f);
+          q[q8_pos(b, (j & 1) ? 16 + j / 2 : j / 2)] = int8_t(v);
+          sum += int32_t(v);
+        }
+      }
+      out.half_d[t * out.b_stride + b] = d * 0.5f;
+      out.q12f[t * out.b_stride + b] = float(12 * sum);
+      out.neg_q12[t * out.b_stride + b] = -12 * sum;
+    }
+    for (size_t b = nb; b < out.q_stride / 32; ++b)
+      for (size_t j = 0; j < 32; ++j) q[q8_pos(b, j)] = 0;
+  }
+}
+
+void matmul_mxfp4_q8_reference(const Weight& w, size_t r0, size_t n_rows, const Q8Acts& x,
+                               size_t t0, size_t n_tok, float* y, size_t ldy) {
+  const size_t nb = w.cols / 32;
+  for (size_t i = 0; i < n_rows; ++i) {
+    const uint8_t* codes = w.data + (r0 + i) * w.row_bytes;
+    const uint8_t* scales = w.scales + (r0 + i) * nb;
+    for (size_t t = t0; t < t0 + n_tok; ++t) {
+      const int8_t* q = x.q + t * x.q_stride;
+      double acc = 0.0;
+      for (size_t b = 0; b < nb; ++b) {
+        int32_t s = 0;  // sum of (2v) q over the block, exact in integers
+        for (size_t j = 0; j < 16; ++j) {
+          const uint8_t c = codes[16 * b + j];
+          s += int32_t(2.0f * gptoss_mxfp4_value(c & 15)) * q[q8_pos(b, j)];
+          s += int32_t(2.0f * gptoss_mxfp4_value(uint8_t(c >> 4))) * q[q8_pos(b, 16 + j)];
+        }
+        acc += double(gptoss_e8m0_to_f32(scales[b]) * x.half_d[t * x.b_stride + b]) * double(s);
+      }
+      y[(t - t0) * ldy + i] = float(acc);
+    }
+  }
+}
+
+void copy_q8_row(const Q8Acts& src, size_t i, Q8Acts& dst, size_t j) {
+  std::memcpy(dst.q + j * dst.q_stride, src.q + i * src.q_stride, src.q_stride);
+  std::memcpy(dst.half_d + j * dst.b_stride, src.half_d + i * src.b_stride, src.b_stride * 4);
+  std::memcpy(dst.q12f + j * dst.b_stride, src.q12f + i * src.b_stride, src.b_stride * 4);
+  std::memcpy(dst.neg_q12 + j * dst.b_stride, src.neg_q12 + i * src.b_stride, src.b_stride * 4);
+}
+
+Q8Acts& Q8Storage::prepare(size_t n_tok, size_t cols) {
+  const size_t q_stride = (cols + 127) / 128 * 128;
+  const size_t b_stride = (cols / 32 + 15) / 16 * 16;
+  const size_t need = 64 + n_tok * (q_stride + 12 * b_stride);
+  if (bytes_.size() < need) bytes_.resize(need);
+  uint8_t* p = bytes_.data();
+  p += (64 - reinterpret_cast<uintptr_t>(p) % 64) % 64;
+  view_.n_tok = n_tok;
+  view_.cols = cols;
+  view_.q_stride = q_stride;
+  view_.b_stride = b_stride;
+  view_.q = reinterpret_cast<int8_t*>(p);
+  view_.half_d = reinterpret_cast<float*>(p + n_tok * q_stride);
+  view_.q12f = view_.half_d + n_tok * b_stride;
+  view_.neg_q12 = reinterpret_cast<int32_t*>(view_.q12f + n_tok * b_stride);
+  return view_;
+}
+
+double sum_exp_reference(const float* x, size_t n, float shift) {
+  double sum = 0.0;
+  for (size_t i = 0; i < n; ++i)
+    if (x[i] == x[i]) sum += std::exp(double(x[i]) - double(shift));  // NaN adds nothing
+  return sum;
+}
+
+namespace scalar {
+void matmul(const Weight& w, size_t r0, size_t n_rows, const float* x, size_t ldx, size_t n_tok,
+            float* y, size_t ldy) {
+  matmul_scalar(w, r0, n_rows, x, ldx, n_tok, y, ldy);
+}
+}  // namespace scalar
+
+float* thread_scratch(size_t n, int slot) {
+  struct Buf {
+    float* p = nullptr;
+    size_t n = 0;
+    ~Buf() { std::free(p); }
+  };
+  thread_local Buf bufs[4];
+  Buf& b = bufs[slot & 3];
+  if (b.n < n) {
+    std::free(b.p);
+    const size_t bytes = (n * sizeof(float) + 63) / 64 * 64;
+    b.p = static_cast<float*>(std::aligned_alloc(64, bytes));
+    if (b.p == nullptr) throw std::bad_alloc();
+    b.n = n;
+  }
+  return b.p;
+}
+
+// For the SIMD tables: the dtypes they do not specialise.
+void matmul_fallback(const Weight& w, size_t r0, size_t n_rows, const float* x, size_t ldx,
+                     size_t n_tok, float* y, size_t ldy) {
+  matmul_scalar(w, r0, n_rows, x, ldx, n_tok, y, ldy);
+}
+
+}  // namespace gptoss::cpu
