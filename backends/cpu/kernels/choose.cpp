@@ -25,8 +25,12 @@ enum class Precision { any, fast };
 
 bool has_matmul(const Kernels& k) { return k.matmul != nullptr; }
 bool has_q8(const Kernels& k) { return k.matmul_mxfp4_q8 != nullptr; }
-bool has_q8_step(const Kernels& k) { return k.gemv_mxfp4_q8 != nullptr && k.matmul_mxfp4_q8 != nullptr; }
-bool has_bf16_pairs(const Kernels& k) { return k.dense_bf16 != nullptr && k.attention_bf16 != nullptr; }
+bool has_q8_step(const Kernels& k) {
+  return k.gemv_mxfp4_q8 != nullptr && k.matmul_mxfp4_q8 != nullptr;
+}
+bool has_bf16_pairs(const Kernels& k) {
+  return k.dense_bf16 != nullptr && k.attention_bf16 != nullptr;
+}
 
 struct Row {
   Format format;
@@ -44,19 +48,20 @@ struct Row {
 // bf16 activations (its logits feed no later layer), and only in decode steps.
 constexpr Row kRows[] = {
     // format            tokens         precision        level has       kernel
-    {Format::bf16_logits, Tokens::step,  Precision::fast, has_bf16_pairs, MatmulKernel::bf16_pairs},
-    {Format::mxfp4,       Tokens::one,   Precision::fast, has_q8,         MatmulKernel::q8},
-    {Format::mxfp4,       Tokens::batch, Precision::fast, has_q8,         MatmulKernel::q8},
-    {Format::mxfp4,       Tokens::step,  Precision::fast, has_q8_step,    MatmulKernel::q8_step},
-    {Format::mxfp4,       Tokens::step,  Precision::fast, has_q8,         MatmulKernel::q8_each_token},
-    {Format::any,         Tokens::any,   Precision::any,  has_matmul,     MatmulKernel::fp32},
+    {Format::bf16_logits, Tokens::step, Precision::fast, has_bf16_pairs, MatmulKernel::bf16_pairs},
+    {Format::mxfp4, Tokens::one, Precision::fast, has_q8, MatmulKernel::q8},
+    {Format::mxfp4, Tokens::batch, Precision::fast, has_q8, MatmulKernel::q8},
+    {Format::mxfp4, Tokens::step, Precision::fast, has_q8_step, MatmulKernel::q8_step},
+    {Format::mxfp4, Tokens::step, Precision::fast, has_q8, MatmulKernel::q8_each_token},
+    {Format::any, Tokens::any, Precision::any, has_matmul, MatmulKernel::fp32},
 };
 
 bool matches(Format f, const Weight& w) {
   switch (f) {
     case Format::any: return true;
     case Format::mxfp4: return w.dtype == gptoss_dtype_mxfp4;
-    case Format::bf16_logits: return w.dtype == gptoss_dtype_bf16 && w.logits_only && w.cols % 2 == 0;
+    case Format::bf16_logits:
+      return w.dtype == gptoss_dtype_bf16 && w.logits_only && w.cols % 2 == 0;
   }
   return false;
 }
@@ -96,18 +101,16 @@ MatmulKernel choose_matmul(const Kernels& k, const Weight& w, size_t step_tokens
 void run_matmul(MatmulKernel kernel, const Kernels& k, const Weight& w, size_t r0, size_t n_rows,
                 const ActsView& x, size_t t0, size_t n_tok, float* y, size_t ldy) {
   switch (kernel) {
-    case MatmulKernel::fp32:
-      return k.matmul(w, r0, n_rows, x.x + t0 * x.ld, x.ld, n_tok, y, ldy);
+    case MatmulKernel::fp32: return k.matmul(w, r0, n_rows, x.x + t0 * x.ld, x.ld, n_tok, y, ldy);
     case MatmulKernel::bf16_pairs:
       return k.dense_bf16->matmul(w, r0, n_rows, x.x + t0 * x.ld, x.ld, n_tok, y, ldy);
-    case MatmulKernel::q8:
-      return k.matmul_mxfp4_q8(w, r0, n_rows, *x.q8, t0, n_tok, y, ldy);
-    case MatmulKernel::q8_step:
-      return k.gemv_mxfp4_q8(w, r0, n_rows, *x.q8, t0, n_tok, y, ldy);
+    case MatmulKernel::q8: return k.matmul_mxfp4_q8(w, r0, n_rows, *x.q8, t0, n_tok, y, ldy);
+    case MatmulKernel::q8_step: return k.gemv_mxfp4_q8(w, r0, n_rows, *x.q8, t0, n_tok, y, ldy);
     case MatmulKernel::q8_each_token:
-      return for_each_token_block(n_rows, w.row_bytes + w.cols / 32, n_tok, [&](size_t b, size_t n, size_t t) {
-        k.matmul_mxfp4_q8(w, r0 + b, n, *x.q8, t0 + t, 1, y + t * ldy + b, ldy);
-      });
+      return for_each_token_block(
+          n_rows, w.row_bytes + w.cols / 32, n_tok, [&](size_t b, size_t n, size_t t) {
+            k.matmul_mxfp4_q8(w, r0 + b, n, *x.q8, t0 + t, 1, y + t * ldy + b, ldy);
+          });
   }
 }
 

@@ -1,7 +1,7 @@
 #pragma once
 // Fast precision's unembedding in decode steps at the avx512bf16 level (the chooser's table,
-// kernels/choose.cpp, says when): bf16 weights times activations rounded to bf16, with vdpbf16ps (both
-// products of a pair of bf16 added to an fp32 sum), as llama.cpp multiplies bf16 tensors. One
+// kernels/choose.cpp, says when): bf16 weights times activations rounded to bf16, with vdpbf16ps
+// (both products of a pair of bf16 added to an fp32 sum), as llama.cpp multiplies bf16 tensors. One
 // instruction then takes 32 weights where the fp32 GEMV widens 16 per load and needs one FMA per
 // 16 per token: a decode step of several sequences is bound by that arithmetic on few cores.
 //

@@ -28,8 +28,8 @@ struct Weight;
 //   avx512vnni  avx512 with vpdpbusd on 512 bits for the int8 kernels
 //   avx512bf16  avx512vnni with vdpbf16ps: bf16-pair attention and unembedding (fast mode)
 enum class Isa : int { scalar = 0, avx2, avx2vnni, avx512, avx512vnni, avx512bf16 };
-constexpr Isa kAllIsas[] = {Isa::scalar,   Isa::avx2,       Isa::avx2vnni,
-                            Isa::avx512,   Isa::avx512vnni, Isa::avx512bf16};
+constexpr Isa kAllIsas[] = {Isa::scalar, Isa::avx2,       Isa::avx2vnni,
+                            Isa::avx512, Isa::avx512vnni, Isa::avx512bf16};
 
 const char* isa_name(Isa isa);
 // Whether this CPU can run the level (cpuid; false for every SIMD level off x86).

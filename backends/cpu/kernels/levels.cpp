@@ -33,8 +33,7 @@ bool has_avx2vnni() { return has_avx2() && cpu_has_avxvnni(); }
 bool has_avx512() {
   __builtin_cpu_init();
   return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-         has_avx2();
+         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") && has_avx2();
 }
 bool has_avx512vnni() { return has_avx512() && __builtin_cpu_supports("avx512vnni"); }
 bool has_avx512bf16() { return has_avx512vnni() && __builtin_cpu_supports("avx512bf16"); }
@@ -50,13 +49,13 @@ struct Level {
 // In the order of Isa.
 constexpr Level kLevels[] = {
     // isa            name          supported        table
-    {Isa::scalar,     "scalar",     always,          &kKernelsScalar},
+    {Isa::scalar, "scalar", always, &kKernelsScalar},
 #if defined(__x86_64__)
-    {Isa::avx2,       "avx2",       has_avx2,        &kKernelsAvx2},
-    {Isa::avx2vnni,   "avx2vnni",   has_avx2vnni,    &kKernelsAvx2Vnni},
-    {Isa::avx512,     "avx512",     has_avx512,      &kKernelsAvx512},
-    {Isa::avx512vnni, "avx512vnni", has_avx512vnni,  &kKernelsAvx512Vnni},
-    {Isa::avx512bf16, "avx512bf16", has_avx512bf16,  &kKernelsAvx512Bf16},
+    {Isa::avx2, "avx2", has_avx2, &kKernelsAvx2},
+    {Isa::avx2vnni, "avx2vnni", has_avx2vnni, &kKernelsAvx2Vnni},
+    {Isa::avx512, "avx512", has_avx512, &kKernelsAvx512},
+    {Isa::avx512vnni, "avx512vnni", has_avx512vnni, &kKernelsAvx512Vnni},
+    {Isa::avx512bf16, "avx512bf16", has_avx512bf16, &kKernelsAvx512Bf16},
 #endif
 };
 
@@ -98,7 +97,9 @@ bool cpu_has_avxvnni() {
 
 // The sub-tables, by the one lookup.
 const AttnKernels& attention_kernels_for(Isa isa) { return *kernels_for(isa).attention; }
-const AttnBf16Kernels* attention_bf16_kernels_for(Isa isa) { return kernels_for(isa).attention_bf16; }
+const AttnBf16Kernels* attention_bf16_kernels_for(Isa isa) {
+  return kernels_for(isa).attention_bf16;
+}
 const DenseBf16Kernels* dense_bf16_kernels_for(Isa isa) { return kernels_for(isa).dense_bf16; }
 
 }  // namespace gptoss::cpu

@@ -285,7 +285,8 @@ gptoss_status op_attention(Stream* stream, const float* q, const void* k_cache, 
           for (size_t h = 0; h < hg; ++h)
             for (size_t r = 0; r < R; ++r) {
               const size_t head = (kvh0 + h) * G + r % G;
-              finish_row(&st[h], 1, r, hd, sink[head], out + ((blk.t0 + r / G) * n_heads + head) * hd);
+              finish_row(&st[h], 1, r, hd, sink[head],
+                         out + ((blk.t0 + r / G) * n_heads + head) * hd);
             }
       }
     });
@@ -299,7 +300,8 @@ gptoss_status op_attention(Stream* stream, const float* q, const void* k_cache, 
         for (size_t s = 0; s < splits; ++s) ps[s] = Partial::at(parts.data() + (bk * splits + s) * part, R_max);
         for (size_t r = 0; r < blk.n * G; ++r) {
           const size_t h = kvh * G + r % G;
-          finish_row(ps.data(), splits, r, hd, sink[h], out + ((blk.t0 + r / G) * n_heads + h) * hd);
+          finish_row(ps.data(), splits, r, hd, sink[h],
+                     out + ((blk.t0 + r / G) * n_heads + h) * hd);
         }
       }
     });

@@ -41,22 +41,23 @@ gptoss_status op_add_rmsnorm(Stream* stream, float* x, const float* y, const Wei
   Device& dev = device_of(stream);
   const Weight& s = *scale;
   if (s.rows * s.cols != dim) return gptoss_status_invalid_argument;
-  for_each_piece(dev.pool, n_tokens, 1, double(n_tokens) * double(dim) * 4, [&](size_t t0, size_t t1) {
-    float* g = thread_scratch(dim, 3);
-    decode_row(s, 0, g);
-    for (size_t t = t0; t < t1; ++t) {
-      float* xr = x + t * dim;
-      const float* yr = y + t * dim;
-      float ss = 0.0f;
-      for (size_t i = 0; i < dim; ++i) {
-        xr[i] += yr[i];
-        ss += xr[i] * xr[i];
-      }
-      const float r = 1.0f / std::sqrt(ss / float(dim) + eps);
-      float* o = out + t * dim;
-      for (size_t i = 0; i < dim; ++i) o[i] = xr[i] * r * g[i];
-    }
-  });
+  for_each_piece(dev.pool, n_tokens, 1, double(n_tokens) * double(dim) * 4,
+                 [&](size_t t0, size_t t1) {
+                   float* g = thread_scratch(dim, 3);
+                   decode_row(s, 0, g);
+                   for (size_t t = t0; t < t1; ++t) {
+                     float* xr = x + t * dim;
+                     const float* yr = y + t * dim;
+                     float ss = 0.0f;
+                     for (size_t i = 0; i < dim; ++i) {
+                       xr[i] += yr[i];
+                       ss += xr[i] * xr[i];
+                     }
+                     const float r = 1.0f / std::sqrt(ss / float(dim) + eps);
+                     float* o = out + t * dim;
+                     for (size_t i = 0; i < dim; ++i) o[i] = xr[i] * r * g[i];
+                   }
+                 });
   return gptoss_status_success;
 }
 
@@ -115,11 +116,15 @@ gptoss_status op_linear(Stream* stream, const float* x, const Weight* weight, co
     // the end of the op, long calls before it.
     const bool pairs = kernel == MatmulKernel::bf16_pairs;
     const bool merge = pairs || n_tokens == 1;
-    const size_t grain = rows_per_piece(n_out, pairs ? 1 : n_tokens, dev.pool, kRowGrain, merge ? 64 : 16);
-    for_each_piece(dev.pool, n_out, grain, work, [&](size_t r0, size_t r1) {
-      run_matmul(kernel, k, w, r0, r1 - r0, acts, 0, n_tokens, out + r0, n_out);
-      add_bias(r0, r1);
-    }, merge);
+    const size_t grain =
+        rows_per_piece(n_out, pairs ? 1 : n_tokens, dev.pool, kRowGrain, merge ? 64 : 16);
+    for_each_piece(
+        dev.pool, n_out, grain, work,
+        [&](size_t r0, size_t r1) {
+          run_matmul(kernel, k, w, r0, r1 - r0, acts, 0, n_tokens, out + r0, n_out);
+          add_bias(r0, r1);
+        },
+        merge);
   } catch (const std::bad_alloc&) {
     return gptoss_status_insufficient_memory;
   }
@@ -143,8 +148,7 @@ gptoss_status op_router(Stream* stream, const float* x, const Weight* weight, co
     if (st != gptoss_status_success) return st;
     std::vector<size_t> order;
     for (size_t t = 0; t < n_tokens; ++t)
-      router_topk_softmax(logits.data() + t * n_experts, n_experts, top_k,
-                          expert_ids + t * top_k,
+      router_topk_softmax(logits.data() + t * n_experts, n_experts, top_k, expert_ids + t * top_k,
                           expert_weights + t * top_k, order);
   } catch (const std::bad_alloc&) {
     return gptoss_status_insufficient_memory;

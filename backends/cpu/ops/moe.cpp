@@ -173,14 +173,12 @@ gptoss_status op_moe(Stream* stream, const float* x, const int32_t* expert_ids,
     });
 
     ActsView x2;  // A_e as w2's kernel takes it
-    if (q2)
-      x2.q8 = &quantize(act.data(), n_rows, inter, temps.aq);
-    else
-      x2 = {act.data(), inter, nullptr};
+    if (q2) x2.q8 = &quantize(act.data(), n_rows, inter, temps.aq);
+    else x2 = {act.data(), inter, nullptr};
     run_pieces(dim, [&](const ExpertGroup& g, size_t r0, size_t r1) {
       float* y = yg.data() + g.first * dim + r0;
-      run_matmul(choose_matmul(k, w2, n_tokens, g.count, fast), k, w2, g.expert * dim + r0,
-                 r1 - r0, x2, g.first, g.count, y, dim);
+      run_matmul(choose_matmul(k, w2, n_tokens, g.count, fast), k, w2, g.expert * dim + r0, r1 - r0,
+                 x2, g.first, g.count, y, dim);
       if (b2) {  // Y + b2, as the reference adds it before weighting
         thread_local std::vector<float> bias;
         bias.resize(r1 - r0);

@@ -164,7 +164,8 @@ struct WeightBytes<OpKind::moe> {
   static uint64_t of(Buf, Buf ids, Buf, Wt mlp1, Wt, Wt mlp2, Wt, size_t n_tokens, size_t, size_t,
                      size_t top_k, float, Buf) {
     if (mlp1 == nullptr || mlp2 == nullptr) return 0;
-    return routed_expert_bytes(reinterpret_cast<const int32_t*>(ids), n_tokens * top_k, *weight(mlp1), *weight(mlp2));
+    return routed_expert_bytes(reinterpret_cast<const int32_t*>(ids), n_tokens * top_k,
+                               *weight(mlp1), *weight(mlp2));
   }
 };
 

@@ -21,15 +21,18 @@ gptoss_status buffer_alloc(gptoss_backend_device_t, size_t, gptoss_backend_buffe
 void buffer_free(gptoss_backend_device_t, gptoss_backend_buffer_t);
 gptoss_status buffer_view(gptoss_backend_device_t, gptoss_backend_buffer_t, size_t, size_t,
                           gptoss_backend_buffer_t*);
-gptoss_status buffer_write(gptoss_backend_stream_t, gptoss_backend_buffer_t, size_t, const void*, size_t);
+gptoss_status buffer_write(gptoss_backend_stream_t, gptoss_backend_buffer_t, size_t, const void*,
+                           size_t);
 gptoss_status buffer_read(gptoss_backend_stream_t, gptoss_backend_buffer_t, size_t, void*, size_t);
 gptoss_status buffer_copy(gptoss_backend_stream_t, gptoss_backend_buffer_t, size_t,
                           gptoss_backend_buffer_t, size_t, size_t);
 gptoss_status buffer_copy_peer(gptoss_backend_stream_t, gptoss_backend_buffer_t, size_t,
                                gptoss_backend_device_t, gptoss_backend_buffer_t, size_t, size_t);
-gptoss_status weight_upload(gptoss_backend_device_t, const gptoss_tensor_desc*, gptoss_backend_weight_t*);
+gptoss_status weight_upload(gptoss_backend_device_t, const gptoss_tensor_desc*,
+                            gptoss_backend_weight_t*);
 void weight_free(gptoss_backend_device_t, gptoss_backend_weight_t);
-gptoss_status kv_create(gptoss_backend_device_t, const gptoss_kv_desc*, size_t, gptoss_backend_kv_t*);
+gptoss_status kv_create(gptoss_backend_device_t, const gptoss_kv_desc*, size_t,
+                        gptoss_backend_kv_t*);
 gptoss_status kv_grow(gptoss_backend_device_t, gptoss_backend_kv_t, size_t);
 void kv_destroy(gptoss_backend_device_t, gptoss_backend_kv_t);
 }  // namespace gptoss::cpu::slots

@@ -14,11 +14,11 @@
 #include <utility>
 #include <vector>
 
-#include "backends/cpu/test_weights.hpp"
-#include "kernels.hpp"
 #include "avx2/int8.hpp"
 #include "avx2vnni/avx2vnni.hpp"
+#include "backends/cpu/test_weights.hpp"
 #include "formats.hpp"
+#include "kernels.hpp"
 #include "q8_storage.hpp"
 
 namespace gptoss::cpu::test {

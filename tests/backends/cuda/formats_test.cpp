@@ -10,8 +10,8 @@
 #include <random>
 
 #include "backends/cpu/kernels/formats.hpp"
-#include "gptoss/backend.h"
 #include "backends/cuda/device/formats.cuh"
+#include "gptoss/backend.h"
 
 namespace cu = gptoss::cuda;
 namespace cpu = gptoss::cpu;

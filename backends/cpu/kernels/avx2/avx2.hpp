@@ -10,7 +10,7 @@ struct AttnKernels;
 namespace gptoss::cpu::avx2 {
 
 void matmul(const Weight& w, size_t r0, size_t n_rows, const float* x, size_t ldx, size_t n_tok,
-            float* y, size_t ldy);                          // matmul.cpp
+            float* y, size_t ldy);                      // matmul.cpp
 double sum_exp(const float* x, size_t n, float shift);  // matmul.cpp
 extern const AttnKernels kAttention;                    // attention.cpp
 

@@ -5,8 +5,8 @@
 
 namespace gptoss::cpu {
 
-void matmul_mxfp4_q8_avxvnni(const Weight& w, size_t r0, size_t n_rows, const Q8Acts& x,
-                             size_t t0, size_t n_tok, float* y, size_t ldy);
+void matmul_mxfp4_q8_avxvnni(const Weight& w, size_t r0, size_t n_rows, const Q8Acts& x, size_t t0,
+                             size_t n_tok, float* y, size_t ldy);
 void gemv_mxfp4_q8_avxvnni(const Weight& w, size_t r0, size_t n_rows, const Q8Acts& x, size_t t0,
                            size_t n_tok, float* y, size_t ldy);
 

@@ -5,9 +5,9 @@
 // gathers from attention_simd.hpp.
 #include <immintrin.h>
 
-#include "avx512/attention_tiles.hpp"
 #include "attention_kernels.hpp"
 #include "attention_simd.hpp"
+#include "avx512/attention_tiles.hpp"
 
 namespace gptoss::cpu {
 namespace {

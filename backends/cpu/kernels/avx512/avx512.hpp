@@ -10,9 +10,9 @@ struct AttnKernels;
 namespace gptoss::cpu::avx512 {
 
 void matmul(const Weight& w, size_t r0, size_t n_rows, const float* x, size_t ldx, size_t n_tok,
-            float* y, size_t ldy);                                                  // matmul.cpp
+            float* y, size_t ldy);                                               // matmul.cpp
 void swiglu(const float* h, const float* b, size_t n, float limit, float* out);  // matmul.cpp
-double sum_exp(const float* x, size_t n, float shift);                          // matmul.cpp
-extern const AttnKernels kAttention;                                            // attention.cpp
+double sum_exp(const float* x, size_t n, float shift);                           // matmul.cpp
+extern const AttnKernels kAttention;                                             // attention.cpp
 
 }  // namespace gptoss::cpu::avx512

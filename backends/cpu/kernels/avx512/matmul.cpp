@@ -1,6 +1,6 @@
 // The fp32 kernels of the avx512 level (Kernels::matmul, swiglu, sum_exp; also in the tables
-// above it), built with the AVX-512 flags. fp32 activations and accumulation throughout (exact mode):
-// weights are widened to fp32 in registers (bf16: a shift; MXFP4: a 16-entry permute of the
+// above it), built with the AVX-512 flags. fp32 activations and accumulation throughout (exact
+// mode): weights are widened to fp32 in registers (bf16: a shift; MXFP4: a 16-entry permute of the
 // E2M1 values, then one multiply by the block scale per 32 products).
 //
 // Work split (by the caller): each call owns a range of output rows.

@@ -6,8 +6,8 @@
 // pair broadcast per row) or two keys (P.V: a probability pair broadcast per row).
 #include <immintrin.h>
 
-#include "avx512/attention_tiles.hpp"
 #include "attention_kernels.hpp"
+#include "avx512/attention_tiles.hpp"
 
 namespace gptoss::cpu {
 namespace {

@@ -8,7 +8,7 @@ namespace gptoss::cpu {
 void quantize_q8_avx512vnni(const float* x, size_t ldx, size_t n_tok, Q8Acts& out);
 void matmul_mxfp4_q8_avx512vnni(const Weight& w, size_t r0, size_t n_rows, const Q8Acts& x,
                                 size_t t0, size_t n_tok, float* y, size_t ldy);
-void gemv_mxfp4_q8_avx512vnni(const Weight& w, size_t r0, size_t n_rows, const Q8Acts& x,
-                              size_t t0, size_t n_tok, float* y, size_t ldy);
+void gemv_mxfp4_q8_avx512vnni(const Weight& w, size_t r0, size_t n_rows, const Q8Acts& x, size_t t0,
+                              size_t n_tok, float* y, size_t ldy);
 
 }  // namespace gptoss::cpu

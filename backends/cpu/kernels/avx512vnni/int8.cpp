@@ -24,9 +24,9 @@
 //   row in int32, and one convert + scale per block: 16 rows x 32 products in 12 instructions.
 #include <immintrin.h>
 
+#include "avx512vnni/avx512vnni.hpp"
 #include "cpu_backend.hpp"
 #include "kernels.hpp"
-#include "avx512vnni/avx512vnni.hpp"
 #include "q8_quad.hpp"
 #include "row_streams.hpp"
 

@@ -11,7 +11,7 @@ struct DenseBf16Kernels;
 namespace gptoss::cpu::scalar {
 
 void matmul(const Weight& w, size_t r0, size_t n_rows, const float* x, size_t ldx, size_t n_tok,
-            float* y, size_t ldy);  // matmul.cpp
+            float* y, size_t ldy);            // matmul.cpp
 extern const AttnKernels kAttention;          // attention.cpp
 extern const AttnBf16Kernels kAttentionBf16;  // attention.cpp
 extern const DenseBf16Kernels kDenseBf16;     // dense_bf16.cpp

@@ -5,7 +5,7 @@
 #include <limits>
 #include <vector>
 
-#include "../common/sampling.hpp"
+#include "../../common/sampling.hpp"
 
 namespace gptoss::cpu {
 namespace {
