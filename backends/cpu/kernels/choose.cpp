@@ -46,15 +46,18 @@ struct Row {
 // one-token GEMV per token over blocks of rows that stay in L2; prefill keeps the panel kernels
 // for every group of tokens, so chunking a prompt changes no result. Only the unembedding takes
 // bf16 activations (its logits feed no later layer), and only in decode steps.
+// The rows are a table, aligned by column.
+// clang-format off
 constexpr Row kRows[] = {
     // format            tokens         precision        level has       kernel
-    {Format::bf16_logits, Tokens::step, Precision::fast, has_bf16_pairs, MatmulKernel::bf16_pairs},
-    {Format::mxfp4, Tokens::one, Precision::fast, has_q8, MatmulKernel::q8},
-    {Format::mxfp4, Tokens::batch, Precision::fast, has_q8, MatmulKernel::q8},
-    {Format::mxfp4, Tokens::step, Precision::fast, has_q8_step, MatmulKernel::q8_step},
-    {Format::mxfp4, Tokens::step, Precision::fast, has_q8, MatmulKernel::q8_each_token},
-    {Format::any, Tokens::any, Precision::any, has_matmul, MatmulKernel::fp32},
+    {Format::bf16_logits, Tokens::step,  Precision::fast, has_bf16_pairs, MatmulKernel::bf16_pairs},
+    {Format::mxfp4,       Tokens::one,   Precision::fast, has_q8,         MatmulKernel::q8},
+    {Format::mxfp4,       Tokens::batch, Precision::fast, has_q8,         MatmulKernel::q8},
+    {Format::mxfp4,       Tokens::step,  Precision::fast, has_q8_step,    MatmulKernel::q8_step},
+    {Format::mxfp4,       Tokens::step,  Precision::fast, has_q8,         MatmulKernel::q8_each_token},
+    {Format::any,         Tokens::any,   Precision::any,  has_matmul,     MatmulKernel::fp32},
 };
+// clang-format on
 
 bool matches(Format f, const Weight& w) {
   switch (f) {
