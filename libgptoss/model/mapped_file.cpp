@@ -147,11 +147,18 @@ uint8_t* map_with_huge_pages(int fd, size_t size, const std::string& path) {
   // if none does, re-read the first 2 MiB and see.
   bool rereads_huge = before > 0;
   if (!rereads_huge) {
-    (void)::munmap(p, kHugePage);
+    // The first 2 MiB's file pages leave the mapping for an anonymous reservation, replaced in
+    // one call and never unmapped: between a munmap and a MAP_FIXED remap another thread's
+    // mmap (a new thread's stack) can take the hole, and MAP_FIXED would then map the file over
+    // it (tests/model/mapped_file_concurrency_test.cpp).
+    if (::mmap(p, kHugePage, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) ==
+        MAP_FAILED) {
+      return p;  // the file's pages stay mapped as they are
+    }
     (void)::posix_fadvise(fd, 0, off_t(kHugePage), POSIX_FADV_DONTNEED);
     void* q = ::mmap(p, kHugePage, PROT_READ, MAP_PRIVATE | MAP_FIXED, fd, 0);
-    if (q == MAP_FAILED) {  // the hole cannot be refilled: start over with a plain mapping
-      ::munmap(p + kHugePage, size - kHugePage);
+    if (q == MAP_FAILED) {  // the reservation cannot be refilled: start over with a plain mapping
+      ::munmap(p, size);
       return map_aligned(fd, size);
     }
     (void)::madvise(q, kHugePage, MADV_HUGEPAGE);
