@@ -23,7 +23,8 @@ void write_fresh_file(const std::string& path, const std::vector<uint8_t>& bytes
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   REQUIRE(fd >= 0);
   for (size_t done = 0; done < bytes.size();) {
-    const ssize_t n = ::write(fd, bytes.data() + done, std::min<size_t>(64 * 1024, bytes.size() - done));
+    const ssize_t n =
+        ::write(fd, bytes.data() + done, std::min<size_t>(64 * 1024, bytes.size() - done));
     REQUIRE(n > 0);
     done += size_t(n);
   }
