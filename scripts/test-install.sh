@@ -38,7 +38,8 @@ readelf -d "$prefix/$libdir/libgptoss.so.$version" | grep -c "Library soname: \[
   fail "SONAME is not libgptoss.so.$abi"
 ls "$prefix/$libdir/gptoss/backends" | grep -v '^libgptoss-backend-[a-z0-9]*\.so$' &&
   fail "something else than backend plugins in $libdir/gptoss/backends"
-for f in bin/gptoss-tests bin/gptoss-python-c-reference bin/c-api_smoke; do
+for f in bin/gptoss-tests bin/gptoss-server-tests bin/gptoss-cli-completion-test \
+         bin/gptoss-python-c-reference bin/c-api_smoke; do
   [ ! -e "$prefix/$f" ] || fail "test program $f is installed"
 done
 # Nothing installed may point into the build tree (RPATH/RUNPATH).
