@@ -1,7 +1,7 @@
 #pragma once
 // The token choice of the `sample` slot's algorithm (include/gptoss/backend.h, steps 2 and
 // 3): the one copy, which the core's host sampler (libgptoss/sampling/sampler.cpp: penalties
-// and the RNG around it) and the CPU plugin's sample slot (backends/cpu/sample.cpp) both call,
+// and the RNG around it) and the CPU plugin's sample slot (backends/cpu/ops/sample.cpp) both call,
 // so that they take the same token for the same logits and uniform, bit for bit. Header-only,
 // like yarn.hpp: a plugin includes it and links nothing of libgptoss.
 #include <algorithm>

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "../cpu/formats.hpp"  // the scalar conversions of the canonical dtypes
+#include "../cpu/kernels/formats.hpp"  // the scalar conversions of the canonical dtypes
 #include "cuda_backend.hpp"
 
 namespace gptoss::cuda {
