@@ -18,7 +18,8 @@ namespace gptoss::cuda {
 // Returns the chosen candidate, < min(n, held); the last kept candidate with a weight when
 // rounding leaves the draw beyond the kept run (the first one if none has).
 template <typename Prob>
-GPTOSS_HD int sample_truncate_draw(const Prob& prob, int n, int held, float min_p, float top_p, double uniform) {
+GPTOSS_HD int sample_truncate_draw(const Prob& prob, int n, int held, float min_p, float top_p,
+                                   double uniform) {
   if (n > held) n = held;
   if (min_p > 0.0f) {
     const double p0 = prob(0);

@@ -34,15 +34,17 @@ TEST_CASE("cuda sampler: the truncation walk takes the host sampler's token", "[
     p.min_p = rng() % 2 == 0 ? std::uniform_real_distribution<float>(0.0f, 0.3f)(rng) : 0.0f;
     if (p.top_k == 0 && p.top_p >= 1.0f && p.min_p <= 0.0f) p.top_k = 40;  // not the keep-all path
     const double uniform = std::uniform_real_distribution<double>(0.0, 1.0)(rng);
-    INFO("trial " << trial << " V " << V << " T " << p.temperature << " top_k " << p.top_k << " top_p "
-                  << p.top_p << " min_p " << p.min_p << " u " << uniform);
-    const uint32_t host = gptoss::backends::sample_choose(p, uniform, work.data(), V, nullptr, V, 0, scratch);
+    INFO("trial " << trial << " V " << V << " T " << p.temperature << " top_k " << p.top_k
+                  << " top_p " << p.top_p << " min_p " << p.min_p << " u " << uniform);
+    const uint32_t host =
+        gptoss::backends::sample_choose(p, uniform, work.data(), V, nullptr, V, 0, scratch);
 
     // The kernel's candidates: every token by (logit descending, index ascending), cut to
     // top_k, weights over their sum, as sampling.cu computes them.
     std::vector<uint32_t> order(V);
     std::iota(order.begin(), order.end(), 0u);
-    std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return work[a] > work[b]; });
+    std::stable_sort(order.begin(), order.end(),
+                     [&](uint32_t a, uint32_t b) { return work[a] > work[b]; });
     const int n = p.top_k > 0 ? int(p.top_k) : int(V);
     const double top = work[order[0]], T = p.temperature;
     double sum = 0.0;
