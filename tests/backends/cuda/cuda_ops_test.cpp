@@ -18,11 +18,11 @@
 
 namespace {
 
-#define CUDA_OK(call)                                                                              \
-  do {                                                                                             \
-    const gptoss_status st_ = (call);                                                              \
-    INFO(#call << " -> " << int(st_) << ": " << be.api->last_error(be.dev));                       \
-    REQUIRE(st_ == gptoss_status_success);                                                         \
+#define CUDA_OK(call)                                                        \
+  do {                                                                       \
+    const gptoss_status st_ = (call);                                        \
+    INFO(#call << " -> " << int(st_) << ": " << be.api->last_error(be.dev)); \
+    REQUIRE(st_ == gptoss_status_success);                                   \
   } while (0)
 
 // Device 0 of the cuda plugin with one stream. invariant = false opens it with
@@ -100,13 +100,15 @@ TEST_CASE("cuda: sampling rows that need the whole row sorted take the host samp
   shape.vocab = V;
   CUDA_OK(be.api->sample(be.stream, logits_b, rows_b, nullptr, &shape, results_b));
   std::vector<gptoss_sample_result> results(n_rows);
-  CUDA_OK(be.api->buffer_read(be.stream, results_b, 0, results.data(), results.size() * sizeof results[0]));
+  CUDA_OK(be.api->buffer_read(be.stream, results_b, 0, results.data(),
+                              results.size() * sizeof results[0]));
   gptoss::backends::SampleScratch scratch;
   for (uint32_t r = 0; r < n_rows; ++r) {
     INFO("row " << r);
-    const gptoss::backends::SampleTruncation t{rows[r].temperature, rows[r].top_k, rows[r].top_p, rows[r].min_p};
-    const uint32_t host =
-        gptoss::backends::sample_choose(t, rows[r].uniform, logits.data() + size_t(r) * V, V, nullptr, V, 0, scratch);
+    const gptoss::backends::SampleTruncation t{rows[r].temperature, rows[r].top_k, rows[r].top_p,
+                                               rows[r].min_p};
+    const uint32_t host = gptoss::backends::sample_choose(
+        t, rows[r].uniform, logits.data() + size_t(r) * V, V, nullptr, V, 0, scratch);
     CHECK(results[r].token == host);
     CHECK(results[r].n_top == 3);
   }
@@ -121,7 +123,8 @@ TEST_CASE("cuda: a page table offset before the table is reported and not read",
   for (bool invariant : {true, false})
     for (gptoss_precision precision : {gptoss_precision_exact, gptoss_precision_fast})
       for (uint32_t n_tokens : {1u, 24u}) {
-        INFO("invariant " << invariant << " precision " << int(precision) << " tokens " << n_tokens);
+        INFO("invariant " << invariant << " precision " << int(precision) << " tokens "
+                          << n_tokens);
         CudaDevice be(precision, invariant);
         gptoss_kv_desc kd{};
         kd.struct_size = sizeof kd;
