@@ -244,7 +244,7 @@ for preset in ("20b", "120b"):
             continue
         if test.startswith("p2048"):
             print(f"| {preset} | prefill {r['n_prompt']}{off} | {pp:.0f} | {1e3 / pp:.3f} | | | {r['load_s']:.1f} | {mem_s} |")
-        print(f"| {preset} | decode after {r['n_prompt']} | {tg:.1f} | {1e3 / tg:.2f} | {r['achieved_gbs']:.0f} | "
+        print(f"| {preset} | decode after {r['n_prompt']}{off} | {tg:.1f} | {1e3 / tg:.2f} | {r['achieved_gbs']:.0f} | "
               f"{r['bandwidth_pct']['mean']:.0f} % | {r['load_s']:.1f} | {mem_s} |")
 print(f"\n(logs and JSON: {out}; bench: fast precision, bf16 KV cache; GB/s: the weights and KV a decode "
       "token reads, as stored, per second)")
