@@ -390,14 +390,6 @@ __global__ void __launch_bounds__(kThreads) attention_any_kernel(AttnSeqArgs a, 
   for (int d = tid; d < hd; d += kThreads) a.out[(row * a.n_heads + h) * hd + d] = acc_s[d] * inv;
 }
 
-// Rows per launch of the split kernels: their partials (n_heads x kAttnMaxSplits x (64 + 2)
-// floats a row: 264 KiB for 64 heads) stay within 64 MiB, whatever the call's size.
-constexpr int64_t kAttnPartialBudget = int64_t(64) << 20;
-int64_t split_rows_per_launch(int64_t n_tokens, int64_t n_heads) {
-  const int64_t per_row = n_heads * kAttnMaxSplits * (HD + 2) * int64_t(sizeof(float));
-  return std::min(n_tokens, std::max<int64_t>(1, kAttnPartialBudget / per_row));
-}
-
 bool uses_split_kernel(int head_dim, int32_t group, bool split) {
   return split && head_dim == HD && group <= 16;
 }
@@ -415,7 +407,7 @@ cudaError_t launch_typed(cudaStream_t s, AttnSeqArgs a, int64_t n_tokens, int he
   const unsigned n_kv = unsigned(a.n_heads / a.group);
   if (uses_split_kernel(head_dim, a.group, split)) {
     a.q_blocks = a.max_q;  // one token per block (not used to place blocks: row_first does)
-    const int64_t chunk = split_rows_per_launch(n_tokens, a.n_heads);
+    const int64_t chunk = attn_split_rows_per_launch(n_tokens, a.n_heads, HD);
     for (int64_t r0 = 0; r0 < n_tokens; r0 += chunk) {
       a.row_first = int32_t(r0);
       const unsigned rows = unsigned(std::min(chunk, n_tokens - r0));
@@ -439,8 +431,8 @@ cudaError_t launch_typed(cudaStream_t s, AttnSeqArgs a, int64_t n_tokens, int he
 size_t attention_scratch_bytes(int64_t n_tokens, int64_t n_heads, int head_dim, int32_t group,
                                bool split) {
   if (n_tokens == 0 || !uses_split_kernel(head_dim, group, split)) return 0;
-  return size_t(split_rows_per_launch(n_tokens, n_heads) * n_heads * kAttnMaxSplits * (HD + 2)) *
-         sizeof(float);
+  return size_t(attn_split_rows_per_launch(n_tokens, n_heads, HD) *
+                attn_partial_bytes_per_row(n_heads, HD));
 }
 
 cudaError_t launch_attention(cudaStream_t s, const AttnSeqArgs& a, int64_t n_tokens, int head_dim,
