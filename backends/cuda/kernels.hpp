@@ -241,9 +241,9 @@ cudaError_t launch_moe_combine(cudaStream_t s, const float* y, const int32_t* id
 
 // ---- gemm_mma.cu (fast precision, many tokens) -----------------------------------------
 
-// Whether fast precision sends calls of many tokens to these kernels: always in the CUDA
-// build; in the HIP build (MFMA) only with GPTOSS_HIP_MFMA=1 (read once), until an MI250 has
-// run backend-ops through them. Otherwise the GEMV-style kernels take every call.
+// Whether these kernels may take fast-precision calls of many tokens when batch invariance is
+// off (kernel_choice, ops_util.hpp): always in the CUDA build; in the HIP build (MFMA) only
+// with GPTOSS_HIP_MFMA=1 (read once), until an MI250 has run backend-ops through them.
 bool matrix_units_enabled();
 
 // Rows of A per tile; also the routing's tile_m for launch_gemm_moe.
