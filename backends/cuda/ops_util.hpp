@@ -23,8 +23,8 @@ using namespace slots;
 // bit for bit those it gets alone, in a decode step of any width or a prefill of any size.
 // GPTOSS_CUDA_BATCH_INVARIANT=0 (read when a device is opened): fast-precision calls of more
 // than kGemvMaxTokens tokens take the matrix units (gemm_mma.cu, attention_mma.cu: bf16
-// operands) and exact ones the one-pass attention, faster for prefill, but a token's
-// rounding then depends on how many tokens share its call.
+// operands) and exact ones the one-pass attention, meant to be faster for prefill (not yet
+// measured), but a token's rounding then depends on how many tokens share its call.
 // The HIP build's matrix units also need GPTOSS_HIP_MFMA=1 (matrix_units_enabled, kernels.hpp).
 constexpr size_t kGemvMaxTokens = 8;
 struct KernelChoice {
