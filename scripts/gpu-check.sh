@@ -111,14 +111,20 @@ if "$bin/gptoss-conformance" 2>&1 | grep -q backend-ops; then
   check backend-ops-exact "$bin/gptoss-conformance" backend-ops -b "$be" --shapes all
   check backend-ops-fast "$bin/gptoss-conformance" backend-ops -b "$be" --shapes all --precision fast
   info backend-ops-timed "$bin/gptoss-conformance" backend-ops -b "$be" --shapes real,big --precision fast --perf 20
+  # The kernels only batch invariance off reaches: tensor cores (fast) and the one-pass
+  # attention (exact) for calls of more than 8 tokens (docs/backends.md, "Which kernels run").
+  for p in exact fast; do
+    check "backend-ops-not-invariant-$p" env GPTOSS_CUDA_BATCH_INVARIANT=0 "$bin/gptoss-conformance" \
+      backend-ops -b "$be" --shapes all --precision "$p"
+  done
   if [ "$be" = cuda ]; then  # the HIP build's 64-lane warps, emulated (docs/backends.md)
     for p in exact fast; do
       check "backend-ops-wave64-$p" env GPTOSS_CUDA_WAVE64=1 "$bin/gptoss-conformance" backend-ops -b cuda \
         --shapes all --precision "$p"
     done
   else  # the MFMA GEMM, off by default until this check passes on an MI250
-    check backend-ops-mfma-fast env GPTOSS_HIP_MFMA=1 "$bin/gptoss-conformance" backend-ops -b hip \
-      --shapes all --precision fast
+    check backend-ops-mfma-fast env GPTOSS_HIP_MFMA=1 GPTOSS_CUDA_BATCH_INVARIANT=0 "$bin/gptoss-conformance" \
+      backend-ops -b hip --shapes all --precision fast
   fi
 else
   printf 'backend-ops\tSKIP\tthis build has no backend-ops (plugin ABI 2)\n' >>"$results"
@@ -138,6 +144,11 @@ else
   printf 'logits\tSKIP\t%s not found\n' "$logits_dir" >>"$results"
 fi
 check ctest-$be ctest --test-dir "$build" -R "^$be\\." -E 'conformance' --output-on-failure
+if [ "$be" = cuda ]; then  # also inside ctest-cuda (cuda.model); here by name, for the table
+  check batch-invariance "$bin/gptoss-tests" "cuda: each token's logits are the same whatever else its calls hold"
+  check sampling-whole-row "$bin/gptoss-tests" "cuda: sampling rows that need the whole row sorted take the host sampler's tokens"
+  check page-table-before-start "$bin/gptoss-tests" "cuda: a page table offset before the table is reported and not read"
+fi
 
 # ---- speed ------------------------------------------------------------------------------
 # Peak GPU memory while a command runs (nvidia-smi or rocm-smi every 0.5 s), in MiB, into $2.
@@ -194,6 +205,12 @@ for preset in "${presets[@]}"; do
   bench "$preset-p2048" "$m" -p 2048 -n 64 -r 3
   bench "$preset-decode" "$m" -p 16 -n 256 -r 3
   bench "$preset-batch64" "$m" -p 128 -n 32 -r 1 -b 64
+  # What batch invariance costs (20b only, to keep the run short): the same prefill and
+  # 64-sequence runs with it off (tensor cores for calls of more than 8 tokens).
+  if [ "$preset" = 20b ]; then
+    GPTOSS_CUDA_BATCH_INVARIANT=0 bench "$preset-p2048-not-invariant" "$m" -p 2048 -n 64 -r 3
+    GPTOSS_CUDA_BATCH_INVARIANT=0 bench "$preset-batch64-not-invariant" "$m" -p 128 -n 32 -r 1 -b 64
+  fi
 done
 
 # ---- the table --------------------------------------------------------------------------
@@ -209,7 +226,7 @@ for line in open(results):
     print(f"| {name} | {verdict} | {detail} |")
 print("\n| model | test | tok/s | ms/token | GB/s | % of peak | load s | GPU memory |\n| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
 for preset in ("20b", "120b"):
-    for test in ("p2048", "decode", "batch64"):
+    for test in ("p2048", "decode", "batch64", "p2048-not-invariant", "batch64-not-invariant"):
         path = os.path.join(out, f"{preset}-{test}.json")
         if not os.path.exists(path):
             continue
@@ -221,12 +238,13 @@ for preset in ("20b", "120b"):
         mem = [int(x) for x in open(os.path.join(out, f"{preset}-{test}.mem")).read().split() if x.isdigit()]
         mem_s = f"{max(mem) / 1024:.1f} GiB" if mem else "?"
         pp, tg = r["prefill_tok_s"]["mean"], r["decode_tok_s"]["mean"]
-        if test == "batch64":
-            print(f"| {preset} | decode, 64 sequences | {r['batched_decode_tok_s']:.0f} in all | {r['batched_ms_per_step']:.2f} per step | | | {r['load_s']:.1f} | {mem_s} |")
+        off = " (batch invariance off)" if test.endswith("not-invariant") else ""
+        if test.startswith("batch64"):
+            print(f"| {preset} | decode, 64 sequences{off} | {r['batched_decode_tok_s']:.0f} in all | {r['batched_ms_per_step']:.2f} per step | | | {r['load_s']:.1f} | {mem_s} |")
             continue
-        if test == "p2048":
-            print(f"| {preset} | prefill {r['n_prompt']} | {pp:.0f} | {1e3 / pp:.3f} | | | {r['load_s']:.1f} | {mem_s} |")
-        print(f"| {preset} | decode after {r['n_prompt']} | {tg:.1f} | {1e3 / tg:.2f} | {r['achieved_gbs']:.0f} | "
+        if test.startswith("p2048"):
+            print(f"| {preset} | prefill {r['n_prompt']}{off} | {pp:.0f} | {1e3 / pp:.3f} | | | {r['load_s']:.1f} | {mem_s} |")
+        print(f"| {preset} | decode after {r['n_prompt']}{off} | {tg:.1f} | {1e3 / tg:.2f} | {r['achieved_gbs']:.0f} | "
               f"{r['bandwidth_pct']['mean']:.0f} % | {r['load_s']:.1f} | {mem_s} |")
 print(f"\n(logs and JSON: {out}; bench: fast precision, bf16 KV cache; GB/s: the weights and KV a decode "
       "token reads, as stored, per second)")

@@ -9,14 +9,22 @@
 // tiles of 32 (device/attention_plan.cuh) over the union of the rows' ranges; tiles outside
 // a row's own range (the sliding window's start, the causal end) change nothing for it, and
 // tiles outside every row's range are never visited.
-//   decode kernel (few tokens): one token per block, rows = G, and the token's tiles split
-//   over up to 16 blocks (flash-decoding); attention_merge_kernel combines the splits'
-//   (max, sum, accumulator) with the sink, counted once.
-//   row kernel (prefill): 64 / G tokens per block, one split.
+//   split kernel (every call by default; decode-sized calls otherwise): one token per block,
+//   rows = G, and the token's tiles split over up to 16 blocks by its own span
+//   (flash-decoding); attention_merge_kernel combines the splits' (max, sum, accumulator)
+//   with the sink, counted once. Block x takes row row_first + x of the call and finds the
+//   sequence holding it, so the grid and the partials' scratch scale with the call's rows
+//   (launched in chunks of rows that bound the scratch), not with sequences x max_q.
+//   row kernel (prefill when batch invariance is off; G > 16): 64 / G tokens per block, one
+//   split. Per row it is the same arithmetic as the split kernel with one split, but a token
+//   whose span has several splits is summed in another order: the two give different bits.
 // Per tile: 128 threads fetch the next tile's K and V rows (via the page table) into
 // registers while the current tile is used; score group w (TK = 32 lanes: a warp, or half a
-// wavefront) owns rows w, w + 4, ... with lane j = key j, keeps the rows' running max and sum in registers
-// and writes probabilities; then thread (row group, d) accumulates P.V for its rows at dimension d.
+// wavefront) owns rows w, w + 4, ... with lane j = key j, keeps the rows' running max and sum in
+// registers and writes probabilities; then thread (row group, d) accumulates P.V for its rows at
+// dimension d.
+#include <algorithm>
+#include <climits>
 #include <cmath>
 
 #include "device/attention_plan.cuh"
@@ -45,10 +53,25 @@ __device__ void report(DeviceError* err, int32_t code, int64_t value, int64_t li
   }
 }
 
-// A sequence within the call's rows, and within the blocks launched for it (max_q).
-__device__ bool seq_ok(const AttnSeqArgs& a, const AttnSeq& sq, int per_block) {
-  return sq.q_begin >= 0 && sq.n_q >= 0 && sq.pos_begin >= 0 && int64_t(sq.q_begin) + sq.n_q <= a.n_tokens &&
-         sq.n_q <= a.q_blocks * per_block;
+// A sequence within the call's rows, and of at most `max_rows` rows (what the launch covers).
+__device__ bool seq_ok(const AttnSeqArgs& a, const AttnSeq& sq, int64_t max_rows) {
+  return sq.q_begin >= 0 && sq.n_q >= 0 && sq.pos_begin >= 0 &&
+         int64_t(sq.q_begin) + sq.n_q <= a.n_tokens && sq.n_q <= max_rows;
+}
+
+// The sequence holding row t of the call (the lowest-numbered valid one if several claim it;
+// -1 if none), found by the block's threads together; every thread gets the answer. `found`
+// is the block's shared scratch.
+__device__ int32_t seq_of_row(const AttnSeqArgs& a, int64_t t, int32_t* found) {
+  if (threadIdx.x == 0) *found = INT32_MAX;
+  __syncthreads();
+  for (int i = threadIdx.x; i < a.n_seqs; i += blockDim.x) {
+    const AttnSeq sq = a.seqs[i];
+    if (seq_ok(a, sq, a.max_q) && t >= sq.q_begin && t < int64_t(sq.q_begin) + sq.n_q)
+      atomicMin(found, i);
+  }
+  __syncthreads();
+  return *found == INT32_MAX ? -1 : *found;
 }
 
 // A chunk as fetched: 8 cache elements (bf16: one 16-byte word; f32: two).
@@ -66,7 +89,9 @@ __device__ void to_floats(const RawChunk<KT>& c, float v[8]) {
   }
 }
 
-template <typename KT, int ROWS>
+// kSplit: the split kernel (one token per block, its keys split over gridDim.z); otherwise the
+// row kernel (ROWS / G tokens per block, one split).
+template <typename KT, int ROWS, bool kSplit>
 __global__ void __launch_bounds__(kThreads) attention_kernel(AttnSeqArgs a) {
   constexpr int kRowsPerGroup = ROWS / kScoreGroups;
   constexpr int kRowsPerThread = ROWS / kRowGroups;
@@ -77,6 +102,7 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttnSeqArgs a) {
   __shared__ __align__(16) float p_s[ROWS][TK];
   __shared__ float corr_s[ROWS], m_s[ROWS], l_s[ROWS];
   __shared__ int32_t row_start[ROWS], row_pos[ROWS];
+  __shared__ int32_t found_seq;
 
   const int tid = threadIdx.x, group = tid / TK, lane = tid % TK;
   const int G = a.group, kvh = blockIdx.y, d = tid % HD, rg = tid / HD;
@@ -84,22 +110,35 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttnSeqArgs a) {
   const KT* k_cache = static_cast<const KT*>(a.k_cache);
   const KT* v_cache = static_cast<const KT*>(a.v_cache);
   // The block's tokens: [t0, t0 + n_tok) of one sequence (every thread reads the same).
-  const int per_block = gridDim.z > 1 ? 1 : ROWS / G;
-  const AttnSeq sq = a.seqs[blockIdx.x / a.q_blocks];
-  const int t0 = int(blockIdx.x % a.q_blocks) * per_block;
-  if (!seq_ok(a, sq, per_block)) {
-    if (t0 == 0 && tid == 0 && blockIdx.y == 0 && blockIdx.z == 0)
-      report(a.err, kErrAttnSeq, blockIdx.x / a.q_blocks, a.n_tokens);
-    return;
+  const int per_block = kSplit ? 1 : ROWS / G;
+  AttnSeq sq;
+  int t0;
+  if constexpr (kSplit) {
+    if (blockIdx.x == 0 && blockIdx.y == 0 && blockIdx.z == 0)
+      for (int i = tid; i < a.n_seqs; i += kThreads)
+        if (!seq_ok(a, a.seqs[i], a.max_q)) report(a.err, kErrAttnSeq, i, a.n_tokens);
+    const int64_t t = int64_t(a.row_first) + blockIdx.x;
+    const int32_t si = seq_of_row(a, t, &found_seq);
+    if (si < 0) return;  // a row of no sequence (the whole block)
+    sq = a.seqs[si];
+    t0 = int(t - sq.q_begin);
+  } else {
+    sq = a.seqs[blockIdx.x / a.q_blocks];
+    t0 = int(blockIdx.x % a.q_blocks) * per_block;
+    if (!seq_ok(a, sq, int64_t(a.q_blocks) * per_block)) {
+      if (t0 == 0 && tid == 0 && blockIdx.y == 0 && blockIdx.z == 0)
+        report(a.err, kErrAttnSeq, blockIdx.x / a.q_blocks, a.n_tokens);
+      return;
+    }
+    if (t0 >= sq.n_q) return;  // the whole block
   }
-  if (t0 >= sq.n_q) return;  // the whole block
   const int n_tok = min(per_block, sq.n_q - t0), rows = n_tok * G;
   const int32_t pto = sq.page_table_offset;
   auto first_key = [&](int32_t pos) { return a.window > 0 ? max(0, pos - a.window + 1) : 0; };
   const int32_t lo = first_key(sq.pos_begin + t0), hi = sq.pos_begin + t0 + n_tok;
   const int32_t n_tiles = attn_tile_count(lo, hi);
   int32_t n_splits = 1, tile_first = attn_first_tile(lo), tile_end = tile_first + n_tiles;
-  if (gridDim.z > 1 && n_tiles > 0) {  // decode: one token per block, its keys split
+  if (kSplit && n_tiles > 0) {  // one token per block, its keys split
     const int32_t per = attn_tiles_per_split(n_tiles);
     n_splits = (n_tiles + per - 1) / per;
     tile_first += int32_t(blockIdx.z) * per;
@@ -238,24 +277,30 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttnSeqArgs a) {
       const float sink = a.sinks[h], M = fmaxf(m_s[r], sink), f = expf(m_s[r] - M);
       a.out[(t * a.n_heads + h) * HD + d] = acc[i] * f / (l_s[r] * f + expf(sink - M));
     } else {
-      float* part = a.partial + ((t * a.n_heads + h) * kAttnMaxSplits + blockIdx.z) * (HD + 2);
+      // Partials by the block's row within this launch (rows row_first + blockIdx.x).
+      float* part =
+          a.partial +
+          ((int64_t(blockIdx.x) * a.n_heads + h) * kAttnMaxSplits + blockIdx.z) * (HD + 2);
       part[2 + d] = acc[i];
       if (d == 0) part[0] = m_s[r], part[1] = l_s[r];
     }
   }
 }
 
-// One block per (token, query head), thread d: the token's splits merged with the sink.
+// One block per (row row_first + x of the call, query head), thread d: the token's splits
+// merged with the sink.
 __global__ void attention_merge_kernel(AttnSeqArgs a) {
-  const AttnSeq sq = a.seqs[blockIdx.x / a.q_blocks];
-  const int t_local = int(blockIdx.x % a.q_blocks);
-  if (!seq_ok(a, sq, 1) || t_local >= sq.n_q) return;
-  const int32_t pos = sq.pos_begin + t_local;
+  __shared__ int32_t found_seq;
+  const int64_t t = int64_t(a.row_first) + blockIdx.x;
+  const int32_t si = seq_of_row(a, t, &found_seq);
+  if (si < 0) return;
+  const AttnSeq sq = a.seqs[si];
+  const int32_t pos = sq.pos_begin + int32_t(t - sq.q_begin);
   const int32_t n = attn_splits(a.window > 0 ? max(0, pos - a.window + 1) : 0, pos);
   if (n == 1) return;  // the attention kernel wrote the result
-  const int64_t t = int64_t(sq.q_begin) + t_local, h = blockIdx.y;
+  const int64_t h = blockIdx.y;
   const int d = threadIdx.x;
-  const float* part = a.partial + (t * a.n_heads + h) * kAttnMaxSplits * (HD + 2);
+  const float* part = a.partial + (int64_t(blockIdx.x) * a.n_heads + h) * kAttnMaxSplits * (HD + 2);
   const float sink = a.sinks[h];
   float M = sink;
   for (int z = 0; z < n; ++z) M = fmaxf(M, part[z * (HD + 2)]);
@@ -279,7 +324,7 @@ __global__ void __launch_bounds__(kThreads) attention_any_kernel(AttnSeqArgs a, 
   const int tid = threadIdx.x;
   const AttnSeq sq = a.seqs[blockIdx.x / a.q_blocks];
   const int t_local = int(blockIdx.x % a.q_blocks);
-  if (!seq_ok(a, sq, 1)) {
+  if (!seq_ok(a, sq, a.q_blocks)) {
     if (t_local == 0 && tid == 0 && blockIdx.y == 0)
       report(a.err, kErrAttnSeq, blockIdx.x / a.q_blocks, a.n_tokens);
     return;
@@ -345,8 +390,13 @@ __global__ void __launch_bounds__(kThreads) attention_any_kernel(AttnSeqArgs a, 
   for (int d = tid; d < hd; d += kThreads) a.out[(row * a.n_heads + h) * hd + d] = acc_s[d] * inv;
 }
 
+bool uses_split_kernel(int head_dim, int32_t group, bool split) {
+  return split && head_dim == HD && group <= 16;
+}
+
 template <typename KT>
-cudaError_t launch_typed(cudaStream_t s, AttnSeqArgs a, int64_t n_tokens, int head_dim) {
+cudaError_t launch_typed(cudaStream_t s, AttnSeqArgs a, int64_t n_tokens, int head_dim,
+                         bool split) {
   if (head_dim != HD) {
     a.q_blocks = a.max_q;
     attention_any_kernel<KT>
@@ -355,35 +405,44 @@ cudaError_t launch_typed(cudaStream_t s, AttnSeqArgs a, int64_t n_tokens, int he
     return cudaGetLastError();
   }
   const unsigned n_kv = unsigned(a.n_heads / a.group);
-  if (n_tokens <= kAttnDecodeMaxTokens && a.group <= 16) {
-    a.q_blocks = a.max_q;  // one token per block
-    const unsigned blocks = unsigned(int64_t(a.n_seqs) * a.q_blocks);
-    attention_kernel<KT, 16><<<dim3(blocks, n_kv, kAttnMaxSplits), kThreads, 0, s>>>(a);
-    if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
-    attention_merge_kernel<<<dim3(blocks, unsigned(a.n_heads)), HD, 0, s>>>(a);
-  } else {
-    const int per_block = 64 / a.group;
-    a.q_blocks = (a.max_q + per_block - 1) / per_block;
-    attention_kernel<KT, 64><<<dim3(unsigned(int64_t(a.n_seqs) * a.q_blocks), n_kv, 1), kThreads, 0, s>>>(a);
+  if (uses_split_kernel(head_dim, a.group, split)) {
+    a.q_blocks = a.max_q;  // one token per block (not used to place blocks: row_first does)
+    const int64_t chunk = attn_split_rows_per_launch(n_tokens, a.n_heads, HD);
+    for (int64_t r0 = 0; r0 < n_tokens; r0 += chunk) {
+      a.row_first = int32_t(r0);
+      const unsigned rows = unsigned(std::min(chunk, n_tokens - r0));
+      attention_kernel<KT, 16, true><<<dim3(rows, n_kv, kAttnMaxSplits), kThreads, 0, s>>>(a);
+      if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+      attention_merge_kernel<<<dim3(rows, unsigned(a.n_heads)), HD, 0, s>>>(a);
+      if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+    }
+    return cudaSuccess;
   }
+  const int per_block = 64 / a.group;
+  a.q_blocks = (a.max_q + per_block - 1) / per_block;
+  a.row_first = 0;
+  attention_kernel<KT, 64, false>
+      <<<dim3(unsigned(int64_t(a.n_seqs) * a.q_blocks), n_kv, 1), kThreads, 0, s>>>(a);
   return cudaGetLastError();
 }
 
 }  // namespace
 
-size_t attention_scratch_bytes(int64_t n_tokens, int64_t n_heads, int head_dim) {
-  return n_tokens <= kAttnDecodeMaxTokens && head_dim == HD
-             ? size_t(n_tokens * n_heads * kAttnMaxSplits * (HD + 2)) * sizeof(float)
-             : 0;
+size_t attention_scratch_bytes(int64_t n_tokens, int64_t n_heads, int head_dim, int32_t group,
+                               bool split) {
+  if (n_tokens == 0 || !uses_split_kernel(head_dim, group, split)) return 0;
+  return size_t(attn_split_rows_per_launch(n_tokens, n_heads, HD) *
+                attn_partial_bytes_per_row(n_heads, HD));
 }
 
-cudaError_t launch_attention(cudaStream_t s, const AttnSeqArgs& a, int64_t n_tokens, int head_dim, Dt kv_dt) {
+cudaError_t launch_attention(cudaStream_t s, const AttnSeqArgs& a, int64_t n_tokens, int head_dim,
+                             Dt kv_dt, bool split) {
   if (n_tokens == 0 || a.n_seqs == 0) return cudaSuccess;
   if (a.group < 1 || a.n_heads % a.group != 0 || a.page_size < 1 || a.max_q < 1 || head_dim < 1 ||
       head_dim > kAttnMaxHeadDim || (head_dim == HD && a.group > 64))
     return cudaErrorInvalidValue;
-  return kv_dt == Dt::bf16 ? launch_typed<uint16_t>(s, a, n_tokens, head_dim)
-                           : launch_typed<float>(s, a, n_tokens, head_dim);
+  return kv_dt == Dt::bf16 ? launch_typed<uint16_t>(s, a, n_tokens, head_dim, split)
+                           : launch_typed<float>(s, a, n_tokens, head_dim, split);
 }
 
 }  // namespace gptoss::cuda

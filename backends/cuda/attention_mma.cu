@@ -120,7 +120,7 @@ __global__ void __launch_bounds__(kThreads) attention_mma_kernel(AttnSeqArgs a) 
       vraw[i] = Raw<KT>{};
       if (kp < lo || kp >= hi) continue;
       const int64_t entry = int64_t(sq.page_table_offset) + kp / a.page_size;
-      const int64_t page = entry < a.page_table_len ? a.page_table[entry] : -1;
+      const int64_t page = entry >= 0 && entry < a.page_table_len ? a.page_table[entry] : -1;
       const int64_t slot = page * a.page_size + kp % a.page_size;
       if (page < 0 || slot >= a.n_slots) {
         report(a.err, kErrPageTable, page < 0 ? entry : slot, page < 0 ? a.page_table_len : a.n_slots);

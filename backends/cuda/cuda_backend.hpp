@@ -46,6 +46,9 @@ struct Device {
   int ordinal = 0;
   DeviceInfo info;
   bool exact = false;  // gptoss_precision_exact: fp32 CUDA-core paths only
+  // Every call takes the kernels whose arithmetic for a token does not depend on the call's
+  // other tokens (ops_util.hpp, kernel_choice); GPTOSS_CUDA_BATCH_INVARIANT=0 turns it off.
+  bool batch_invariant = true;
   // Live allocations (buffers, KV layers, weights are not listed), by start address: a view
   // is checked against the allocation it lies in.
   std::mutex mutex;
@@ -55,26 +58,35 @@ struct Device {
   std::unique_ptr<Uploader> uploader;  // weights: pinned staging on a thread of its own
   bool async_weights = false;          // between weights_begin and weights_end
 
+  // Copies the backend makes outside any op (kv_grow): a stream of the device's own, since
+  // the ops' streams are non-blocking and so not ordered with the legacy stream.
+  cudaStream_t copy_stream = nullptr;
+
   // Makes this device current on the calling thread (CUDA keeps it per thread).
   gptoss_status activate() const;
   // Bytes from p to the end of the allocation holding it (0 if none of this device's does).
   size_t extent(const void* p);
 };
 
-// The first bad-data report of a stream's kernels (token id, KV slot, ...): host-mapped
-// memory the kernels write and the stream's synchronising calls read (ABI 2: a failure is
-// reported by the next synchronising call on that stream).
+// The first bad-data report of a stream's kernels (token id, KV slot, ...), which the
+// stream's synchronising calls turn into their status (ABI 2: a failure is reported by the
+// next synchronising call on that stream). The kernels claim it with atomicCAS in device
+// memory; each synchronisation copies it back to pinned host memory on the stream, ahead of
+// the wait. Not host-mapped memory: a GPU's atomics on host memory cross PCIe, which on AMD
+// GPUs needs PCIe atomics from the platform (and CUDA makes them atomic only for the GPU).
 class ErrorRecord {
  public:
   ~ErrorRecord();
-  gptoss_status create();
+  // The record of `stream`, cleared on it.
+  gptoss_status create(cudaStream_t stream);
   DeviceError* device() const { return device_; }
-  // After the stream was synchronised: the report as this call's status, then cleared.
-  gptoss_status take();
+  // Waits for `stream` (a failed wait is this call's status, "what: <CUDA error>"), then
+  // turns the report its kernels left into this call's status, and clears it.
+  gptoss_status sync_take(cudaStream_t stream, const std::string& what);
 
  private:
-  DeviceError* host_ = nullptr;
-  DeviceError* device_ = nullptr;
+  DeviceError* host_ = nullptr;    // pinned
+  DeviceError* device_ = nullptr;  // device memory
 };
 
 // Scratch memory of a stream: one device block, grown (never shrunk) when an op needs more.

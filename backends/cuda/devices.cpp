@@ -1,5 +1,7 @@
 // Devices (discovery, open, close, memory), streams, events and forward steps.
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <new>
 #include <string>
 #include <vector>
@@ -26,24 +28,37 @@ size_t Device::extent(const void* p) {
 
 ErrorRecord::~ErrorRecord() {
   if (host_ != nullptr) cudaFreeHost(host_);
+  if (device_ != nullptr) cudaFree(device_);
 }
 
-gptoss_status ErrorRecord::create() {
-  void* mapped = nullptr;
-  if (cudaError_t e = cudaHostAlloc(&mapped, sizeof(DeviceError), cudaHostAllocMapped); e != cudaSuccess)
-    return fail(e, "error record");
-  host_ = static_cast<DeviceError*>(mapped);
-  *host_ = DeviceError{};
-  if (cudaError_t e = cudaHostGetDevicePointer(reinterpret_cast<void**>(&device_), mapped, 0);
+gptoss_status ErrorRecord::create(cudaStream_t stream) {
+  void* pinned = nullptr;
+  if (cudaError_t e = cudaHostAlloc(&pinned, sizeof(DeviceError), cudaHostAllocDefault);
       e != cudaSuccess)
     return fail(e, "error record");
-  return gptoss_status_success;
+  host_ = static_cast<DeviceError*>(pinned);
+  *host_ = DeviceError{};
+  void* dev = nullptr;
+  if (cudaError_t e = cudaMalloc(&dev, sizeof(DeviceError)); e != cudaSuccess)
+    return fail(e, "error record");
+  device_ = static_cast<DeviceError*>(dev);
+  // Clear before any kernel of the stream runs (on it, and waited for: once per stream).
+  cudaError_t e = cudaMemsetAsync(device_, 0, sizeof(DeviceError), stream);
+  if (e == cudaSuccess) e = cudaStreamSynchronize(stream);
+  return e == cudaSuccess ? gptoss_status_success : fail(e, "error record");
 }
 
-gptoss_status ErrorRecord::take() {
-  const DeviceError e = *host_;  // the stream was synchronised: the kernels' writes are visible
+gptoss_status ErrorRecord::sync_take(cudaStream_t stream, const std::string& what) {
+  cudaError_t r =
+      cudaMemcpyAsync(host_, device_, sizeof(DeviceError), cudaMemcpyDeviceToHost, stream);
+  if (r == cudaSuccess) r = cudaStreamSynchronize(stream);
+  if (r != cudaSuccess) return fail(r, what);
+  const DeviceError e = *host_;
   if (e.code == kErrNone) return gptoss_status_success;
-  host_->code = kErrNone;
+  // Cleared on the stream (later kernels are ordered after it), waited for: rare.
+  r = cudaMemsetAsync(device_, 0, sizeof(DeviceError), stream);
+  if (r == cudaSuccess) r = cudaStreamSynchronize(stream);
+  if (r != cudaSuccess) return fail(r, what + ": clearing the error record");
   const std::string v = std::to_string(e.value), lim = std::to_string(e.limit);
   switch (e.code) {
     case kErrTokenId:
@@ -115,8 +130,15 @@ const Discovery& discovery() {
 // Waits for the stream; a fault inside a kernel, or bad data a kernel reported, becomes this
 // call's status.
 gptoss_status synchronize(Stream& s, const char* what) {
-  if (cudaError_t e = cudaStreamSynchronize(s.stream); e != cudaSuccess) return fail(e, what);
-  return s.errors.take();
+  return s.errors.sync_take(s.stream, what);
+}
+
+// GPTOSS_CUDA_BATCH_INVARIANT=0: calls of many tokens may take the faster kernels whose
+// rounding depends on the call's size (ops_util.hpp, kernel_choice). Any other value, or
+// none, keeps every call batch-invariant.
+bool batch_invariant_requested() {
+  const char* v = std::getenv("GPTOSS_CUDA_BATCH_INVARIANT");
+  return v == nullptr || std::strcmp(v, "0") != 0;
 }
 
 }  // namespace
@@ -154,6 +176,12 @@ gptoss_status device_open(int32_t device, uint32_t, Dev* dev_out) {
     delete dev;
     return st;
   }
+  if (cudaError_t e = cudaStreamCreateWithFlags(&dev->copy_stream, cudaStreamNonBlocking);
+      e != cudaSuccess) {
+    delete dev;
+    return fail(e, "device_open: copy stream");
+  }
+  dev->batch_invariant = batch_invariant_requested();
   dev->uploader = std::make_unique<Uploader>(dev->ordinal);
   char desc[256];
   device_describe(device, desc, sizeof desc);
@@ -170,6 +198,7 @@ void device_close(Dev dev_) {
   cudaDeviceSynchronize();
   for (const auto& [p, bytes] : dev->allocations)
     cudaFree(reinterpret_cast<void*>(p));  // leaked by the caller
+  if (dev->copy_stream != nullptr) cudaStreamDestroy(dev->copy_stream);
   delete dev;
 }
 
@@ -197,13 +226,14 @@ gptoss_status stream_create(Dev dev, Stm* stream_out) {
   auto* s = new (std::nothrow) Stream;
   if (s == nullptr) return fail(gptoss_status_insufficient_memory, "stream_create");
   s->dev = &device_of(dev);
-  if (gptoss_status st = s->errors.create(); st != gptoss_status_success) {
-    delete s;
-    return st;
-  }
   if (cudaError_t e = cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking); e != cudaSuccess) {
     delete s;
     return fail(e, "cudaStreamCreate");
+  }
+  if (gptoss_status st = s->errors.create(s->stream); st != gptoss_status_success) {
+    cudaStreamDestroy(s->stream);
+    delete s;
+    return st;
   }
   *stream_out = reinterpret_cast<Stm>(s);
   return gptoss_status_success;

@@ -35,7 +35,8 @@ struct Mxfp4View {
 };
 
 // Bad data found by a kernel (it then writes zeros instead of reading out of bounds): the
-// first one is kept, in host-mapped memory, and reported at the next synchronising call.
+// first one is kept, in device memory, and reported at the next synchronising call
+// (ErrorRecord, cuda_backend.hpp).
 struct DeviceError {
   int32_t code;  // DeviceErrorCode
   int32_t pad;
@@ -122,8 +123,8 @@ struct SampleResult {
   uint32_t reserved;
   SampleToken top[kSampleMaxTop];
 };
-// Scratch of a sample call: room to sort whole rows (used only when the sorted head of 1024
-// tokens cannot hold what truncation keeps).
+// Scratch of a sample call: the list of rows to sort whole (those whose sorted head of 1024
+// tokens cannot hold what truncation keeps) and sort space for 4 of them at a time.
 size_t sample_scratch_bytes(int64_t n_rows, int64_t vocab);
 // results[r] for rows[r] over logits [n_rows, vocab]; mask null or uint32 [n_rows, (vocab + 31) / 32].
 cudaError_t launch_sample(cudaStream_t s, const float* logits, const SampleRow* rows, const uint32_t* mask,
@@ -134,7 +135,6 @@ cudaError_t launch_sample(cudaStream_t s, const float* logits, const SampleRow* 
 
 constexpr int kAttnHeadDim = 64;         // the tiled kernels' head size (every gpt-oss model)
 constexpr int kAttnMaxHeadDim = 256;     // other sizes up to this take a simple kernel
-constexpr int kAttnDecodeMaxTokens = 8;  // calls of up to this many tokens split their keys
 
 // Layout of struct gptoss_attn_seq: query rows q_begin .. q_begin + n_q - 1 at positions
 // pos_begin .. pos_begin + n_q - 1, keys through page_table[page_table_offset ...].
@@ -155,6 +155,7 @@ struct AttnSeqArgs {
   int32_t n_tokens;           // rows of q and out
   int32_t max_q;              // the largest n_q (host hint)
   int32_t q_blocks;           // set by the launcher
+  int32_t row_first;          // split kernel: its blocks take rows row_first + x (launcher)
   int32_t window;             // 0: causal; W: keys [max(0, p - W + 1), p]
   const int32_t* page_table;  // [page_table_len]; -1 for released pages
   int64_t page_table_len;
@@ -167,12 +168,15 @@ struct AttnSeqArgs {
   float* partial;  // attention_scratch_bytes of scratch (attention.cu)
   DeviceError* err;
 };
-// Scratch of launch_attention: the split partials of decode-shaped calls.
-size_t attention_scratch_bytes(int64_t n_tokens, int64_t n_heads, int head_dim);
-// fp32 attention: decode-shaped calls (n_tokens <= kAttnDecodeMaxTokens) split each token's
-// keys over up to 16 blocks; longer calls take 64 rows per block; a head_dim other than 64
+// Scratch of launch_attention: the split kernel's partials (bounded: it launches in chunks).
+size_t attention_scratch_bytes(int64_t n_tokens, int64_t n_heads, int head_dim, int32_t group,
+                               bool split);
+// fp32 attention. split (the batch-invariant choice; ops_util.hpp, kernel_choice): each
+// token's keys split over up to 16 blocks by its own span, whatever the call's size;
+// otherwise 64 rows per block in one pass (also when group > 16). A head_dim other than 64
 // (up to kAttnMaxHeadDim) takes a kernel of one block per (row, head).
-cudaError_t launch_attention(cudaStream_t s, const AttnSeqArgs& a, int64_t n_tokens, int head_dim, Dt kv_dt);
+cudaError_t launch_attention(cudaStream_t s, const AttnSeqArgs& a, int64_t n_tokens, int head_dim,
+                             Dt kv_dt, bool split);
 // Tensor-core prefill attention (fast precision): 64 / group tokens x group heads per block.
 bool attention_mma_supported(int32_t group);
 cudaError_t launch_attention_mma(cudaStream_t s, AttnSeqArgs a, Dt kv_dt);
@@ -237,9 +241,9 @@ cudaError_t launch_moe_combine(cudaStream_t s, const float* y, const int32_t* id
 
 // ---- gemm_mma.cu (fast precision, many tokens) -----------------------------------------
 
-// Whether fast precision sends calls of many tokens to these kernels: always in the CUDA
-// build; in the HIP build (MFMA) only with GPTOSS_HIP_MFMA=1 (read once), until an MI250 has
-// run backend-ops through them. Otherwise the GEMV-style kernels take every call.
+// Whether these kernels may take fast-precision calls of many tokens when batch invariance is
+// off (kernel_choice, ops_util.hpp): always in the CUDA build; in the HIP build (MFMA) only
+// with GPTOSS_HIP_MFMA=1 (read once), until an MI250 has run backend-ops through them.
 bool matrix_units_enabled();
 
 // Rows of A per tile; also the routing's tile_m for launch_gemm_moe.

@@ -1,7 +1,8 @@
 // KV caches in this backend's layout: per layer, one K and one V allocation of
 // pages * page_size slots of n_kv_heads * head_dim elements (f32 or bf16). Growing
 // reallocates array by array, so that only one array lives twice at a time (a cache sized
-// from what a GPU has left could not be copied whole), copying the pages already there.
+// from what a GPU has left could not be copied whole), copying the pages already there on the
+// device's copy stream.
 #include <algorithm>
 #include <new>
 #include <string>
@@ -78,7 +79,13 @@ gptoss_status kv_grow(gptoss_backend_device_t dev_, gptoss_backend_kv_t kv_, siz
     void*& side = i % 2 == 0 ? kv.k[i / 2] : kv.v[i / 2];
     void* p = nullptr;
     cudaError_t e = cudaMalloc(&p, bytes);
-    if (e == cudaSuccess) e = cudaMemcpy(p, side, used, cudaMemcpyDeviceToDevice);
+    // On the device's copy stream, waited for: a device-to-device cudaMemcpy on the legacy
+    // stream may return before it is done and is not ordered with the ops' non-blocking
+    // streams, which read the new array from the next step on. (No op is pending on the
+    // cache when the core calls kv_grow, so nothing before the copy needs ordering.)
+    if (e == cudaSuccess)
+      e = cudaMemcpyAsync(p, side, used, cudaMemcpyDeviceToDevice, dev.copy_stream);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(dev.copy_stream);
     if (e != cudaSuccess) {
       cudaFree(p);
       // The cache keeps its pages; the arrays grown so far just have room to spare.

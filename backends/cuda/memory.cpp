@@ -145,8 +145,8 @@ gptoss_status buffer_read(Stm stream, Buf buf, size_t offset, void* host, size_t
   Stream& s = stream_of(stream);
   if (gptoss_status st = s.dev->activate(); st != gptoss_status_success) return st;
   // An earlier asynchronous failure is reported first, the host memory untouched.
-  if (cudaError_t e = cudaStreamSynchronize(s.stream); e != cudaSuccess) return fail(e, "buffer_read");
-  if (gptoss_status st = s.errors.take(); st != gptoss_status_success) return st;
+  if (gptoss_status st = s.errors.sync_take(s.stream, "buffer_read"); st != gptoss_status_success)
+    return st;
   const cudaError_t e = cudaMemcpy(host, ptr<char>(buf) + offset, bytes, cudaMemcpyDeviceToHost);
   return e == cudaSuccess ? gptoss_status_success : fail(e, "buffer_read");
 }

@@ -2,13 +2,13 @@
 // the choice of kernel, scratch from the stream's workspace, and, inside a forward step, the
 // op's record for the step's CUDA graph (step_graph.hpp).
 //
-// Kernel choice. Exact precision runs fp32 on CUDA cores only: the GEMV-style kernels for
-// every token count (gemv.cu, moe_gemv.cu exact) and the fp32 attention. Fast precision
-// keeps those for calls of at most kGemvMaxTokens tokens (decode: memory-bound, where the
-// GEMV reads each weight once per call), except that the MoE takes int8 activations
-// (moe_gemv.cu fast); larger calls go to the tensor cores (gemm_mma.cu, attention_mma.cu).
-// The HIP build runs its MFMA GEMM only with GPTOSS_HIP_MFMA=1 (gemv_sized, ops_util.hpp) and
-// has no matrix-unit attention: attention_mma_supported() is false there.
+// Kernel choice: kernel_choice (ops_util.hpp) decides, the same for every op of a call.
+// By default (batch-invariant) every call takes the GEMV-style kernels (gemv.cu; moe_gemv.cu:
+// fp32 in exact precision, int8 activations in fast) and the fp32 attention with each
+// token's keys split by its own span. With GPTOSS_CUDA_BATCH_INVARIANT=0, fast-precision calls
+// of more than kGemvMaxTokens tokens go to the tensor cores (gemm_mma.cu, attention_mma.cu)
+// and longer exact calls to the one-pass attention. The HIP build runs its MFMA GEMM only with
+// GPTOSS_HIP_MFMA=1 too and has no matrix-unit attention: attention_mma_supported() is false.
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -95,7 +95,7 @@ gptoss_status run_linear(Stream& s, Buf x, const LinearSegs& segs, size_t n_toke
     return gptoss_status_success;
   }
   // (Rows of a length not a multiple of 8, which no real model has, take the GEMV.)
-  if (s.dev->exact || gemv_sized(n_tokens) || n_in % 8 != 0)
+  if (!kernel_choice(*s.dev, n_tokens).matrix_units || n_in % 8 != 0)
     return launched(s, launch_gemv(s.stream, ptr<const float>(x), segs, int64_t(n_tokens)), op);
   return launched(s, launch_gemm_dense(s.stream, ptr<const float>(x), segs, int64_t(n_tokens)), op);
 }
@@ -218,16 +218,19 @@ gptoss_status do_attention(Stream& s, Buf q, Kv kv_, uint32_t layer, Wt sinks, B
   a.scale = shape.scale;
   a.out = ptr<float>(out);
   a.err = s.errors.device();
-  if (!s.dev->exact && hd == kAttnHeadDim && shape.n_tokens > uint32_t(kAttnDecodeMaxTokens) &&
-      attention_mma_supported(a.group))
+  const KernelChoice k = kernel_choice(*s.dev, shape.n_tokens);
+  if (k.matrix_units && hd == kAttnHeadDim && attention_mma_supported(a.group))
     return launched(s, launch_attention_mma(s.stream, a, kv.dt), "attention");
-  if (const size_t scratch = attention_scratch_bytes(shape.n_tokens, shape.n_heads, hd); scratch > 0) {
+  if (const size_t scratch =
+          attention_scratch_bytes(shape.n_tokens, shape.n_heads, hd, a.group, k.split_attention);
+      scratch > 0) {
     void* ws;
     if (gptoss_status st = s.workspace.reserve(*s.dev, s.stream, scratch, &ws); st != gptoss_status_success)
       return st;
     a.partial = static_cast<float*>(ws);
   }
-  return launched(s, launch_attention(s.stream, a, shape.n_tokens, hd, kv.dt), "attention");
+  return launched(s, launch_attention(s.stream, a, shape.n_tokens, hd, kv.dt, k.split_attention),
+                  "attention");
 }
 
 gptoss_status do_router(Stream& s, Buf x, Wt w, Wt b, size_t n, size_t dim, size_t experts, size_t top_k,

@@ -1,5 +1,6 @@
 // The MoE slot: expert weights checked, tokens grouped by expert on the device, both
-// projections (int8 GEMV, fp32 GEMV or tensor-core GEMM: see ops.cpp) and the weighted sum.
+// projections (int8 GEMV, fp32 GEMV or tensor-core GEMM: kernel_choice, ops_util.hpp) and the
+// weighted sum.
 #include <algorithm>
 #include <string>
 
@@ -79,7 +80,7 @@ gptoss_status mxfp4_linear(Stream& s, const float* x, const Weight& w, const flo
   if (n_tokens == 0) return gptoss_status_success;
   const Mxfp4View m = w.mxfp4;
   const int64_t n = int64_t(n_tokens);
-  const bool exact = s.dev->exact, few = gemv_sized(n_tokens);
+  const bool exact = s.dev->exact, few = !kernel_choice(*s.dev, n_tokens).matrix_units;
   const int32_t tile_m = !exact && !few ? kGemmTileM : (n == 1 ? 1 : kMoeGemvTile);
   auto layout = [&](Carve& c, int32_t*& ids, MoeRouting& r, int8_t*& xq, float*& xd) {
     ids = c.take<int32_t>(size_t(n));
@@ -147,9 +148,10 @@ gptoss_status do_moe(Stream& s, Buf x, Buf ids, Buf gates, Wt mlp1, Wt mlp1_bias
   // token and unit (94 MB for 2048 tokens of the 20b), and would grow without bound.
   for (size_t t0 = 0; t0 < n_tokens; t0 += kMoeMaxTokens) {
     const size_t n = std::min(kMoeMaxTokens, n_tokens - t0);
-    if (gptoss_status st = moe_pass(s, ptr<const float>(x) + t0 * dim, ptr<const int32_t>(ids) + t0 * top_k,
-                                    ptr<const float>(gates) + t0 * top_k, w1, b1, w2, b2, n, top_k, limit,
-                                    gemv_sized(n_tokens), ptr<float>(out) + t0 * dim);
+    if (gptoss_status st =
+            moe_pass(s, ptr<const float>(x) + t0 * dim, ptr<const int32_t>(ids) + t0 * top_k,
+                     ptr<const float>(gates) + t0 * top_k, w1, b1, w2, b2, n, top_k, limit,
+                     !kernel_choice(*s.dev, n_tokens).matrix_units, ptr<float>(out) + t0 * dim);
         st != gptoss_status_success)
       return st;
   }

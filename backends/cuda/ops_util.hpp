@@ -13,11 +13,29 @@ namespace gptoss::cuda::ops {
 
 using namespace slots;
 
-// Fast-precision calls of at most this many tokens take the GEMV-style kernels, larger ones
-// the matrix units (ops.cpp) where matrix_units_enabled() (kernels.hpp: not by default in
-// the HIP build, whose MFMA path has not run yet).
+// Which kernels a call takes: the one place that decides, by precision and the call's
+// token count (docs/backends.md, "Which kernels run").
+//
+// Batch-invariant (the default; Device::batch_invariant): every call, whatever its size,
+// takes the kernels whose arithmetic for a token depends on that token alone: the GEMV-style
+// dense and MoE kernels (fp32, or int8 activations for the MoE in fast precision) and the
+// fp32 attention that splits each token's keys by its own span. A token's logits are then
+// bit for bit those it gets alone, in a decode step of any width or a prefill of any size.
+// GPTOSS_CUDA_BATCH_INVARIANT=0 (read when a device is opened): fast-precision calls of more
+// than kGemvMaxTokens tokens take the matrix units (gemm_mma.cu, attention_mma.cu: bf16
+// operands) and exact ones the one-pass attention, meant to be faster for prefill (not yet
+// measured), but a token's rounding then depends on how many tokens share its call.
+// The HIP build's matrix units also need GPTOSS_HIP_MFMA=1 (matrix_units_enabled, kernels.hpp).
 constexpr size_t kGemvMaxTokens = 8;
-inline bool gemv_sized(size_t n_tokens) { return n_tokens <= kGemvMaxTokens || !matrix_units_enabled(); }
+struct KernelChoice {
+  bool matrix_units;     // dense + MoE projections on tensor cores / MFMA, attention_mma
+  bool split_attention;  // fp32 attention splits each token's keys, whatever the call's size
+};
+inline KernelChoice kernel_choice(const Device& dev, size_t n_tokens) {
+  if (dev.batch_invariant) return {false, true};
+  return {!dev.exact && n_tokens > kGemvMaxTokens && matrix_units_enabled(),
+          n_tokens <= kGemvMaxTokens};
+}
 constexpr size_t kMoeMaxTokens = 4096;  // tokens per MoE pass (see moe)
 
 enum class Op : uint32_t {
@@ -49,9 +67,7 @@ inline bool sync_each_op() {
 inline gptoss_status launched(Stream& s, cudaError_t e, const char* op) {
   if (e != cudaSuccess) return fail(e, std::string(op) + ": kernel launch");
   if (!sync_each_op()) return gptoss_status_success;
-  if (cudaError_t f = cudaStreamSynchronize(s.stream); f != cudaSuccess)
-    return fail(f, std::string(op) + " (GPTOSS_CUDA_SYNC)");
-  return s.errors.take();
+  return s.errors.sync_take(s.stream, std::string(op) + " (GPTOSS_CUDA_SYNC)");
 }
 
 inline gptoss_status bad(const char* op, const std::string& why) {

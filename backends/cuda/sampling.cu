@@ -11,9 +11,18 @@
 // on that sorted head when it provably holds the kept tokens (top-k <= 1024; or top-p's mass
 // and min-p's cut reached inside the head, the test the host sampler makes), else on the
 // whole row sorted in global scratch (bitonic, one block: slow, and rare).
+//
+// Two launches per call. The first takes every row and leaves the rows that need the whole
+// row sorted to the second, listing them; the second runs those rows again, kSortSlots at a
+// time, each block with one row's sort space. So the scratch is the list plus kSortSlots
+// rows of sort space (8 MiB for a 201088-token vocabulary), not a sort space per row: the
+// host cannot know which rows need it without waiting for the device (nor at all inside a
+// captured decode step).
+#include <algorithm>
 #include <cmath>
 
 #include "device/compat.cuh"
+#include "device/sample_truncation.cuh"
 #include "kernels.hpp"
 
 namespace gptoss::cuda {
@@ -22,6 +31,7 @@ namespace {
 constexpr int kThreads = 1024;
 constexpr int kHead = 1024;  // sorted candidates in shared memory
 constexpr int kWarps = kThreads / kWarpSize;
+constexpr int kSortSlots = 4;  // rows sorted whole at a time (second launch)
 
 __device__ uint64_t rank_key(float v, uint32_t index) {
   if (v == 0.0f) v = 0.0f;  // -0 ranks as +0 (they compare equal)
@@ -153,16 +163,29 @@ __device__ void report_sample(DeviceError* err, int64_t row) {
   }
 }
 
-__global__ void __launch_bounds__(kThreads)
-    sample_kernel(const float* __restrict__ logits, const SampleRow* __restrict__ rows,
-                  const uint32_t* __restrict__ mask, int vocab, SampleResult* __restrict__ results,
-                  uint64_t* __restrict__ sorted_rows, int sorted_len, DeviceError* err) {
-  __shared__ uint64_t head[kHead];
-  __shared__ uint32_t hist[256];
-  __shared__ uint64_t red[kWarps];
-  __shared__ double dred[kWarps];
-  __shared__ uint32_t chosen;
-  const int r = blockIdx.x, tid = threadIdx.x;
+// The block's shared memory.
+struct SampleShared {
+  uint64_t head[kHead];
+  uint32_t hist[256];
+  uint64_t red[kWarps];
+  double dred[kWarps];
+  uint32_t chosen;
+};
+
+// Row r by the whole block. sorted: sort space for the whole row (sorted_len keys); null in
+// the first launch, where a row that needs it is appended to `deferred` ([0]: count, then the
+// rows) and left for the second.
+__device__ void sample_row(int r, const float* __restrict__ logits,
+                           const SampleRow* __restrict__ rows, const uint32_t* __restrict__ mask,
+                           int vocab, SampleResult* __restrict__ results,
+                           uint64_t* __restrict__ sorted, int sorted_len, int32_t* deferred,
+                           DeviceError* err, SampleShared& sh) {
+  uint64_t* head = sh.head;
+  uint32_t* hist = sh.hist;
+  uint64_t* red = sh.red;
+  double* dred = sh.dred;
+  uint32_t& chosen = sh.chosen;
+  const int tid = threadIdx.x;
   const SampleRow p = rows[r];
   const Row row{logits + int64_t(r) * vocab,
                 mask != nullptr ? mask + int64_t(r) * ((vocab + 31) / 32) : nullptr, vocab};
@@ -271,43 +294,25 @@ __global__ void __launch_bounds__(kThreads)
       select_head(row, n_cand, head, hist, red);
       head_size = n_cand;
     }
-    if (!in_head) {  // the whole row, sorted in global scratch
-      uint64_t* all = sorted_rows + int64_t(r) * sorted_len;
-      for (int i = tid; i < sorted_len; i += kThreads) all[i] = i < vocab ? row.key(i) : 0;
-      bitonic_sort_desc(all, sorted_len);
-      cand = all;
+    int held = n_cand;  // candidates in cand[], in rank order
+    if (in_head) {
+      held = head_size;
+    } else {  // the whole row, sorted in global scratch (the second launch)
+      if (sorted == nullptr) {
+        if (tid == 0) deferred[1 + atomicAdd(&deferred[0], 1)] = r;
+        return;
+      }
+      for (int i = tid; i < sorted_len; i += kThreads) sorted[i] = i < vocab ? row.key(i) : 0;
+      bitonic_sort_desc(sorted, sorted_len);
+      cand = sorted;
     }
     if (tid == 0) {
       // Sequential, in the candidates' order, as the host: probabilities, min-p, top-p, draw.
       if (!sum_known)
         for (int i = 0; i < n_cand; ++i) sum += exp((double(key_value(cand[i])) - double(top)) / T);
       auto prob = [&](int i) { return exp((double(key_value(cand[i])) - double(top)) / T) / sum; };
-      int n = n_cand;
-      if (p.min_p > 0.0f) {
-        const double p0 = prob(0);
-        int keep = 1;
-        while (keep < n && prob(keep) >= double(p.min_p) * p0) ++keep;
-        n = keep;
-      }
-      if (p.top_p < 1.0f) {
-        double acc = 0.0;
-        int keep = 0;
-        while (keep < n) {
-          acc += prob(keep++);
-          if (acc >= double(p.top_p)) break;
-        }
-        n = keep;
-      }
-      double total = 0.0;
-      for (int i = 0; i < n; ++i) total += prob(i);
-      double left = p.uniform * total;
-      chosen = UINT32_MAX;
-      for (int i = 0; i < n && chosen == UINT32_MAX; ++i) {
-        left -= prob(i);
-        if (left < 0.0) chosen = key_index(cand[i]);
-      }
-      for (int i = n - 1; i >= 0 && chosen == UINT32_MAX; --i)
-        if (prob(i) > 0.0 || i == 0) chosen = key_index(cand[i]);
+      chosen =
+          key_index(cand[sample_truncate_draw(prob, n_cand, held, p.min_p, p.top_p, p.uniform)]);
     }
   }
   __syncthreads();
@@ -327,12 +332,46 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// First launch: block r takes row r (leaving rows that need the whole-row sort to the second).
+__global__ void __launch_bounds__(kThreads)
+    sample_kernel(const float* __restrict__ logits, const SampleRow* __restrict__ rows,
+                  const uint32_t* __restrict__ mask, int vocab, SampleResult* __restrict__ results,
+                  int32_t* deferred, DeviceError* err) {
+  __shared__ SampleShared sh;
+  sample_row(int(blockIdx.x), logits, rows, mask, vocab, results, nullptr, 0, deferred, err, sh);
+}
+
+// Second launch: block b takes the deferred rows b, b + gridDim.x, ..., sorting each whole
+// in its own sort space.
+__global__ void __launch_bounds__(kThreads)
+    sample_sorted_kernel(const float* __restrict__ logits, const SampleRow* __restrict__ rows,
+                         const uint32_t* __restrict__ mask, int vocab,
+                         SampleResult* __restrict__ results, uint64_t* __restrict__ sort_space,
+                         int sorted_len, const int32_t* deferred, DeviceError* err) {
+  __shared__ SampleShared sh;
+  const int n = deferred[0];
+  for (int i = int(blockIdx.x); i < n; i += int(gridDim.x)) {
+    sample_row(deferred[1 + i], logits, rows, mask, vocab, results,
+               sort_space + int64_t(blockIdx.x) * sorted_len, sorted_len, nullptr, err, sh);
+    __syncthreads();  // the shared memory is the next row's
+  }
+}
+
+int sort_len(int64_t vocab) {
+  int len = 1;
+  while (len < vocab) len *= 2;
+  return len;
+}
+size_t deferred_bytes(int64_t n_rows) {
+  return (size_t(n_rows + 1) * sizeof(int32_t) + 255) / 256 * 256;
+}
+
 }  // namespace
 
 size_t sample_scratch_bytes(int64_t n_rows, int64_t vocab) {
-  int64_t len = 1;
-  while (len < vocab) len *= 2;
-  return size_t(n_rows * len) * sizeof(uint64_t);
+  if (n_rows == 0 || vocab < 1 || vocab > (int64_t(1) << 30)) return 0;
+  return deferred_bytes(n_rows) +
+         size_t(std::min<int64_t>(n_rows, kSortSlots)) * size_t(sort_len(vocab)) * sizeof(uint64_t);
 }
 
 cudaError_t launch_sample(cudaStream_t s, const float* logits, const SampleRow* rows, const uint32_t* mask,
@@ -340,10 +379,15 @@ cudaError_t launch_sample(cudaStream_t s, const float* logits, const SampleRow* 
                           DeviceError* err) {
   if (n_rows == 0) return cudaSuccess;
   if (vocab < 1 || vocab > (int64_t(1) << 30)) return cudaErrorInvalidValue;
-  int len = 1;
-  while (len < vocab) len *= 2;
+  int32_t* deferred = static_cast<int32_t*>(scratch);
+  uint64_t* sort_space =
+      reinterpret_cast<uint64_t*>(static_cast<char*>(scratch) + deferred_bytes(n_rows));
+  if (cudaError_t e = cudaMemsetAsync(deferred, 0, sizeof(int32_t), s); e != cudaSuccess) return e;
   sample_kernel<<<unsigned(n_rows), kThreads, 0, s>>>(logits, rows, mask, int(vocab), results,
-                                                      static_cast<uint64_t*>(scratch), len, err);
+                                                      deferred, err);
+  if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+  sample_sorted_kernel<<<unsigned(std::min<int64_t>(n_rows, kSortSlots)), kThreads, 0, s>>>(
+      logits, rows, mask, int(vocab), results, sort_space, sort_len(vocab), deferred, err);
   return cudaGetLastError();
 }
 

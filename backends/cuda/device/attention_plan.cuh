@@ -30,6 +30,19 @@ GPTOSS_HD int32_t attn_tiles_per_split(int32_t n_tiles) {
   return even > kAttnMinTilesPerSplit ? even : kAttnMinTilesPerSplit;
 }
 
+// Rows of a call per launch of the split kernel: their partials (n_heads x kAttnMaxSplits x
+// (head_dim + 2) floats a row: 264 KiB for 64 heads of 64) stay within kAttnPartialBudget,
+// whatever the call's size (at least one row).
+constexpr int64_t kAttnPartialBudget = int64_t(64) << 20;
+GPTOSS_HD int64_t attn_partial_bytes_per_row(int64_t n_heads, int64_t head_dim) {
+  return n_heads * kAttnMaxSplits * (head_dim + 2) * int64_t(sizeof(float));
+}
+GPTOSS_HD int64_t attn_split_rows_per_launch(int64_t n_tokens, int64_t n_heads, int64_t head_dim) {
+  const int64_t fit = kAttnPartialBudget / attn_partial_bytes_per_row(n_heads, head_dim);
+  const int64_t rows = fit > 1 ? fit : 1;
+  return rows < n_tokens ? rows : n_tokens;
+}
+
 // Splits of a decode token whose keys are [kv_start, pos] (1 when there are no keys).
 GPTOSS_HD int32_t attn_splits(int32_t kv_start, int32_t pos) {
   const int32_t n = attn_tile_count(kv_start, pos + 1);

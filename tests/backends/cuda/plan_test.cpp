@@ -177,3 +177,25 @@ TEST_CASE("cuda: attention splits cover a token's tiles in order, at most 16", "
   CHECK(cu::attn_tile_count(5, 5) == 0);
   CHECK(cu::attn_splits(10, 9) == 1);  // no keys
 }
+
+// The split attention serves calls of any size in launches of this many rows: each launch's
+// partials within the budget (unless one row alone exceeds it), and as many rows as fit.
+TEST_CASE("cuda: split attention launches keep their partials within the budget", "[cuda][plan]") {
+  const uint64_t seed = std::random_device{}();
+  INFO("seed " << seed);
+  std::mt19937_64 rng(seed);
+  for (int trial = 0; trial < 2000; ++trial) {
+    const int64_t n_tokens = 1 + int64_t(rng() % 70000), n_heads = 1 + int64_t(rng() % 256);
+    const int64_t head_dim = trial % 2 == 0 ? 64 : 1 + int64_t(rng() % 256);
+    INFO("tokens " << n_tokens << " heads " << n_heads << " head_dim " << head_dim);
+    const int64_t rows = cu::attn_split_rows_per_launch(n_tokens, n_heads, head_dim);
+    const int64_t per_row = cu::attn_partial_bytes_per_row(n_heads, head_dim);
+    REQUIRE(rows >= 1);
+    REQUIRE(rows <= n_tokens);
+    if (rows > 1) CHECK(rows * per_row <= cu::kAttnPartialBudget);
+    if (rows < n_tokens) CHECK((rows + 1) * per_row > cu::kAttnPartialBudget);
+  }
+  // gpt-oss (64 heads of 64): 248 rows a launch, so one launch for up to 248 decode sequences.
+  CHECK(cu::attn_split_rows_per_launch(100000, 64, 64) == 248);
+  CHECK(cu::attn_split_rows_per_launch(64, 64, 64) == 64);
+}
