@@ -13,6 +13,8 @@
 
 #include <gptoss.hpp>
 
+#include "closest_flag.hpp"
+
 namespace gptoss_cli {
 namespace {
 
@@ -136,6 +138,14 @@ const std::map<std::string, std::function<void(Options&)>>& switch_flags() {
   return flags;
 }
 
+// Every flag, for the suggestion after an unknown one.
+std::vector<std::string> known_flags() {
+  std::vector<std::string> names = {"--help", "--version"};
+  for (const auto& [name, setter] : value_flags()) names.push_back(name);
+  for (const auto& [name, setter] : switch_flags()) names.push_back(name);
+  return names;
+}
+
 }  // namespace
 
 void print_usage(std::FILE* out) {
@@ -184,7 +194,12 @@ void print_usage(std::FILE* out) {
       "  --batch N                 getp: prompts processed together (default 32)\n"
       "  -v, --verbose             per-token diagnostics on stderr\n"
       "  -q, --quiet               no notices and no stats line\n"
-      "  -h, --help    --version\n",
+      "  -h, --help    --version\n"
+      "\n"
+      "first steps:\n"
+      "  gptoss generate -i \"Hello\"                 one answer from the default tiny model\n"
+      "  gptoss chat --model models/gpt-oss-20b     chat with real weights (docs/models.md)\n"
+      "  gptoss-server --model models/gpt-oss-20b   the OpenAI API on 127.0.0.1:8000\n",
       out);
 }
 
@@ -215,7 +230,8 @@ std::optional<Options> parse_options(int argc, char** argv) {
         continue;
       }
       auto f = value_flags().find(arg);
-      if (f == value_flags().end()) throw UsageError("unknown flag " + arg + " (see --help)");
+      if (f == value_flags().end())
+        throw UsageError("unknown option " + arg + gptoss_flags::suggestion(arg, known_flags()));
       if (!has_inline_value) {
         if (i + 1 >= argc) throw UsageError(arg + " needs a value");
         value = argv[++i];
@@ -228,6 +244,9 @@ std::optional<Options> parse_options(int argc, char** argv) {
     if (arg == "chat") options.mode = Mode::chat;
     else if (arg == "generate") options.mode = Mode::generate;
     else if (arg == "getp") options.mode = Mode::getp;
+    else if (auto mode = gptoss_flags::closest_flag(arg, {"chat", "generate", "getp"});
+             !mode.empty())
+      throw UsageError("unknown mode '" + arg + "'; did you mean " + mode + "?");
     else throw UsageError("unknown mode '" + arg + "': expected chat, generate or getp");
   }
   if (!options.json_schema_path.empty()) {

@@ -17,7 +17,8 @@ inline size_t edit_distance(std::string_view a, std::string_view b) {
   for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
   for (size_t i = 1; i <= a.size(); ++i) {
     for (size_t j = 1; j <= b.size(); ++j) {
-      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] != b[j - 1])});
+      d[i][j] =
+          std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] != b[j - 1])});
       if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
         d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
     }
@@ -30,7 +31,9 @@ inline size_t edit_distance(std::string_view a, std::string_view b) {
 // nothing. The dashes are not compared ("-max-tokens" and "max-tokens" find "--max-tokens");
 // single-letter flags are never suggested (every short typo would be one edit from one).
 inline std::string closest_flag(std::string_view unknown, const std::vector<std::string>& known) {
-  const auto name = [](std::string_view f) { return f.substr(std::min(f.find_first_not_of('-'), f.size())); };
+  const auto name = [](std::string_view f) {
+    return f.substr(std::min(f.find_first_not_of('-'), f.size()));
+  };
   const std::string_view typed = name(unknown);
   if (typed.size() < 2) return "";
   const size_t limit = std::min<size_t>(3, std::max<size_t>(1, typed.size() / 3));

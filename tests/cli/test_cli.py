@@ -77,6 +77,32 @@ class FlagsTest(unittest.TestCase):
             self.assertTrue(lines[0].startswith("gptoss: "), lines[0])
             self.assertIn(mention, lines[0])
 
+    def test_unknown_flag_suggests_the_nearest(self):
+        cases = [
+            (["generate", "-i", "x", "--max-token", "4"],
+             "gptoss: unknown option --max-token; did you mean --max-tokens? (see --help)"),
+            (["generate", "-i", "x", "--temprature=0"], "did you mean --temperature?"),
+            (["chat", "--modle", "m"], "did you mean --model?"),
+            (["chat", "-max-tokens", "4"], "did you mean --max-tokens?"),
+            (["genrate", "-i", "x"], "gptoss: unknown mode 'genrate'; did you mean generate?"),
+            (["generate", "-i", "x", "--frobnicate"], "gptoss: unknown option --frobnicate (see --help)"),
+        ]
+        for args, expected in cases:
+            result = run(*args)
+            self.assertEqual(result.returncode, 2, args)
+            lines = result.stderr.strip().splitlines()
+            self.assertEqual(len(lines), 1, (args, result.stderr))
+            self.assertIn(expected, lines[0])
+            if "did you mean" not in expected:
+                self.assertNotIn("did you mean", lines[0])
+
+    def test_help_ends_with_the_first_commands(self):
+        last = ok("--help").stdout.rstrip("\n").splitlines()[-4:]
+        self.assertEqual(last[0], "first steps:")
+        self.assertTrue(last[1].lstrip().startswith('gptoss generate -i "Hello"'), last)
+        self.assertTrue(last[2].lstrip().startswith("gptoss chat --model"), last)
+        self.assertTrue(last[3].lstrip().startswith("gptoss-server --model"), last)
+
     def test_precision_flag(self):
         # Both modes run; greedy answers may differ in a token or two, never crash.
         for precision in ("fast", "exact"):
