@@ -128,6 +128,7 @@ const std::map<std::string, std::function<void(Options&)>>& switch_flags() {
       {"--raw", [](Options& o) { o.harmony = false; }},
       {"--no-constrain", [](Options& o) { o.constrain = false; }},
       {"--no-harmony", [](Options& o) { o.harmony = false; }},
+      {"--no-memory-check", [](Options& o) { o.memory_check = false; }},
       {"--hide-reasoning", [](Options& o) { o.show_reasoning = false; }},
       {"--show-reasoning", [](Options& o) { o.show_reasoning = true; }},
       {"--verbose", [](Options& o) { o.verbose = true; }},
@@ -173,6 +174,8 @@ void print_usage(std::FILE* out) {
       "  --max-kv N                share one KV pool of N tokens between contexts\n"
       "  --kv f32|bf16             KV cache element type (default f32; bf16 halves its\n"
       "                            memory, and with fast precision uses bf16 dot products)\n"
+      "  --no-memory-check         load even when the weights and KV cache exceed the\n"
+      "                            available memory (refused by default, before loading)\n"
       "sampling:\n"
       "  --temperature T (1.0; 0 = greedy)  --top-p P (1.0)  --top-k K (0 = off)\n"
       "  --min-p P (0)  --seed N (random)  --max-tokens N (1024)\n"

@@ -63,11 +63,13 @@ uint64_t cgroup_headroom(uint64_t* limit_out) {
   };
   std::vector<Layout> candidates;
   if (!v1_path.empty()) {
-    for (const fs::path& dir : {fs::path("/sys/fs/cgroup/memory") / fs::path(v1_path).relative_path(),
-                                fs::path("/sys/fs/cgroup/memory")})
+    for (const fs::path& dir :
+         {fs::path("/sys/fs/cgroup/memory") / fs::path(v1_path).relative_path(),
+          fs::path("/sys/fs/cgroup/memory")})
       candidates.push_back({dir, "memory.limit_in_bytes", "memory.usage_in_bytes", "total_cache"});
   } else {
-    for (const fs::path& dir : {fs::path("/sys/fs/cgroup") / fs::path(v2_path).relative_path(), fs::path("/sys/fs/cgroup")})
+    for (const fs::path& dir : {fs::path("/sys/fs/cgroup") / fs::path(v2_path).relative_path(),
+                                fs::path("/sys/fs/cgroup")})
       candidates.push_back({dir, "memory.max", "memory.current", "file"});
   }
   for (const Layout& c : candidates) {
@@ -86,8 +88,10 @@ uint64_t cgroup_headroom(uint64_t* limit_out) {
 
 std::string human(uint64_t bytes) {
   char text[32];
-  if (bytes >= (uint64_t(1) << 30)) std::snprintf(text, sizeof text, "%.1f GiB", double(bytes) / double(1 << 30));
-  else if (bytes >= (uint64_t(1) << 20)) std::snprintf(text, sizeof text, "%.1f MiB", double(bytes) / double(1 << 20));
+  if (bytes >= (uint64_t(1) << 30))
+    std::snprintf(text, sizeof text, "%.1f GiB", double(bytes) / double(1 << 30));
+  else if (bytes >= (uint64_t(1) << 20))
+    std::snprintf(text, sizeof text, "%.1f MiB", double(bytes) / double(1 << 20));
   else std::snprintf(text, sizeof text, "%.1f KiB", double(bytes) / 1024.0);
   return text;
 }
@@ -118,7 +122,8 @@ uint64_t weight_file_bytes(const std::string& model_path) {
   if (fs::is_regular_file(path, ec)) path = path.parent_path();  // .../config.json
   uint64_t total = 0;
   for (const auto& entry : fs::directory_iterator(path, ec)) {
-    if (entry.path().extension() == ".safetensors" && entry.is_regular_file(ec)) total += entry.file_size(ec);
+    if (entry.path().extension() == ".safetensors" && entry.is_regular_file(ec))
+      total += entry.file_size(ec);
   }
   return total;
 }
@@ -126,8 +131,9 @@ uint64_t weight_file_bytes(const std::string& model_path) {
 void check_weights_fit(const std::string& model_path, const AvailableMemory& available) {
   const uint64_t weights = weight_file_bytes(model_path);
   if (weights <= available.bytes) return;
-  throw std::runtime_error("not enough memory for " + model_path + ": its weights alone take " + human(weights) +
-                           ", and " + human(available.bytes) + " is available (" + available.source +
+  throw std::runtime_error("not enough memory for " + model_path + ": its weights alone take " +
+                           human(weights) + ", and " + human(available.bytes) + " is available (" +
+                           available.source +
                            "); nothing was loaded (--no-memory-check loads it anyway)");
 }
 
@@ -135,19 +141,25 @@ void check_model_fits(gptoss_model_t model, const std::string& model_path, const
                       const AvailableMemory& available) {
   const gptoss_kv_dtype dtype = options.kv_bf16 ? gptoss_kv_dtype_bf16 : gptoss_kv_dtype_f32;
   size_t per_token = 0, max_context = 0;
-  gptoss::check(gptoss_model_get_kv_bytes_per_token(model, dtype, &per_token), "gptoss_model_get_kv_bytes_per_token");
-  gptoss::check(gptoss_model_get_max_context_length(model, &max_context), "gptoss_model_get_max_context_length");
-  const uint64_t context = options.context_length == 0 ? max_context : std::min(options.context_length, max_context);
+  gptoss::check(gptoss_model_get_kv_bytes_per_token(model, dtype, &per_token),
+                "gptoss_model_get_kv_bytes_per_token");
+  gptoss::check(gptoss_model_get_max_context_length(model, &max_context),
+                "gptoss_model_get_max_context_length");
+  const uint64_t context =
+      options.context_length == 0 ? max_context : std::min(options.context_length, max_context);
   const uint64_t contexts = options.mode == Mode::getp ? options.batch : 1;
-  const uint64_t tokens = options.max_kv != 0 ? std::min<uint64_t>(options.max_kv, context * contexts) : context * contexts;
+  const uint64_t tokens = options.max_kv != 0
+                              ? std::min<uint64_t>(options.max_kv, context * contexts)
+                              : context * contexts;
   const uint64_t weights = weight_file_bytes(model_path);
   const uint64_t kv = tokens * per_token;
   if (weights + kv <= available.bytes) return;
   std::ostringstream why;
-  why << "not enough memory for " << model_path << ": it needs " << human(weights + kv) << " (weights "
-      << human(weights) << " + KV cache " << human(kv) << " for " << tokens << " tokens in "
-      << (options.kv_bf16 ? "bf16" : "f32") << "), and " << human(available.bytes) << " is available ("
-      << available.source << "); a smaller --context" << (options.kv_bf16 ? "" : " or --kv bf16")
+  why << "not enough memory for " << model_path << ": it needs " << human(weights + kv)
+      << " (weights " << human(weights) << " + KV cache " << human(kv) << " for " << tokens
+      << " tokens in " << (options.kv_bf16 ? "bf16" : "f32") << "), and " << human(available.bytes)
+      << " is available (" << available.source << "); a smaller --context"
+      << (options.kv_bf16 ? "" : " or --kv bf16")
       << " shrinks the KV cache (--no-memory-check loads it anyway)";
   throw std::runtime_error(why.str());
 }

@@ -2,6 +2,8 @@
 // with random weights, so `gptoss` works out of the box and its output is honest noise.
 #include "model_loader.hpp"
 
+#include "memory_check.hpp"
+
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -180,6 +182,12 @@ gptoss::model load_model(const Options& options) {
   model_options.num_layers = options.layers;
   if (!options.tokenizer_path.empty()) model_options.tokenizer_path = options.tokenizer_path.c_str();
 
+  // Measured once: after the load, the weights' own pages would count against the model.
+  AvailableMemory available;
+  if (options.memory_check) {
+    available = available_memory();
+    check_weights_fit(path, available);
+  }
   gptoss_model_t model = nullptr;
   gptoss_status status;
   {
@@ -187,7 +195,9 @@ gptoss::model load_model(const Options& options) {
     status = gptoss_model_create_with_options(path.c_str(), &model_options, &model);
   }
   gptoss::check(status, "loading the model");
-  return gptoss::model(model);
+  gptoss::model loaded(model);
+  if (options.memory_check) check_model_fits(loaded.get(), path, options, available);
+  return loaded;
 }
 
 }  // namespace gptoss_cli

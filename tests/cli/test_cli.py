@@ -321,6 +321,62 @@ SCHEMA = {"type": "object", "properties": {"n": {"type": "integer", "minimum": 1
 CHANNEL, MESSAGE, END, RETURN = 200005, 200008, 200007, 200002
 
 
+class MemoryCheckTest(unittest.TestCase):
+    """The model and its KV cache are compared with the available memory before loading
+    (GPTOSS_MEMORY_AVAILABLE stands in for the machine's)."""
+
+    @staticmethod
+    def needed(context, kv):
+        weights = sum(f.stat().st_size for f in Path(MODEL).glob("*.safetensors"))
+        config = json.loads((Path(MODEL) / "config.json").read_text())
+        full_layers = sum(t == "full_attention" for t in config["layer_types"])
+        per_token = full_layers * 2 * config["num_key_value_heads"] * config["head_dim"] * (4 if kv == "f32" else 2)
+        return weights, weights + context * per_token
+
+    def generate(self, available, *args):
+        env = dict(os.environ, GPTOSS_MEMORY_AVAILABLE=str(available))
+        return run("generate", "-i", "Hi", *MODEL_ARGS, "--max-tokens", "2", "-q", *args, env=env)
+
+    def assert_refused(self, result, *mentions):
+        self.assertEqual(result.returncode, 1, result.stderr)
+        lines = result.stderr.strip().splitlines()
+        self.assertEqual(len(lines), 1, result.stderr)
+        self.assertTrue(lines[0].startswith("gptoss: not enough memory for "), lines[0])
+        for mention in (*mentions, "available (GPTOSS_MEMORY_AVAILABLE)", "--no-memory-check"):
+            self.assertIn(mention, lines[0])
+
+    def test_refused_at_one_byte_short_and_loaded_at_exactly_enough(self):
+        seed = random.randrange(2**32)
+        print(f"memory check: seed {seed}", file=sys.stderr)
+        rng = random.Random(seed)
+        for _ in range(3):
+            context, kv = rng.randrange(16, 8192), rng.choice(["f32", "bf16"])
+            with self.subTest(seed=seed, context=context, kv=kv):
+                weights, needed = self.needed(context, kv)
+                args = ("--context", str(context), "--kv", kv)
+                self.assert_refused(self.generate(needed - 1, *args), f"KV cache", f"for {context} tokens in {kv}")
+                result = self.generate(needed, *args)
+                self.assertEqual(result.returncode, 0, result.stderr)
+                self.assert_refused(self.generate(weights - 1, *args), "its weights alone take")
+
+    def test_refused_before_the_files_are_read(self):
+        # A 1 TiB sparse file that is no safetensors at all: loading it would be an io error.
+        with tempfile.TemporaryDirectory() as d:
+            (Path(d) / "config.json").write_text((Path(MODEL) / "config.json").read_text())
+            with open(Path(d) / "model.safetensors", "wb") as f:
+                f.truncate(1 << 40)
+            env = dict(os.environ, GPTOSS_MEMORY_AVAILABLE=str(1 << 39))
+            result = run("generate", "-i", "Hi", "--model", d, "--tokenizer", TOKENIZER, env=env)
+            self.assert_refused(result, "its weights alone take 1024.0 GiB", "nothing was loaded")
+
+    def test_escape_hatch_and_bad_override(self):
+        result = self.generate(1, "--no-memory-check")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        result = self.generate("12G")
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("GPTOSS_MEMORY_AVAILABLE must be a number of bytes", result.stderr)
+
+
 class ConstrainedTest(unittest.TestCase):
     """--json-schema, --max-reasoning-tokens, --no-constrain (docs/constrained-decoding.md)."""
 
