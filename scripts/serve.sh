@@ -58,7 +58,7 @@ if [ $has_model -eq 0 ]; then
     staging="$model.tmp-$$"
     rm -rf "$staging"
     mkdir -p "$(dirname "$model")"
-    "$bin"/gptoss-make-model --preset tiny --out "$staging" --format hf --tokenizer-json "$tokenizer" >&2
+    "$bin"/gptoss-make-model --preset tiny --out "$staging" --format hf --tokenizer-json "$tokenizer" >/dev/null
     [ -f "$staging/model-hf/tokenizer.json" ] || cp "$tokenizer" "$staging/model-hf/tokenizer.json"
     mv "$staging/model-hf" "$model" 2>/dev/null || [ -f "$model/config.json" ]
     rm -rf "$staging"

@@ -4,6 +4,7 @@
 
 #include "memory_check.hpp"
 
+#include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -48,14 +49,15 @@ std::string default_tokenizer_json() {
   return GPTOSS_CLI_TOKENIZER_JSON;
 }
 
-// Runs argv[0] with its stdout sent to our stderr (our stdout carries only answers).
+// Runs argv[0] quietly: its stdout (what it wrote) is dropped, its stderr (why it failed) is
+// ours. Our stdout carries only answers.
 int run_tool(const std::vector<std::string>& args) {
   std::vector<char*> argv;
   for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, STDERR_FILENO, STDOUT_FILENO);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
   pid_t pid = 0;
   int rc = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
