@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Starts gptoss-server in one command: sets up and builds what is missing (like
-# scripts/run.sh), generates the default tiny synthetic model on first use, and prints where it
-# listens. Arguments are gptoss-server's (docs/server.md):
+# Starts gptoss-server in one command: sets up and builds what is missing, and only what the
+# server needs (like scripts/run.sh: scripts/build-programs.sh), generates the default tiny
+# synthetic model on first use, and prints where it listens. Arguments are gptoss-server's
+# (docs/server.md):
 #
 #   scripts/serve.sh                       foreground on http://127.0.0.1:8000; Ctrl-C drains and stops
 #   scripts/serve.sh --model /models/gpt-oss-20b --port 9000
@@ -40,9 +41,8 @@ if [ "${1:-}" = "start" ]; then
   shift
 fi
 
-bash scripts/setup.sh >&2
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build -j"$(nproc 2>/dev/null || echo 2)" --target gptoss-server >&2
+bash scripts/build-programs.sh serve gptoss-server
+bin="${GPTOSS_BUILD_DIR:-build}/bin"
 
 args=("$@")
 has_model=0
@@ -58,7 +58,7 @@ if [ $has_model -eq 0 ]; then
     staging="$model.tmp-$$"
     rm -rf "$staging"
     mkdir -p "$(dirname "$model")"
-    build/bin/gptoss-make-model --preset tiny --out "$staging" --format hf --tokenizer-json "$tokenizer" >&2
+    "$bin"/gptoss-make-model --preset tiny --out "$staging" --format hf --tokenizer-json "$tokenizer" >/dev/null
     [ -f "$staging/model-hf/tokenizer.json" ] || cp "$tokenizer" "$staging/model-hf/tokenizer.json"
     mv "$staging/model-hf" "$model" 2>/dev/null || [ -f "$model/config.json" ]
     rm -rf "$staging"
@@ -68,7 +68,7 @@ if [ $has_model -eq 0 ]; then
 fi
 
 if [ $background -eq 0 ]; then
-  exec build/bin/gptoss-server "${args[@]}"
+  exec "$bin"/gptoss-server "${args[@]}"
 fi
 
 mkdir -p "$state"
@@ -77,7 +77,7 @@ if [ -f "$state/pid" ] && kill -0 "$(cat "$state/pid")" 2>/dev/null; then
   exit 1
 fi
 : > "$state/server.log"
-nohup build/bin/gptoss-server "${args[@]}" >>"$state/server.log" 2>&1 &
+nohup "$bin"/gptoss-server "${args[@]}" >>"$state/server.log" 2>&1 &
 echo $! > "$state/pid"
 for _ in $(seq 1 600); do
   if url="$(grep -o 'ready on http://[^ ]*' "$state/server.log" | head -1)" && [ -n "$url" ]; then

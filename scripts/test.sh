@@ -16,6 +16,10 @@ bash scripts/setup.sh
 section "formatting of the C/C++ lines changed since .clang-format (scripts/check-format.sh)"
 bash scripts/check-format.sh
 
+section "scripts/run.sh builds only what the CLI needs (scripts/check-run-builds-only-needed.sh)"
+# First, on the fresh build/: the release build below reuses what it built.
+bash scripts/check-run-builds-only-needed.sh
+
 section "build (release)"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j"$jobs"

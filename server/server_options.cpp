@@ -11,6 +11,8 @@
 
 #include <gptoss.h>
 
+#include "closest_flag.hpp"
+
 namespace gptoss_server {
 namespace {
 
@@ -132,6 +134,14 @@ const std::map<std::string, Setter>& value_flags() {
   return flags;
 }
 
+// Every flag, for the suggestion after an unknown one.
+std::vector<std::string> known_flags() {
+  std::vector<std::string> names = {"--help", "--version", "--insecure-no-auth", "--enable-bench",
+                                    "--no-constrain"};
+  for (const auto& [name, setter] : value_flags()) names.push_back(name);
+  return names;
+}
+
 }  // namespace
 
 void print_server_usage(std::FILE* out) {
@@ -153,6 +163,17 @@ void print_server_usage(std::FILE* out) {
       "logs:    --log-file PATH  --log-format text|json  --log-level trace|debug|info|warn|error|off\n"
       "         --help  --version\n",
       out);
+  // The three commands a newcomer needs, last, where the eye lands.
+  // clang-format off
+  std::fputs(
+      "\n"
+      "first steps:\n"
+      "  gptoss-server --model models/gpt-oss-20b      serve on 127.0.0.1:8000 (weights: docs/models.md)\n"
+      "  curl http://127.0.0.1:8000/v1/responses -H 'Content-Type: application/json' \\\n"
+      "       -d '{\"model\": \"gpt-oss-20b\", \"input\": \"Hello\"}'\n"
+      "  gptoss-server --model models/gpt-oss-20b --host 0.0.0.0 --api-key-file FILE   for other machines\n",
+      out);
+  // clang-format on
 }
 
 std::optional<ServerOptions> parse_server_options(int argc, char** argv) {
@@ -181,7 +202,8 @@ std::optional<ServerOptions> parse_server_options(int argc, char** argv) {
       continue;
     }
     auto it = value_flags().find(arg);
-    if (it == value_flags().end()) throw UsageError("unknown option '" + arg + "' (see --help)");
+    if (it == value_flags().end())
+      throw UsageError("unknown option " + arg + gptoss_flags::suggestion(arg, known_flags()));
     if (!has_value) {
       if (i + 1 >= argc) throw UsageError(arg + " needs a value");
       value = argv[++i];

@@ -13,6 +13,8 @@
 
 #include <gptoss.hpp>
 
+#include "closest_flag.hpp"
+
 namespace gptoss_cli {
 namespace {
 
@@ -126,6 +128,7 @@ const std::map<std::string, std::function<void(Options&)>>& switch_flags() {
       {"--raw", [](Options& o) { o.harmony = false; }},
       {"--no-constrain", [](Options& o) { o.constrain = false; }},
       {"--no-harmony", [](Options& o) { o.harmony = false; }},
+      {"--no-memory-check", [](Options& o) { o.memory_check = false; }},
       {"--hide-reasoning", [](Options& o) { o.show_reasoning = false; }},
       {"--show-reasoning", [](Options& o) { o.show_reasoning = true; }},
       {"--verbose", [](Options& o) { o.verbose = true; }},
@@ -134,6 +137,14 @@ const std::map<std::string, std::function<void(Options&)>>& switch_flags() {
       {"-q", [](Options& o) { o.quiet = true; }},
   };
   return flags;
+}
+
+// Every flag, for the suggestion after an unknown one.
+std::vector<std::string> known_flags() {
+  std::vector<std::string> names = {"--help", "--version"};
+  for (const auto& [name, setter] : value_flags()) names.push_back(name);
+  for (const auto& [name, setter] : switch_flags()) names.push_back(name);
+  return names;
 }
 
 }  // namespace
@@ -163,6 +174,8 @@ void print_usage(std::FILE* out) {
       "  --max-kv N                share one KV pool of N tokens between contexts\n"
       "  --kv f32|bf16             KV cache element type (default f32; bf16 halves its\n"
       "                            memory, and with fast precision uses bf16 dot products)\n"
+      "  --no-memory-check         load even when the weights and KV cache exceed the\n"
+      "                            available memory (refused by default, before loading)\n"
       "sampling:\n"
       "  --temperature T (1.0; 0 = greedy)  --top-p P (1.0)  --top-k K (0 = off)\n"
       "  --min-p P (0)  --seed N (random)  --max-tokens N (1024)\n"
@@ -184,7 +197,12 @@ void print_usage(std::FILE* out) {
       "  --batch N                 getp: prompts processed together (default 32)\n"
       "  -v, --verbose             per-token diagnostics on stderr\n"
       "  -q, --quiet               no notices and no stats line\n"
-      "  -h, --help    --version\n",
+      "  -h, --help    --version\n"
+      "\n"
+      "first steps:\n"
+      "  gptoss generate -i \"Hello\"                 one answer from the default tiny model\n"
+      "  gptoss chat --model models/gpt-oss-20b     chat with real weights (docs/models.md)\n"
+      "  gptoss-server --model models/gpt-oss-20b   the OpenAI API on 127.0.0.1:8000\n",
       out);
 }
 
@@ -215,7 +233,8 @@ std::optional<Options> parse_options(int argc, char** argv) {
         continue;
       }
       auto f = value_flags().find(arg);
-      if (f == value_flags().end()) throw UsageError("unknown flag " + arg + " (see --help)");
+      if (f == value_flags().end())
+        throw UsageError("unknown option " + arg + gptoss_flags::suggestion(arg, known_flags()));
       if (!has_inline_value) {
         if (i + 1 >= argc) throw UsageError(arg + " needs a value");
         value = argv[++i];
@@ -228,6 +247,9 @@ std::optional<Options> parse_options(int argc, char** argv) {
     if (arg == "chat") options.mode = Mode::chat;
     else if (arg == "generate") options.mode = Mode::generate;
     else if (arg == "getp") options.mode = Mode::getp;
+    else if (auto mode = gptoss_flags::closest_flag(arg, {"chat", "generate", "getp"});
+             !mode.empty())
+      throw UsageError("unknown mode '" + arg + "'; did you mean " + mode + "?");
     else throw UsageError("unknown mode '" + arg + "': expected chat, generate or getp");
   }
   if (!options.json_schema_path.empty()) {

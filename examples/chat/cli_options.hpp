@@ -33,6 +33,7 @@ struct Options {
   size_t context_length = 8192;
   size_t max_kv = 0;           // tokens of a shared KV pool; 0: a private pool per context
   bool kv_bf16 = false;        // --kv bf16: the KV cache in bf16 (default f32)
+  bool memory_check = true;    // --no-memory-check: load even what exceeds available memory
 
   // Sampling.
   float temperature = 1.0f;

@@ -2,6 +2,9 @@
 // with random weights, so `gptoss` works out of the box and its output is honest noise.
 #include "model_loader.hpp"
 
+#include "memory_check.hpp"
+
+#include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -46,14 +49,15 @@ std::string default_tokenizer_json() {
   return GPTOSS_CLI_TOKENIZER_JSON;
 }
 
-// Runs argv[0] with its stdout sent to our stderr (our stdout carries only answers).
+// Runs argv[0] quietly: its stdout (what it wrote) is dropped, its stderr (why it failed) is
+// ours. Our stdout carries only answers.
 int run_tool(const std::vector<std::string>& args) {
   std::vector<char*> argv;
   for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, STDERR_FILENO, STDOUT_FILENO);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
   pid_t pid = 0;
   int rc = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
@@ -180,6 +184,12 @@ gptoss::model load_model(const Options& options) {
   model_options.num_layers = options.layers;
   if (!options.tokenizer_path.empty()) model_options.tokenizer_path = options.tokenizer_path.c_str();
 
+  // Measured once: after the load, the weights' own pages would count against the model.
+  AvailableMemory available;
+  if (options.memory_check) {
+    available = available_memory();
+    check_weights_fit(path, available);
+  }
   gptoss_model_t model = nullptr;
   gptoss_status status;
   {
@@ -187,7 +197,9 @@ gptoss::model load_model(const Options& options) {
     status = gptoss_model_create_with_options(path.c_str(), &model_options, &model);
   }
   gptoss::check(status, "loading the model");
-  return gptoss::model(model);
+  gptoss::model loaded(model);
+  if (options.memory_check) check_model_fits(loaded.get(), path, options, available);
+  return loaded;
 }
 
 }  // namespace gptoss_cli

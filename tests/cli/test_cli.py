@@ -77,6 +77,32 @@ class FlagsTest(unittest.TestCase):
             self.assertTrue(lines[0].startswith("gptoss: "), lines[0])
             self.assertIn(mention, lines[0])
 
+    def test_unknown_flag_suggests_the_nearest(self):
+        cases = [
+            (["generate", "-i", "x", "--max-token", "4"],
+             "gptoss: unknown option --max-token; did you mean --max-tokens? (see --help)"),
+            (["generate", "-i", "x", "--temprature=0"], "did you mean --temperature?"),
+            (["chat", "--modle", "m"], "did you mean --model?"),
+            (["chat", "-max-tokens", "4"], "did you mean --max-tokens?"),
+            (["genrate", "-i", "x"], "gptoss: unknown mode 'genrate'; did you mean generate?"),
+            (["generate", "-i", "x", "--frobnicate"], "gptoss: unknown option --frobnicate (see --help)"),
+        ]
+        for args, expected in cases:
+            result = run(*args)
+            self.assertEqual(result.returncode, 2, args)
+            lines = result.stderr.strip().splitlines()
+            self.assertEqual(len(lines), 1, (args, result.stderr))
+            self.assertIn(expected, lines[0])
+            if "did you mean" not in expected:
+                self.assertNotIn("did you mean", lines[0])
+
+    def test_help_ends_with_the_first_commands(self):
+        last = ok("--help").stdout.rstrip("\n").splitlines()[-4:]
+        self.assertEqual(last[0], "first steps:")
+        self.assertTrue(last[1].lstrip().startswith('gptoss generate -i "Hello"'), last)
+        self.assertTrue(last[2].lstrip().startswith("gptoss chat --model"), last)
+        self.assertTrue(last[3].lstrip().startswith("gptoss-server --model"), last)
+
     def test_precision_flag(self):
         # Both modes run; greedy answers may differ in a token or two, never crash.
         for precision in ("fast", "exact"):
@@ -293,6 +319,62 @@ SCHEMA = {"type": "object", "properties": {"n": {"type": "integer", "minimum": 1
                                            "tag": {"enum": ["a", "b"]}},
           "required": ["n", "tag"], "additionalProperties": False}
 CHANNEL, MESSAGE, END, RETURN = 200005, 200008, 200007, 200002
+
+
+class MemoryCheckTest(unittest.TestCase):
+    """The model and its KV cache are compared with the available memory before loading
+    (GPTOSS_MEMORY_AVAILABLE stands in for the machine's)."""
+
+    @staticmethod
+    def needed(context, kv):
+        weights = sum(f.stat().st_size for f in Path(MODEL).glob("*.safetensors"))
+        config = json.loads((Path(MODEL) / "config.json").read_text())
+        full_layers = sum(t == "full_attention" for t in config["layer_types"])
+        per_token = full_layers * 2 * config["num_key_value_heads"] * config["head_dim"] * (4 if kv == "f32" else 2)
+        return weights, weights + context * per_token
+
+    def generate(self, available, *args):
+        env = dict(os.environ, GPTOSS_MEMORY_AVAILABLE=str(available))
+        return run("generate", "-i", "Hi", *MODEL_ARGS, "--max-tokens", "2", "-q", *args, env=env)
+
+    def assert_refused(self, result, *mentions):
+        self.assertEqual(result.returncode, 1, result.stderr)
+        lines = result.stderr.strip().splitlines()
+        self.assertEqual(len(lines), 1, result.stderr)
+        self.assertTrue(lines[0].startswith("gptoss: not enough memory for "), lines[0])
+        for mention in (*mentions, "available (GPTOSS_MEMORY_AVAILABLE)", "--no-memory-check"):
+            self.assertIn(mention, lines[0])
+
+    def test_refused_at_one_byte_short_and_loaded_at_exactly_enough(self):
+        seed = random.randrange(2**32)
+        print(f"memory check: seed {seed}", file=sys.stderr)
+        rng = random.Random(seed)
+        for _ in range(3):
+            context, kv = rng.randrange(16, 8192), rng.choice(["f32", "bf16"])
+            with self.subTest(seed=seed, context=context, kv=kv):
+                weights, needed = self.needed(context, kv)
+                args = ("--context", str(context), "--kv", kv)
+                self.assert_refused(self.generate(needed - 1, *args), f"KV cache", f"for {context} tokens in {kv}")
+                result = self.generate(needed, *args)
+                self.assertEqual(result.returncode, 0, result.stderr)
+                self.assert_refused(self.generate(weights - 1, *args), "its weights alone take")
+
+    def test_refused_before_the_files_are_read(self):
+        # A 1 TiB sparse file that is no safetensors at all: loading it would be an io error.
+        with tempfile.TemporaryDirectory() as d:
+            (Path(d) / "config.json").write_text((Path(MODEL) / "config.json").read_text())
+            with open(Path(d) / "model.safetensors", "wb") as f:
+                f.truncate(1 << 40)
+            env = dict(os.environ, GPTOSS_MEMORY_AVAILABLE=str(1 << 39))
+            result = run("generate", "-i", "Hi", "--model", d, "--tokenizer", TOKENIZER, env=env)
+            self.assert_refused(result, "its weights alone take 1024.0 GiB", "nothing was loaded")
+
+    def test_escape_hatch_and_bad_override(self):
+        result = self.generate(1, "--no-memory-check")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        result = self.generate("12G")
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("GPTOSS_MEMORY_AVAILABLE must be a number of bytes", result.stderr)
 
 
 class ConstrainedTest(unittest.TestCase):

@@ -1,6 +1,10 @@
 // gptoss-server's command line: defaults, derived values, and refused flags with their names.
 #include <catch2/catch.hpp>
 
+#include <cstdio>
+#include <random>
+
+#include "closest_flag.hpp"
 #include "server_options.hpp"
 
 using namespace gptoss_server;
@@ -70,4 +74,67 @@ TEST_CASE("server options: mistakes name the flag", "[server][options][bad-input
   CHECK_THAT(error_of({"--model", "x", "--enable-bench=1"}), Catch::Contains("takes no value"));
   for (const char* date : {"2026-13-01", "2025-02-29", "2026-11-31", "26-11-26", "2026/11/26", "2026-1-261", "", "2026-11-2x"})
     CHECK_THAT(error_of({"--model", "x", "--date", date}), Catch::Contains("--date"));
+}
+
+TEST_CASE("server options: an unknown flag suggests the nearest one",
+          "[server][options][bad-input]") {
+  CHECK_THAT(
+      error_of({"--model", "x", "--max-runing", "4"}),
+      Catch::Equals("unknown option --max-runing; did you mean --max-running? (see --help)"));
+  CHECK_THAT(error_of({"--model", "x", "--prot=9000"}), Catch::Contains("did you mean --port?"));
+  CHECK_THAT(error_of({"--model", "x", "--kv-dtpye", "bf16"}),
+             Catch::Contains("did you mean --kv-dtype?"));
+  CHECK_THAT(error_of({"--model", "x", "--insecure-noauth"}),
+             Catch::Contains("did you mean --insecure-no-auth?"));
+  CHECK_THAT(error_of({"-model", "x"}), Catch::Contains("did you mean --model?"));
+  // Nothing near: no guess.
+  CHECK_THAT(error_of({"--model", "x", "--frobnicate"}),
+             Catch::Equals("unknown option --frobnicate (see --help)"));
+  CHECK_THAT(error_of({"--model", "x", "-z"}), Catch::Equals("unknown option -z (see --help)"));
+
+  // One random edit (insertion, deletion, substitution, swap) of a real flag's name always
+  // gets a suggestion at most one edit from what was typed.
+  const std::vector<std::string> flags = {
+      "--model-name",    "--tokenizer", "--threads",   "--precision",    "--max-queue",
+      "--step-tokens",   "--context",   "--kv-tokens", "--prefix-cache", "--reasoning-budget",
+      "--date",          "--host",      "--port",      "--api-key-file", "--read-timeout",
+      "--drain-timeout", "--store",     "--log-level"};
+  const uint64_t seed = std::random_device{}();
+  INFO("seed " << seed);
+  std::mt19937_64 rng(seed);
+  for (int i = 0; i < 500; ++i) {
+    std::string typo = flags[rng() % flags.size()];
+    const size_t at = 2 + rng() % (typo.size() - 2);
+    const char letter = char('a' + rng() % 26);
+    switch (rng() % 4) {
+      case 0: typo.insert(at, 1, letter); break;
+      case 1: typo.erase(at, 1); break;
+      case 2: typo[at] = letter; break;
+      default:
+        if (at + 1 < typo.size()) std::swap(typo[at], typo[at + 1]);
+    }
+    const std::string error = error_of({"--model", "x", typo, "1"});
+    if (error.rfind("unknown option", 0) != 0) continue;  // the edit made another real flag
+    INFO(typo << ": " << error);
+    const size_t at_guess = error.find("did you mean ");
+    REQUIRE(at_guess != std::string::npos);
+    const std::string guess = error.substr(at_guess + 13, error.find('?') - at_guess - 13);
+    CHECK(gptoss_flags::edit_distance(typo.substr(2), guess.substr(2)) <= 1);
+  }
+}
+
+TEST_CASE("server options: --help ends with the first commands to try", "[server][options]") {
+  std::FILE* out = std::tmpfile();
+  REQUIRE(out);
+  print_server_usage(out);
+  std::rewind(out);
+  std::string text;
+  for (int c; (c = std::fgetc(out)) != EOF;) text += char(c);
+  std::fclose(out);
+  const size_t steps = text.rfind("first steps:\n");
+  REQUIRE(steps != std::string::npos);
+  const std::string tail = text.substr(steps);
+  CHECK_THAT(tail, Catch::Contains("gptoss-server --model"));
+  CHECK_THAT(tail, Catch::Contains("curl http://127.0.0.1:8000/v1/responses"));
+  CHECK_THAT(tail, Catch::Contains("--api-key-file"));
 }
