@@ -5,10 +5,10 @@
 
 namespace gptoss_server {
 
-ElasticTaskQueue::ElasticTaskQueue(size_t min_threads, size_t max_threads, std::chrono::milliseconds idle)
+ElasticTaskQueue::ElasticTaskQueue(size_t min_threads, size_t max_threads,
+                                   std::chrono::milliseconds idle)
     : min_threads_(std::max<size_t>(1, min_threads)),
-      max_threads_(std::max(max_threads, std::max<size_t>(1, min_threads))),
-      idle_timeout_(idle) {
+      max_threads_(std::max(max_threads, std::max<size_t>(1, min_threads))), idle_timeout_(idle) {
   std::lock_guard lock(mutex_);
   for (size_t i = 0; i < min_threads_; ++i)
     if (!start_thread() && live_ == 0) throw std::runtime_error("cannot start an HTTP thread");
@@ -36,7 +36,8 @@ bool ElasticTaskQueue::start_thread() {
 
 void ElasticTaskQueue::reap() {
   for (auto id : ended_) {
-    auto it = std::find_if(threads_.begin(), threads_.end(), [&](const std::thread& t) { return t.get_id() == id; });
+    auto it = std::find_if(threads_.begin(), threads_.end(),
+                           [&](const std::thread& t) { return t.get_id() == id; });
     if (it != threads_.end()) {
       it->join();  // it has ended its loop: returns at once
       threads_.erase(it);
@@ -74,7 +75,8 @@ void ElasticTaskQueue::work() {
   std::unique_lock lock(mutex_);
   for (;;) {
     ++idle_;
-    const bool woke = work_ready_.wait_for(lock, idle_timeout_, [&] { return shutdown_ || !jobs_.empty(); });
+    const bool woke =
+        work_ready_.wait_for(lock, idle_timeout_, [&] { return shutdown_ || !jobs_.empty(); });
     --idle_;
     if (jobs_.empty()) {
       if (shutdown_) break;

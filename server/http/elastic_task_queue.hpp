@@ -45,8 +45,8 @@ class ElasticTaskQueue : public httplib::TaskQueue {
   std::deque<std::function<void()>> jobs_;
   std::list<std::thread> threads_;
   std::vector<std::thread::id> ended_;
-  size_t live_ = 0;   // threads started and not ended
-  size_t idle_ = 0;   // threads waiting for work
+  size_t live_ = 0;  // threads started and not ended
+  size_t idle_ = 0;  // threads waiting for work
   size_t peak_ = 0;
   bool shutdown_ = false;
 };

@@ -55,8 +55,9 @@ TEST_CASE("elastic task queue: blocked tasks do not delay new ones; extra thread
   CHECK(queue.threads() == 4);
 }
 
-TEST_CASE("elastic task queue: at the maximum, work waits for a thread; shutdown runs what is queued",
-          "[server][concurrency]") {
+TEST_CASE(
+    "elastic task queue: at the maximum, work waits for a thread; shutdown runs what is queued",
+    "[server][concurrency]") {
   auto queue = std::make_unique<ElasticTaskQueue>(1, 2, 10s);
   std::promise<void> release;
   std::shared_future<void> released = release.get_future().share();
