@@ -30,6 +30,17 @@ def log(message):
     print(f"  {message}", flush=True)
 
 
+STARTED = []  # every server a scenario started, so that none outlives a failed one
+
+
+def kill_leftovers():
+    while STARTED:
+        server = STARTED.pop()
+        if server.proc.poll() is None:
+            server.proc.kill()
+            server.proc.wait()
+
+
 class Server:
     """gptoss-server on 127.0.0.1 with a port of its choosing; stderr and the log file in `dir`."""
 
@@ -45,6 +56,7 @@ class Server:
             stdout=subprocess.DEVNULL, stderr=self.err, env={**os.environ, **(env or {})},
             preexec_fn=preexec)
         self.pid = self.proc.pid
+        STARTED.append(self)
         self.port = None
         if wait_ready:
             self.wait_ready()

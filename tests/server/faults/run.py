@@ -31,6 +31,8 @@ def main():
             traceback.print_exc()
             failed.append(name)
             print(f"   FAILED ({time.monotonic() - start:.1f} s)", flush=True)
+        finally:
+            sys.modules["common"].kill_leftovers()
     if failed:
         sys.exit(f"failed: {' '.join(failed)}")
 

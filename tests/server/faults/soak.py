@@ -14,7 +14,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import MODEL_NAME, Server, check, response_body, stream_response  # noqa: E402
+from common import MODEL_NAME, Server, check, kill_leftovers, response_body, stream_response  # noqa: E402
 
 SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
           "required": ["name", "age"], "additionalProperties": False}
@@ -78,9 +78,9 @@ class Soak:
             return True, ""  # deleted meanwhile by another client
         if status != 200 or r.get("previous_response_id") != previous:
             return False, f"{status} {str(r)[:200]}"
-        with self.lock:
-            self.stored.append(r["id"])
         status, _, items = self.server.request("GET", f"/v1/responses/{r['id']}/input_items?order=asc&limit=100")
+        with self.lock:  # only now: another client may delete it from here on
+            self.stored.append(r["id"])
         return status == 200 and items["object"] == "list" and items["data"], f"input_items {status}"
 
     def json_schema(self, rng):
@@ -195,25 +195,38 @@ def main():
     for t in threads:
         t.start()
     samples = []
-    start = time.monotonic()
     try:
-        while time.monotonic() - start < a.seconds:
-            time.sleep(min(a.interval, max(0.1, a.seconds - (time.monotonic() - start))))
-            check(server.proc.poll() is None, f"gptoss-server exited:\n{server.stderr()[-2000:]}")
-            with soak.lock:
-                lat, soak.latencies = soak.latencies, []
-                counts = dict(soak.counts)
-            size = sum(os.path.getsize(store + s) for s in ("", "-wal") if os.path.exists(store + s))
-            sample = (time.monotonic() - start, server.rss_kib() / 1024, server.open_fds(), size / 1024)
-            samples.append(sample)
-            errors = sum(v for k, v in counts.items() if k.endswith(":error"))
-            print(f"  t={sample[0]:5.0f} s  rss {sample[1]:7.1f} MiB  fds {sample[2]:4d}  store {sample[3]:8.0f} KiB  "
-                  f"requests {len(lat):5d}  p50 {percentile(lat, 50):6.3f} s  p99 {percentile(lat, 99):6.3f} s  "
-                  f"errors {errors}", flush=True)
-    finally:
-        stop.set()
-        for t in threads:
-            t.join(120)
+        try:
+            sample(a, server, soak, samples, store)
+        finally:
+            stop.set()
+            for t in threads:
+                t.join(120)
+        finish(a, server, soak, samples)
+    except BaseException:
+        kill_leftovers()  # a failed soak leaves no server behind
+        raise
+
+
+def sample(a, server, soak, samples, store):
+    """Every interval until the duration is over: the figures, printed."""
+    start = time.monotonic()
+    while time.monotonic() - start < a.seconds:
+        time.sleep(min(a.interval, max(0.1, a.seconds - (time.monotonic() - start))))
+        check(server.proc.poll() is None, f"gptoss-server exited:\n{server.stderr()[-2000:]}")
+        with soak.lock:
+            lat, soak.latencies = soak.latencies, []
+            counts = dict(soak.counts)
+        size = sum(os.path.getsize(store + s) for s in ("", "-wal") if os.path.exists(store + s))
+        figures = (time.monotonic() - start, server.rss_kib() / 1024, server.open_fds(), size / 1024)
+        samples.append(figures)
+        errors = sum(v for k, v in counts.items() if k.endswith(":error"))
+        print(f"  t={figures[0]:5.0f} s  rss {figures[1]:7.1f} MiB  fds {figures[2]:4d}  store {figures[3]:8.0f} KiB  "
+              f"requests {len(lat):5d}  p50 {percentile(lat, 50):6.3f} s  p99 {percentile(lat, 99):6.3f} s  "
+              f"errors {errors}", flush=True)
+
+
+def finish(a, server, soak, samples):
     print(f"  counts: {json.dumps(soak.counts, sort_keys=True)}", flush=True)
     for f in soak.failures[:10]:
         print(f"  failure: {f}", flush=True)
