@@ -4,12 +4,12 @@
 # (growth after the warm-up) fails it (tests/server/faults/soak.py, docs/reliability.md).
 #
 #   scripts/soak.sh 120                           CI: 2 minutes on the tiny conformance model
-#   GPTOSS_TEST_MODEL=/work/models/20b/model-hf scripts/soak.sh 600 --clients 4
+#   GPTOSS_TEST_MODEL=/path/to/gpt-oss-20b scripts/soak.sh 600 --clients 2 --timeout 600
 #   scripts/soak.sh 3600 --interval 60 --server-args "--max-running 8"
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
-[ $# -ge 1 ] || { echo "usage: scripts/soak.sh SECONDS [--clients N] [--interval S] [--server-args '...']"; exit 2; }
+[ $# -ge 1 ] || { echo "usage: scripts/soak.sh SECONDS [--clients N] [--interval S] [--timeout S] [--leak-mib M] [--server-args '...']"; exit 2; }
 build="${GPTOSS_BUILD_DIR:-$root/build}"
 [ -x "$build/bin/gptoss-server" ] || cmake --build "$build" -j"$(nproc 2>/dev/null || echo 2)" --target gptoss-server
 tmp="$(mktemp -d)"

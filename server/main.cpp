@@ -117,7 +117,8 @@ std::unique_ptr<Engine> load_engine(const ServerOptions& o, Metrics& metrics) {
   engine->grammars = std::make_unique<GrammarCache>(engine->tokenizer.get(), 64);
   try {
     engine->scheduler = std::make_unique<Scheduler>(model, o.engine, metrics);
-  } catch (const std::exception& e) {
+  } catch (const gptoss::error& e) {
+    if (e.status() != gptoss_status_insufficient_memory) throw;
     throw std::runtime_error(kv_cache_refusal(model, o, e.what()));
   }
   return engine;

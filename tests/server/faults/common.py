@@ -15,6 +15,8 @@ MODEL = os.environ["GPTOSS_TEST_MODEL"]
 TOKENIZER = os.environ["GPTOSS_TEST_TOKENIZER"]
 TMP = os.environ.get("GPTOSS_TEST_TMP", "/tmp")
 MODEL_NAME = os.path.basename(MODEL.rstrip("/"))
+# Seconds a client waits for an answer (the soak raises it for a big model on a CPU).
+TIMEOUT = [60.0]
 
 
 class Failure(AssertionError):
@@ -108,16 +110,25 @@ class Server:
                     return int(line.split()[1])
         return 0
 
+    def rss_anon_kib(self):
+        """Anonymous memory only: what a leak grows. VmRSS also counts the pages of the mapped
+        weights, which grow as more experts are read (the 20b)."""
+        with open(f"/proc/{self.pid}/status") as f:
+            for line in f:
+                if line.startswith("RssAnon:"):
+                    return int(line.split()[1])
+        return 0
+
     def open_fds(self):
         return len(os.listdir(f"/proc/{self.pid}/fd"))
 
     def threads(self):
         return len(os.listdir(f"/proc/{self.pid}/task"))
 
-    def connection(self, timeout=60):
-        return http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+    def connection(self, timeout=None):
+        return http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout or TIMEOUT[0])
 
-    def request(self, method, path, body=None, timeout=60, headers=None):
+    def request(self, method, path, body=None, timeout=None, headers=None):
         """(status, headers dict with lower-case names, parsed JSON or text)."""
         conn = self.connection(timeout)
         try:
@@ -171,7 +182,7 @@ def read_sse(res, on_event=None):
             check(line == "", f"malformed SSE line {line[:200]!r}")
 
 
-def stream_response(server, body, on_event=None, timeout=120):
+def stream_response(server, body, on_event=None, timeout=None):
     """(status, events) of one streamed /v1/responses request; events stop where the stream
     stopped (a crash cuts them)."""
     conn = server.connection(timeout)

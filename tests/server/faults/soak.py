@@ -14,6 +14,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402
 from common import MODEL_NAME, Server, check, kill_leftovers, response_body, stream_response  # noqa: E402
 
 SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
@@ -182,8 +183,10 @@ def main():
     p.add_argument("--clients", type=int, default=6)
     p.add_argument("--interval", type=float, default=60)
     p.add_argument("--server-args", default="")
-    p.add_argument("--leak-mib", type=float, default=64, help="RSS growth after the warm-up that is a leak")
+    p.add_argument("--leak-mib", type=float, default=64, help="anonymous RSS growth after the warm-up that is a leak")
+    p.add_argument("--timeout", type=float, default=60, help="seconds a client waits for an answer")
     a = p.parse_args()
+    common.TIMEOUT[0] = a.timeout
     seed = int(os.environ.get("FAULTS_SEED", random.randrange(1 << 30)))
     print(f"soak: {a.seconds:.0f} s, {a.clients} clients, seed {seed} (FAULTS_SEED={seed} repeats it)", flush=True)
     dir = tempfile.mkdtemp(prefix="soak-", dir=os.environ.get("GPTOSS_TEST_TMP", "/tmp"))
@@ -218,10 +221,12 @@ def sample(a, server, soak, samples, store):
             lat, soak.latencies = soak.latencies, []
             counts = dict(soak.counts)
         size = sum(os.path.getsize(store + s) for s in ("", "-wal") if os.path.exists(store + s))
-        figures = (time.monotonic() - start, server.rss_kib() / 1024, server.open_fds(), size / 1024)
+        figures = (time.monotonic() - start, server.rss_anon_kib() / 1024, server.open_fds(), size / 1024,
+                   server.rss_kib() / 1024)
         samples.append(figures)
         errors = sum(v for k, v in counts.items() if k.endswith(":error"))
-        print(f"  t={figures[0]:5.0f} s  rss {figures[1]:7.1f} MiB  fds {figures[2]:4d}  store {figures[3]:8.0f} KiB  "
+        print(f"  t={figures[0]:5.0f} s  rss {figures[4]:7.1f} MiB (anon {figures[1]:7.1f})  fds {figures[2]:4d}  "
+              f"store {figures[3]:6.0f} KiB  "
               f"requests {len(lat):5d}  p50 {percentile(lat, 50):6.3f} s  p99 {percentile(lat, 99):6.3f} s  "
               f"errors {errors}", flush=True)
 
@@ -235,10 +240,11 @@ def finish(a, server, soak, samples):
     last = samples[-1]
     rising = all(b[1] >= a_[1] for a_, b in zip(samples[len(samples) // 3:], samples[len(samples) // 3 + 1:]))
     check(not (rising and last[1] - warm[1] > a.leak_mib),
-          f"RSS rose monotonically by {last[1] - warm[1]:.0f} MiB after the warm-up (a leak)")
+          f"anonymous RSS rose monotonically by {last[1] - warm[1]:.0f} MiB after the warm-up (a leak)")
     check(last[2] <= warm[2] + 32, f"open descriptors rose from {warm[2]} to {last[2]} after the warm-up (a leak)")
     server.stop(120)
-    print(f"soak ok: RSS {warm[1]:.0f} -> {last[1]:.0f} MiB after the warm-up, fds {warm[2]} -> {last[2]}", flush=True)
+    print(f"soak ok: anonymous RSS {warm[1]:.0f} -> {last[1]:.0f} MiB after the warm-up, fds {warm[2]} -> {last[2]}",
+          flush=True)
 
 
 if __name__ == "__main__":
