@@ -15,6 +15,8 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <future>
+#include <mutex>
 #include <thread>
 
 #include "http/app.hpp"
@@ -371,6 +373,61 @@ TEST_CASE(
   CHECK(back->status == 200);
   CHECK(post_json(c, "/v1/responses", previous)["status"] == 200);
   CHECK(post_json(c, "/v1/responses", stored)["status"] == 200);
+  std::error_code ec;
+  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path + suffix, ec);
+}
+
+TEST_CASE("a streamed stored response is committed before its client is told it finished",
+          "[server][http]") {
+  // put() waits until released: while it waits, the stream must not have ended.
+  struct GatedStore : OutageStore {
+    using OutageStore::OutageStore;
+    std::promise<void> entered, release;
+    void put(const StoredResponse& r) override {
+      entered.set_value();
+      release.get_future().wait();
+      OutageStore::put(r);
+    }
+  };
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("gptoss-http-order-" + std::to_string(getpid()) + ".sqlite3"))
+                               .string();
+  auto owned = std::make_unique<GatedStore>(open_response_store(path),
+                                            std::make_shared<std::atomic<bool>>(false));
+  GatedStore* store = owned.get();
+  LoadingServer s({}, 16u << 20, std::move(owned));
+  s.load_model();
+  std::mutex mutex;
+  std::string received;
+  std::thread client([&] {
+    auto c = s.client();
+    const json body = {
+        {"model", "m"}, {"input", "hi"}, {"max_output_tokens", 4}, {"stream", true}, {"seed", 1}};
+    httplib::Request req;
+    req.method = "POST";
+    req.path = "/v1/responses";
+    req.body = body.dump();
+    req.set_header("Content-Type", "application/json");
+    req.content_receiver = [&](const char* data, size_t n, uint64_t, uint64_t) {
+      std::lock_guard lock(mutex);
+      received.append(data, n);
+      return true;
+    };
+    c.send(req);
+  });
+  REQUIRE(store->entered.get_future().wait_for(std::chrono::seconds(60)) ==
+          std::future_status::ready);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // time for any event to arrive
+  {
+    std::lock_guard lock(mutex);
+    CHECK(received.find("response.created") != std::string::npos);
+    CHECK(received.find("event: response.completed") == std::string::npos);
+    CHECK(received.find("event: response.incomplete") == std::string::npos);
+  }
+  store->release.set_value();
+  client.join();
+  CHECK((received.find("event: response.completed") != std::string::npos ||
+         received.find("event: response.incomplete") != std::string::npos));
   std::error_code ec;
   for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path + suffix, ec);
 }
