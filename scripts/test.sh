@@ -47,6 +47,9 @@ bash scripts/test-install.sh build
 section "server: the OpenAI SDK against gptoss-server (SQLite and PostgreSQL stores), load test"
 bash scripts/test-server.sh
 
+section "server under faults: crash, signals, clients, PostgreSQL and disk outages, memory, short soak"
+bash scripts/faults.sh  # docs/reliability.md, "Faults"
+
 section "fuzzing and ThreadSanitizer"
 bash scripts/reliability.sh  # fuzz harnesses and ThreadSanitizer (docs/reliability.md)
 section "all passed"

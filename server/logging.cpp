@@ -1,12 +1,15 @@
 #include "logging.hpp"
 
-#include <nlohmann/json.hpp>
+#include <spdlog/details/file_helper.h>
 #include <spdlog/pattern_formatter.h>
-#include <spdlog/sinks/basic_file_sink.h>
+#include <spdlog/sinks/base_sink.h>
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
+#include <nlohmann/json.hpp>
 
 #include <ctime>
+#include <memory>
+#include <mutex>
 
 #include <gptoss.h>
 
@@ -33,6 +36,43 @@ class JsonFormatter : public spdlog::formatter {
   std::unique_ptr<spdlog::formatter> clone() const override { return std::make_unique<JsonFormatter>(); }
 };
 
+// --log-file, reopened by name on SIGHUP: logrotate renames the file, then the server writes a
+// new one under the old name. The new file is opened before the old one is let go, so a failed
+// reopen (a directory gone) keeps logging to the old file.
+class ReopenableFileSink : public spdlog::sinks::base_sink<std::mutex> {
+ public:
+  explicit ReopenableFileSink(const std::string& path) : path_(path) { file_->open(path, false); }
+
+  bool reopen(std::string& error) {
+    auto fresh = std::make_unique<spdlog::details::file_helper>();
+    try {
+      fresh->open(path_, false);
+    } catch (const spdlog::spdlog_ex& e) {
+      error = e.what();
+      return false;
+    }
+    std::lock_guard lock(mutex_);
+    file_->flush();
+    file_ = std::move(fresh);
+    return true;
+  }
+
+ protected:
+  void sink_it_(const spdlog::details::log_msg& msg) override {
+    spdlog::memory_buf_t formatted;
+    formatter_->format(msg, formatted);
+    file_->write(formatted);
+  }
+  void flush_() override { file_->flush(); }
+
+ private:
+  const std::string path_;
+  std::unique_ptr<spdlog::details::file_helper> file_ =
+      std::make_unique<spdlog::details::file_helper>();
+};
+
+std::shared_ptr<ReopenableFileSink> log_file_sink;
+
 void library_log(gptoss_log_level level, const char* message, void*) {
   const auto l = level >= gptoss_log_level_error     ? spdlog::level::err
                  : level >= gptoss_log_level_warning ? spdlog::level::warn
@@ -47,7 +87,7 @@ void setup_logging(const ServerOptions& options) {
   spdlog::sink_ptr sink;
   try {
     if (options.log_file.empty()) sink = std::make_shared<spdlog::sinks::stderr_sink_mt>();
-    else sink = std::make_shared<spdlog::sinks::basic_file_sink_mt>(options.log_file, false);
+    else sink = log_file_sink = std::make_shared<ReopenableFileSink>(options.log_file);
   } catch (const spdlog::spdlog_ex& e) {
     throw UsageError("--log-file: cannot open " + options.log_file + ": " + e.what());
   }
@@ -61,6 +101,13 @@ void setup_logging(const ServerOptions& options) {
                                              ? gptoss_log_level_debug
                                              : gptoss_log_level_warning;
   gptoss_set_log_callback(library_log, library_level, nullptr);
+}
+
+void reopen_log_file() {
+  if (!log_file_sink) return;
+  std::string error;
+  if (log_file_sink->reopen(error)) spdlog::info("log file reopened");
+  else spdlog::error("cannot reopen the log file (still writing to the old one): {}", error);
 }
 
 }  // namespace gptoss_server

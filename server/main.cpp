@@ -1,10 +1,14 @@
 // gptoss-server: binds first (so /health answers 503 while the model loads), loads the model,
 // serves until SIGTERM or SIGINT, then drains: running requests finish, new ones get 503, and
-// it exits 0. A second signal (or --drain-timeout) cancels what is left.
+// it exits 0. A second signal (or --drain-timeout) cancels what is left. SIGHUP reopens
+// --log-file (logrotate).
+#include <fmt/format.h>
 #include <httplib.h>
 #include <pthread.h>
 #include <spdlog/spdlog.h>
+#include <sys/resource.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <csignal>
@@ -13,6 +17,7 @@
 #include <thread>
 
 #include "http/app.hpp"
+#include "http/elastic_task_queue.hpp"
 #include "logging.hpp"
 #include "server_options.hpp"
 
@@ -20,19 +25,25 @@ using namespace gptoss_server;
 
 namespace {
 
-// SIGINT and SIGTERM, received by one thread (blocked everywhere else).
+// SIGINT and SIGTERM (counted) and SIGHUP (reopens the log file), received by one thread
+// (blocked everywhere else, so no handler runs inside a request thread).
 class Signals {
  public:
   Signals() {
     sigemptyset(&set_);
     sigaddset(&set_, SIGINT);
     sigaddset(&set_, SIGTERM);
+    sigaddset(&set_, SIGHUP);
     sigaddset(&set_, SIGUSR1);  // stops the watcher
     pthread_sigmask(SIG_BLOCK, &set_, nullptr);
     watcher_ = std::thread([this] {
       for (;;) {
         int sig = 0;
         if (sigwait(&set_, &sig) != 0 || sig == SIGUSR1) return;
+        if (sig == SIGHUP) {
+          reopen_log_file();
+          continue;
+        }
         {
           std::lock_guard lock(mutex_);
           ++count_;
@@ -65,6 +76,27 @@ class Signals {
   std::thread watcher_;
 };
 
+// Why the KV cache could not be created, with the numbers: what it needs and from which
+// options, and the address-space limit (ulimit -v) when there is one.
+std::string kv_cache_refusal(gptoss_model_t model, const ServerOptions& o,
+                             const std::string& error) {
+  size_t per_token = 0;
+  if (gptoss_model_get_kv_bytes_per_token(model, o.engine.kv_dtype, &per_token) !=
+      gptoss_status_success)
+    return "cannot create the KV cache: " + error;
+  std::string message = fmt::format(
+      "cannot create the KV cache of {} tokens x {} bytes = {} MiB (--kv-tokens{}; --context {}, "
+      "--max-running {})",
+      o.engine.kv_tokens, per_token, (o.engine.kv_tokens * per_token) >> 20,
+      o.kv_tokens_given ? "" : ": by default the larger of 4 x --context and --max-running x 16",
+      o.engine.context_length, o.engine.max_running);
+  rlimit limit{};
+  if (getrlimit(RLIMIT_AS, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY)
+    message +=
+        fmt::format(" under an address-space limit (ulimit -v) of {} MiB", limit.rlim_cur >> 20);
+  return message + ": " + error + ". Lower --kv-tokens or --max-running, or use --kv-dtype bf16.";
+}
+
 std::unique_ptr<Engine> load_engine(const ServerOptions& o, Metrics& metrics) {
   gptoss_model_options mo;
   gptoss::check(gptoss_model_options_init(&mo), "gptoss_model_options_init");
@@ -83,13 +115,32 @@ std::unique_ptr<Engine> load_engine(const ServerOptions& o, Metrics& metrics) {
   engine->vocab_size = info.vocab_size;
   engine->tokenizer = engine->model.get_tokenizer();
   engine->grammars = std::make_unique<GrammarCache>(engine->tokenizer.get(), 64);
-  engine->scheduler = std::make_unique<Scheduler>(model, o.engine, metrics);
+  try {
+    engine->scheduler = std::make_unique<Scheduler>(model, o.engine, metrics);
+  } catch (const gptoss::error& e) {
+    if (e.status() != gptoss_status_insufficient_memory) throw;
+    throw std::runtime_error(kv_cache_refusal(model, o, e.what()));
+  }
   return engine;
+}
+
+// Connections served at once (a thread and a descriptor each) before more wait for a thread.
+constexpr size_t kMaxHttpThreads = 4096;
+
+// Each connection is a descriptor: the soft limit (often 1,024) raised to the hard one, so that
+// accept does not fail first.
+void raise_descriptor_limit() {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur >= limit.rlim_max) return;
+  limit.rlim_cur = limit.rlim_max;
+  if (setrlimit(RLIMIT_NOFILE, &limit) != 0)
+    spdlog::warn("cannot raise the open-file limit to {}", limit.rlim_max);
 }
 
 int serve(const ServerOptions& o) {
   setup_logging(o);
   std::signal(SIGPIPE, SIG_IGN);
+  raise_descriptor_limit();
   Signals signals;
 
   const std::string store_spec = o.store.empty() ? default_store_path(o) : o.store;
@@ -105,7 +156,11 @@ int serve(const ServerOptions& o) {
 
   App app(o, std::move(store));
   httplib::Server server;
-  server.new_task_queue = [n = o.http_threads] { return new httplib::ThreadPool(n); };
+  // --http-threads kept, more started while connections wait (idle keep-alive connections
+  // hold a thread each; http/elastic_task_queue.hpp).
+  server.new_task_queue = [n = o.http_threads] {
+    return new ElasticTaskQueue(n, std::max<size_t>(n, kMaxHttpThreads), std::chrono::seconds(10));
+  };
   server.set_payload_max_length(o.max_body_bytes);
   server.set_read_timeout(o.read_timeout_s, 0);
   server.set_write_timeout(o.write_timeout_s, 0);

@@ -94,8 +94,15 @@ App::Handler App::endpoint(bool needs_engine, EndpointHandler handler) {
                                    {}, "server_shutting_down")
                               .to_json());
     } catch (const StoreError& e) {
+      // The store is down, full or read-only: the request may succeed later, so it is a 503
+      // with Retry-After (docs/reliability.md), never a 500 or a wait without end.
       spdlog::error("response store: {}", e.what());
-      send_json(res, 500, server_error(std::string("The response store failed: ") + e.what()).to_json());
+      res.set_header("Retry-After", "5");
+      send_json(res, 503,
+                ApiError(503, "server_error",
+                         std::string("The response store is unavailable: ") + e.what(), {},
+                         "store_unavailable")
+                    .to_json());
     } catch (const std::exception& e) {
       spdlog::error("{} {}: internal error: {}", req.method, req.path, e.what());
       send_json(res, 500, server_error(std::string("Internal server error: ") + e.what()).to_json());

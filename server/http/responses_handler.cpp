@@ -34,6 +34,7 @@ struct ResponseRun {
   std::string id;
   int64_t created_at;
   bool store;
+  std::optional<std::string> store_failure;  // the store refused the finished response
   std::shared_ptr<const json> input_items;  // shared with the in-flight entry
   InflightResponses* inflight;
 
@@ -93,6 +94,7 @@ std::vector<json> complete_response(ResponseStore& store, ResponseRun& run, cons
       store.put({run.id, run.created_at, response, *run.input_items});
     } catch (const std::exception& e) {
       spdlog::error("response store: cannot store {}: {}", run.id, e.what());
+      run.store_failure = e.what();
       run.formatter.fail(std::string("The response was generated but could not be stored: ") +
                          e.what());
     }
@@ -108,6 +110,9 @@ void create_response(ServerContext& ctx, const httplib::Request& req, httplib::R
   ctx.check_model(r.model);
   for (const auto& type : r.setup.skipped_tools)
     spdlog::warn("/v1/responses: a '{}' tool is not offered to the model (only function tools are)", type);
+
+  // A response to store fails now, not after its generation, while the store is unreachable.
+  if (r.store) ctx.store->ping();
 
   // The conversation so far: a stored response's input and output, then this request's input.
   json input_items = json::array();
@@ -156,6 +161,9 @@ void create_response(ServerContext& ctx, const httplib::Request& req, httplib::R
                   return true;
                 });
     if (!finish) return;  // the client is gone
+    if (run->store_failure)
+      throw StoreError("the response was generated but could not be stored: " +
+                       *run->store_failure);
     const json& response = run->formatter.response();
     if (response["status"] == "failed") throw server_error(response["error"]["message"].get<std::string>());
     send_json(res, 200, response);

@@ -1,5 +1,7 @@
 #include "http/streaming.hpp"
 
+#include <spdlog/spdlog.h>
+
 namespace gptoss_server {
 
 bool follow_jobs(const std::vector<std::shared_ptr<Job>>& jobs, const ClientConnection& client,
@@ -23,6 +25,10 @@ bool follow_jobs(const std::vector<std::shared_ptr<Job>>& jobs, const ClientConn
       const std::optional<Finish> finish = jobs[i]->take(events, timeout);
       if (!events.empty() && !on_events(i, events)) return cancel_all();
       if (finish) {
+        if (jobs[i]->overflowed())
+          spdlog::warn(
+              "a client left more than {} bytes of its stream unread: its generation was cancelled",
+              Job::kDefaultMaxPendingBytes);
         done[i] = true;
         --remaining;
         if (!on_finish(i, *finish)) return cancel_all();

@@ -26,8 +26,15 @@ using Conn = std::unique_ptr<PGconn, ConnDeleter>;
 
 void ignore_notice(void*, const char*) {}
 
+// Bounds on every wait for PostgreSQL, so a store that is down or hangs turns into an error
+// (a 503) instead of request threads blocked for ever: connecting (libpq waits without end by
+// default), each statement, and a peer gone silent (TCP keepalives). Settings in the URI win.
 Conn connect(const std::string& uri) {
-  Conn c(PQconnectdb(uri.c_str()));
+  const char* keys[] = {
+      "connect_timeout", "options", "keepalives_idle", "keepalives_interval", "keepalives_count",
+      "dbname",          nullptr};
+  const char* values[] = {"5", "-c statement_timeout=10000", "10", "5", "3", uri.c_str(), nullptr};
+  Conn c(PQconnectdbParams(keys, values, /*expand_dbname=*/1));
   if (!c || PQstatus(c.get()) != CONNECTION_OK)
     throw StoreError(std::string("cannot connect to the PostgreSQL store: ") +
                      (c ? PQerrorMessage(c.get()) : "out of memory"));
@@ -89,6 +96,10 @@ class PostgresStore : public ResponseStore {
   }
 
   std::string describe() const override { return description_; }
+
+  void ping() override {
+    with_connection([&](PGconn* c) { run(c, "SELECT 1"); });
+  }
 
   int schema_version() override {
     int version = 0;

@@ -38,6 +38,9 @@ class ResponseStore {
   // "sqlite:/path/responses.sqlite3" or "postgresql://host:port/db" (no password).
   virtual std::string describe() const = 0;
   virtual int schema_version() = 0;
+  // Throws StoreError when the store cannot be reached now (a server-side store; an SQLite
+  // file is always there).
+  virtual void ping() {}
 };
 
 // `spec`: a postgresql:// or postgres:// URI, or else the path of a SQLite file (created with

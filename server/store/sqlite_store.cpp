@@ -58,10 +58,19 @@ class SqliteStore : public ResponseStore {
       sqlite3_close(db_);
       throw StoreError("cannot open the SQLite store " + path + ": " + message);
     }
+    // SQLite falls back to reading a file it cannot write (a read-only file system, no write
+    // permission), and fails later with "unable to open database file": say why now.
+    if (sqlite3_db_readonly(db_, "main") == 1) {
+      sqlite3_close(db_);
+      throw StoreError("the SQLite store " + path +
+                       " is read-only (a read-only file system, or no write permission)");
+    }
     try {
       sqlite3_busy_timeout(db_, 5000);
       exec("PRAGMA journal_mode=WAL");
-      exec("PRAGMA synchronous=NORMAL");
+      // FULL: a response is on disk (the WAL synced) when put returns, which is before its
+      // client is told it completed; NORMAL would lose the last commits on a power cut.
+      exec("PRAGMA synchronous=FULL");
       migrate();
     } catch (...) {
       sqlite3_close(db_);

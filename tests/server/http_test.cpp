@@ -12,8 +12,11 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <future>
+#include <mutex>
 #include <thread>
 
 #include "http/app.hpp"
@@ -33,13 +36,15 @@ struct LoadingServer {
   std::string store_path = (std::filesystem::temp_directory_path() /
                             ("gptoss-http-test-" + std::to_string(getpid()) + ".sqlite3")).string();
 
-  explicit LoadingServer(std::string api_key = {}, size_t max_body_bytes = 16u << 20) {
+  explicit LoadingServer(std::string api_key = {}, size_t max_body_bytes = 16u << 20,
+                         std::unique_ptr<ResponseStore> store = nullptr) {
     spdlog::set_level(spdlog::level::warn);  // no access log in test output
     options.model_path = "unused";
     options.model_name = "m";
     options.api_key = std::move(api_key);
     options.max_body_bytes = max_body_bytes;
-    app = std::make_unique<App>(options, open_response_store(store_path));
+    app =
+        std::make_unique<App>(options, store ? std::move(store) : open_response_store(store_path));
     app->register_routes(server);
     port = server.bind_to_any_port("127.0.0.1");
     REQUIRE(port > 0);
@@ -72,6 +77,29 @@ struct LoadingServer {
     engine->scheduler = std::make_unique<Scheduler>(engine->model.get(), options.engine, app->metrics());
     app->set_engine(std::move(engine));
   }
+};
+
+// An SQLite store that can be taken down (as PostgreSQL stopped, a disk full): every call
+// throws StoreError while `down` holds.
+class OutageStore : public ResponseStore {
+ public:
+  OutageStore(std::unique_ptr<ResponseStore> inner, std::shared_ptr<std::atomic<bool>> down)
+      : inner_(std::move(inner)), down_(std::move(down)) {}
+  void put(const StoredResponse& r) override { check(), inner_->put(r); }
+  std::optional<StoredResponse> get(const std::string& id) override {
+    return check(), inner_->get(id);
+  }
+  bool remove(const std::string& id) override { return check(), inner_->remove(id); }
+  std::string describe() const override { return inner_->describe(); }
+  int schema_version() override { return inner_->schema_version(); }
+  void ping() override { check(); }
+
+ private:
+  void check() const {
+    if (down_->load()) throw StoreError("cannot connect to the store (test outage)");
+  }
+  std::unique_ptr<ResponseStore> inner_;
+  std::shared_ptr<std::atomic<bool>> down_;
 };
 
 json error_of(const httplib::Result& r) {
@@ -295,4 +323,111 @@ TEST_CASE("structured output over HTTP: a limit below the minimum is a 400 namin
   REQUIRE(free["status"] == 200);
   CHECK(free["body"]["status"] == "incomplete");
   CHECK(free["body"]["closed_by_budget"] == false);
+}
+
+TEST_CASE(
+    "a response store that is down: 503 with Retry-After where the store is needed, generation "
+    "without it goes on, and all works again when it is back",
+    "[server][http]") {
+  auto down = std::make_shared<std::atomic<bool>>(false);
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("gptoss-http-outage-" + std::to_string(getpid()) + ".sqlite3"))
+                               .string();
+  LoadingServer s({}, 16u << 20, std::make_unique<OutageStore>(open_response_store(path), down));
+  s.load_model();
+  auto c = s.client();
+  const json stored = {{"model", "m"}, {"input", "hi"}, {"max_output_tokens", 4}, {"seed", 1}};
+  json first = post_json(c, "/v1/responses", stored);
+  REQUIRE(first["status"] == 200);
+  const std::string id = first["body"]["id"];
+
+  down->store(true);
+  auto expect_unavailable = [](const httplib::Result& r) {
+    REQUIRE(r);
+    CHECK(r->status == 503);
+    CHECK(r->get_header_value("Retry-After") == "5");
+    const json error = error_of(r);
+    CHECK(error["code"] == "store_unavailable");
+    CHECK(error["message"].get<std::string>().find("test outage") != std::string::npos);
+  };
+  // Refused before generating (the ping), not after.
+  expect_unavailable(c.Post("/v1/responses", stored.dump(), "application/json"));
+  expect_unavailable(c.Get("/v1/responses/" + id));
+  expect_unavailable(c.Get("/v1/responses/" + id + "/input_items"));
+  expect_unavailable(c.Delete("/v1/responses/" + id));
+  json previous = stored;
+  previous["store"] = false;
+  previous["previous_response_id"] = id;
+  expect_unavailable(c.Post("/v1/responses", previous.dump(), "application/json"));
+  json unstored = stored;
+  unstored["store"] = false;
+  CHECK(post_json(c, "/v1/responses", unstored)["status"] == 200);
+  CHECK(post_json(c, "/v1/chat/completions",
+                  {{"model", "m"},
+                   {"messages", {{{"role", "user"}, {"content", "hi"}}}},
+                   {"max_tokens", 4}})["status"] == 200);
+
+  down->store(false);
+  auto back = c.Get("/v1/responses/" + id);
+  REQUIRE(back);
+  CHECK(back->status == 200);
+  CHECK(post_json(c, "/v1/responses", previous)["status"] == 200);
+  CHECK(post_json(c, "/v1/responses", stored)["status"] == 200);
+  std::error_code ec;
+  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path + suffix, ec);
+}
+
+TEST_CASE("a streamed stored response is committed before its client is told it finished",
+          "[server][http]") {
+  // put() waits until released: while it waits, the stream must not have ended.
+  struct GatedStore : OutageStore {
+    using OutageStore::OutageStore;
+    std::promise<void> entered, release;
+    void put(const StoredResponse& r) override {
+      entered.set_value();
+      release.get_future().wait();
+      OutageStore::put(r);
+    }
+  };
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("gptoss-http-order-" + std::to_string(getpid()) + ".sqlite3"))
+                               .string();
+  auto owned = std::make_unique<GatedStore>(open_response_store(path),
+                                            std::make_shared<std::atomic<bool>>(false));
+  GatedStore* store = owned.get();
+  LoadingServer s({}, 16u << 20, std::move(owned));
+  s.load_model();
+  std::mutex mutex;
+  std::string received;
+  std::thread client([&] {
+    auto c = s.client();
+    const json body = {
+        {"model", "m"}, {"input", "hi"}, {"max_output_tokens", 4}, {"stream", true}, {"seed", 1}};
+    httplib::Request req;
+    req.method = "POST";
+    req.path = "/v1/responses";
+    req.body = body.dump();
+    req.set_header("Content-Type", "application/json");
+    req.content_receiver = [&](const char* data, size_t n, uint64_t, uint64_t) {
+      std::lock_guard lock(mutex);
+      received.append(data, n);
+      return true;
+    };
+    c.send(req);
+  });
+  REQUIRE(store->entered.get_future().wait_for(std::chrono::seconds(60)) ==
+          std::future_status::ready);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // time for any event to arrive
+  {
+    std::lock_guard lock(mutex);
+    CHECK(received.find("response.created") != std::string::npos);
+    CHECK(received.find("event: response.completed") == std::string::npos);
+    CHECK(received.find("event: response.incomplete") == std::string::npos);
+  }
+  store->release.set_value();
+  client.join();
+  CHECK((received.find("event: response.completed") != std::string::npos ||
+         received.find("event: response.incomplete") != std::string::npos));
+  std::error_code ec;
+  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path + suffix, ec);
 }
