@@ -295,6 +295,17 @@ struct gptoss_model_info {
    * comes on top (gptoss_model_get_kv_bytes_per_token). Decode speed is bounded by memory
    * bandwidth / this. */
   size_t decode_weight_bytes;
+  /* since 0.3 (152 bytes) */
+  /* 1 when a sequence's logits, hence its sampled tokens and logprobs for a given sampler seed,
+   * are bit for bit the same whatever other contexts are processed with it
+   * (gptoss_contexts_process), however its tokens were split into calls (chunked prefill), and
+   * whether its earlier tokens' KV came from an earlier call (gptoss_context_truncate reuse):
+   * every device the model uses declares it at the model's precision. 0 when the backend does
+   * not declare it (the results then agree to float rounding). */
+  int32_t batch_invariant;
+  /* The backend's kernel variant(s) in use ("avx512", "scalar"; devices with different ones
+   * joined by ","); "" when the backend names none. Model-owned. */
+  const char* kernels;
 };
 /* Fills the fields of `info` that info->struct_size covers (older callers get fewer fields;
  * struct_size itself is left as set). invalid_argument for NULL or a struct_size below the

@@ -12,6 +12,10 @@
 #   BUDGET_SEEDS=N BUDGET_BASE=N BUDGET_MODEL_SEED=N scripts/test-server.sh
 #                                          the token-limit part's requests per case (20), and
 #                                          a run's seeds, which it prints, to repeat it
+#   DETERMINISM_ISA=default scripts/test-server.sh
+#                                          the deterministic-serving part on the machine's best
+#                                          CPU kernels instead of the scalar ones (below);
+#                                          DETERMINISM_SEED=N SURFACES_SEED=N repeat a run
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -26,6 +30,8 @@ load_only=0
 [ "${1:-}" = "--load-only" ] && load_only=1
 
 [ -x "$server_bin" ] || cmake --build "$build" -j"$(nproc 2>/dev/null || echo 2)" --target gptoss-server
+[ -x "$build/bin/gptoss" ] && [ -x "$build/bin/gptoss-python-c-reference" ] ||
+  cmake --build "$build" -j"$(nproc 2>/dev/null || echo 2)" --target gptoss-cli gptoss-python-c-reference
 [ -d "$node_dir/node_modules/openai" ] || bash scripts/setup.sh
 
 tmp="$(mktemp -d)"
@@ -137,6 +143,24 @@ if [ $load_only -eq 0 ]; then
   echo "== lifecycle: drain on SIGTERM, queue limits, auth, loading"
   GPTOSS_SERVER_BIN="$server_bin" GPTOSS_TEST_MODEL="$model" GPTOSS_TEST_TOKENIZER="$tokenizer" \
     GPTOSS_TEST_TMP="$tmp" node --test --test-concurrency=1 "$root"/tests/server/lifecycle/*.test.mjs
+
+  # Deterministic serving: 16 concurrent streaming clients, each answer then asked alone
+  # (tests/server/determinism_test.mjs), and one request through the server, the CLI, Python and
+  # the C API (tests/server/surfaces_test.py), every surface on the same kernels. DETERMINISM_ISA
+  # names them: scalar (the default here) is the level whose batch invariance the CPU backend
+  # declares today; `default` runs the machine's best level, which /health must then declare
+  # batch invariant too. At the default precision (fast), as most servers run.
+  determinism_isa="${DETERMINISM_ISA:-scalar}"
+  [ "$determinism_isa" != default ] || determinism_isa=""
+  echo "== deterministic serving on the ${determinism_isa:-default} CPU kernels"
+  SERVER_ISA="$determinism_isa" start_server --store "$tmp/determinism.sqlite3" --max-running 16
+  node "$root/tests/server/determinism_test.mjs" --url "$server_url" --model model-hf --clients 16 \
+    ${DETERMINISM_SEED:+--seed "$DETERMINISM_SEED"}
+  env ${determinism_isa:+GPTOSS_CPU_ISA="$determinism_isa"} GPTOSS_SERVER_URL="$server_url" \
+    GPTOSS_CLI="$build/bin/gptoss" GPTOSS_C_REFERENCE="$build/bin/gptoss-python-c-reference" \
+    GPTOSS_LIBRARY_PATH="$build/lib" GPTOSS_TEST_MODEL="$model" GPTOSS_TEST_TOKENIZER="$tokenizer" \
+    python3 "$root/tests/server/surfaces_test.py"
+  stop_server
 fi
 
 echo "== load test: 16 streaming clients for ${load_seconds} s"

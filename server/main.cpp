@@ -113,6 +113,8 @@ std::unique_ptr<Engine> load_engine(const ServerOptions& o, Metrics& metrics) {
                      std::to_string(info.max_context_length) + " tokens");
   engine->backend = info.backend;
   engine->vocab_size = info.vocab_size;
+  engine->batch_invariant = info.batch_invariant != 0;
+  engine->kernels = info.kernels != nullptr ? info.kernels : "";
   engine->tokenizer = engine->model.get_tokenizer();
   engine->grammars = std::make_unique<GrammarCache>(engine->tokenizer.get(), 64);
   try {

@@ -117,6 +117,7 @@ const gptoss_backend_api kApi = {
     /* .add_rmsnorm          = */ slots::add_rmsnorm,
     /* .rope_kv_write        = */ slots::rope_kv_write,
     /* .sample               = */ slots::sample,
+    /* .device_properties    = */ nullptr,  // batch invariance not declared (docs/server.md)
 };
 
 const char* unavailable_reason();  // devices.cpp

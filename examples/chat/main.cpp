@@ -31,11 +31,13 @@ void print_model_info(gptoss_model_t model, uint64_t seed) {
   info.struct_size = sizeof(info);
   gptoss::check(gptoss_model_get_info(model, &info), "gptoss_model_get_info");
   std::fprintf(stderr,
-               "gptoss: %s model on %s: %zu/%zu layers, hidden %zu, %zu experts (%zu active), "
-               "vocab %zu, %.3g parameters; seed %llu\n",
+               "gptoss: %s model on %s (%s kernels, %s): %zu/%zu layers, hidden %zu, %zu experts "
+               "(%zu active), vocab %zu, %.3g parameters; seed %llu\n",
                info.format ? info.format : "?", info.backend ? info.backend : "?",
-               info.num_layers, info.num_layers_total, info.hidden_size, info.num_experts,
-               info.num_active_experts, info.vocab_size, static_cast<double>(info.num_parameters),
+               info.kernels && *info.kernels ? info.kernels : "unnamed",
+               info.batch_invariant ? "batch invariant" : "not batch invariant", info.num_layers,
+               info.num_layers_total, info.hidden_size, info.num_experts, info.num_active_experts,
+               info.vocab_size, static_cast<double>(info.num_parameters),
                static_cast<unsigned long long>(seed));
 }
 

@@ -1,5 +1,5 @@
 /*
- * libgptoss backend plugin ABI, version 2. Plain C (C99), installed, so that backends can be
+ * libgptoss backend plugin ABI, version 2.1. Plain C (C99), installed, so that backends can be
  * built out of tree. A plugin includes this header and nothing else of libgptoss, and does not
  * link libgptoss: everything it needs from the host comes through struct gptoss_host_api.
  *
@@ -79,7 +79,7 @@ extern "C" {
 #endif
 
 #define GPTOSS_BACKEND_ABI_MAJOR 2
-#define GPTOSS_BACKEND_ABI_MINOR 0
+#define GPTOSS_BACKEND_ABI_MINOR 1
 
 /* Opaque handles (see OBJECTS above). A backend casts its own pointers to these types. */
 typedef struct gptoss_backend_device* gptoss_backend_device_t;
@@ -296,6 +296,23 @@ struct gptoss_host_api {
 
 /* Flags of struct gptoss_backend_api. */
 #define GPTOSS_BACKEND_EXPLICIT_ONLY 1u /* never chosen by "auto" (test and debug backends) */
+
+/* What results on a device guarantee (struct gptoss_backend_device_properties.flags). */
+/* Batch invariance: every op gives a token (a row) bit for bit the same result whatever other
+ * rows the call holds and wherever the row stands in it; attention's result for a query is the
+ * same whether the keys before it were written in this call or by earlier ones. A sequence's
+ * logits then do not depend on what it is batched with, how its prompt is chunked, or whether
+ * its prefix's KV came from an earlier request (the prefix cache). It holds for every KV dtype
+ * the backend offers; a backend declares it only where its tests check it. */
+#define GPTOSS_DEVICE_BATCH_INVARIANT 1u
+
+/* since ABI 2.1 (24 bytes). Filled by the device_properties slot. */
+struct gptoss_backend_device_properties {
+  size_t struct_size;  /* set by the core: the fields it knows (a plugin fills no more) */
+  uint32_t flags;      /* GPTOSS_DEVICE_*; 0 where the core leaves it */
+  const char* kernels; /* the kernel variant in use ("avx512", "scalar", "sm_90"), static
+                          storage; NULL: not named */
+};
 
 struct gptoss_backend_api {
   /* First fields never move, whatever the version. */
@@ -548,6 +565,14 @@ struct gptoss_backend_api {
                                gptoss_backend_buffer_t rows, gptoss_backend_buffer_t mask,
                                const struct gptoss_sample_shape* shape,
                                gptoss_backend_buffer_t results);
+
+  /* ---- ABI 2.1 ---------------------------------------------------------------------- */
+  /* OPTIONAL (NULL: nothing guaranteed, no kernel variant named). What results on `dev`
+   * guarantee at the precision device_set_precision gave it (the core asks after that, once):
+   * fills the fields of `out` below out->struct_size. The core reports it to applications
+   * (gptoss_model_info.batch_invariant, .kernels). */
+  enum gptoss_status (*device_properties)(gptoss_backend_device_t dev,
+                                          struct gptoss_backend_device_properties* out);
 };
 
 typedef uint32_t (*gptoss_backend_score_fn)(void);

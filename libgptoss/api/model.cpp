@@ -123,6 +123,8 @@ GPTOSS_API enum gptoss_status gptoss_model_get_info(gptoss_model_t model,
     out.backend = m.backend_name().c_str();
     out.format = m.format().c_str();
     out.decode_weight_bytes = size_t(m.decode_weight_bytes());
+    out.batch_invariant = m.batch_invariant() ? 1 : 0;
+    out.kernels = m.kernels().c_str();
     api::write_struct(info, out, "info");
   });
 }

@@ -43,16 +43,17 @@ constexpr size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; 
 // old tail padding: check the row by hand), mark the field `/* since 0.x (N bytes) */` in
 // gptoss.h and add the size to the row of docs/abi.md. A NEW versioned struct: add a row;
 // read_struct / write_struct do not compile for a struct without one. Never edit an entry.
-#define GPTOSS_VERSIONED_STRUCTS(ROW)                                                          \
-  ROW(gptoss_model_options, /* 40, 48, 48 (split_mode took the tail padding) */                \
-      GPTOSS_UPTO(tokenizer_path), GPTOSS_UPTO(precision), GPTOSS_UPTO(split_mode))            \
-  ROW(gptoss_model_info, GPTOSS_UPTO(format), GPTOSS_UPTO(decode_weight_bytes)) /* 128, 136 */ \
-  ROW(gptoss_kvcache_options, GPTOSS_UPTO(dtype))                               /* 32 */       \
-  ROW(gptoss_context_options, GPTOSS_UPTO(max_batch_tokens))                    /* 40 */       \
-  ROW(gptoss_sampler_options, GPTOSS_UPTO(top_logprobs))                        /* 56 */       \
-  ROW(gptoss_harmony_render_options, GPTOSS_UPTO(auto_drop_analysis))           /* 16 */       \
-  ROW(gptoss_harmony_state, GPTOSS_UPTO(num_messages))                          /* 64 */       \
-  ROW(gptoss_constraint_options,                                                /* 16, 24 */   \
+#define GPTOSS_VERSIONED_STRUCTS(ROW)                                               \
+  ROW(gptoss_model_options, /* 40, 48, 48 (split_mode took the tail padding) */     \
+      GPTOSS_UPTO(tokenizer_path), GPTOSS_UPTO(precision), GPTOSS_UPTO(split_mode)) \
+  ROW(gptoss_model_info, /* 128, 136, 152 */                                        \
+      GPTOSS_UPTO(format), GPTOSS_UPTO(decode_weight_bytes), GPTOSS_UPTO(kernels))  \
+  ROW(gptoss_kvcache_options, GPTOSS_UPTO(dtype))                     /* 32 */      \
+  ROW(gptoss_context_options, GPTOSS_UPTO(max_batch_tokens))          /* 40 */      \
+  ROW(gptoss_sampler_options, GPTOSS_UPTO(top_logprobs))              /* 56 */      \
+  ROW(gptoss_harmony_render_options, GPTOSS_UPTO(auto_drop_analysis)) /* 16 */      \
+  ROW(gptoss_harmony_state, GPTOSS_UPTO(num_messages))                /* 64 */      \
+  ROW(gptoss_constraint_options,                                      /* 16, 24 */  \
       GPTOSS_UPTO(max_reasoning_tokens), GPTOSS_UPTO(max_tokens))
 // ---------------------------------------------------------------------------------------------
 

@@ -61,7 +61,10 @@ GPTOSS_SLOT_AT(linear_qkv, 39);
 GPTOSS_SLOT_AT(add_rmsnorm, 40);
 GPTOSS_SLOT_AT(rope_kv_write, 41);
 GPTOSS_SLOT_AT(sample, 42);
-static_assert(sizeof(gptoss_backend_api) == offsetof(gptoss_backend_api, device_count) + 43 * sizeof(void*),
+// ABI 2.1
+GPTOSS_SLOT_AT(device_properties, 43);
+static_assert(sizeof(gptoss_backend_api) ==
+                  offsetof(gptoss_backend_api, device_count) + 44 * sizeof(void*),
               "a slot was added without a line here");
 
 // Structs shared with plugins.
@@ -78,3 +81,6 @@ static_assert(sizeof(gptoss_sample_result) == 16 + 8 * GPTOSS_SAMPLE_MAX_TOP,
               "gptoss_sample_result layout changed");
 static_assert(sizeof(gptoss_sample_shape) == 32, "gptoss_sample_shape layout changed");
 static_assert(offsetof(gptoss_host_api, log) == sizeof(size_t) + 8);
+static_assert(sizeof(gptoss_backend_device_properties) == 24 &&
+                  offsetof(gptoss_backend_device_properties, kernels) == 16,
+              "gptoss_backend_device_properties layout changed");

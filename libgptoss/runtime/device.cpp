@@ -26,6 +26,15 @@ BackendDevice::BackendDevice(std::shared_ptr<const Plugin> plugin, int32_t index
       fail(ps, "backend '{}' refused precision {}", plugin_->name, int(precision));
     }
   }
+  if (GPTOSS_HAS_SLOT(&a, device_properties)) {
+    gptoss_backend_device_properties p{};
+    p.struct_size = sizeof p;
+    // A failure here only withholds the guarantees: the device works without them.
+    if (a.device_properties(dev_, &p) == gptoss_status_success) {
+      guarantees_ = p.flags;
+      kernels_ = p.kernels != nullptr ? p.kernels : "";
+    }
+  }
 }
 
 BackendDevice::~BackendDevice() {

@@ -23,6 +23,11 @@ class BackendDevice {
   int32_t index() const { return index_; }
   const std::string& name() const { return plugin_->name; }
   const Plugin& plugin() const { return *plugin_; }
+  // What the backend declares for this device at its precision (device_properties; a backend
+  // without the slot declares nothing): GPTOSS_DEVICE_* flags and its kernel variant ("" when
+  // not named).
+  uint32_t guarantees() const { return guarantees_; }
+  const std::string& kernels() const { return kernels_; }
 
   // Throws gptoss::Error(st) naming `what`, the device and the backend's own message unless
   // st is success.
@@ -38,6 +43,8 @@ class BackendDevice {
   std::shared_ptr<const Plugin> plugin_;
   int32_t index_;
   gptoss_backend_device_t dev_ = nullptr;
+  uint32_t guarantees_ = 0;
+  std::string kernels_;
 };
 
 }  // namespace gptoss

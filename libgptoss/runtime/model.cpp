@@ -45,6 +45,13 @@ void Model::open_devices(const LoadOptions& options) {
   }
   weights_.resize(devices_.size());
   for (auto& w : weights_) w.layers.assign(num_layers_, {});
+  batch_invariant_ = true;
+  for (const auto& dev : devices_) {
+    batch_invariant_ = batch_invariant_ && (dev->guarantees() & GPTOSS_DEVICE_BATCH_INVARIANT) != 0;
+    const std::string& k = dev->kernels();
+    if (!k.empty() && ("," + kernels_ + ",").find("," + k + ",") == std::string::npos)
+      kernels_ += (kernels_.empty() ? "" : ",") + k;
+  }
 }
 
 template <typename Fn>

@@ -43,6 +43,12 @@ class Model {
   uint64_t decode_weight_bytes() const { return decode_weight_bytes_; }
   const std::string& backend_name() const { return devices_[0]->name(); }
   const gptoss_backend_api& api() const { return devices_[0]->api(); }
+  // Every device the model uses declares batch invariance (GPTOSS_DEVICE_BATCH_INVARIANT) at
+  // the model's precision: its forward pass then is too, as the core adds nothing that depends
+  // on the batch (gptoss_model_info.batch_invariant).
+  bool batch_invariant() const { return batch_invariant_; }
+  // The devices' kernel variants, distinct ones joined by ","; "" when none is named.
+  const std::string& kernels() const { return kernels_; }
 
   const Placement& placement() const { return placement_; }
   uint32_t num_devices() const { return uint32_t(devices_.size()); }
@@ -90,6 +96,8 @@ class Model {
   std::shared_ptr<const WeightSource> source_;
   std::vector<std::shared_ptr<BackendDevice>> devices_;
   std::vector<DeviceWeights> weights_;  // per device
+  bool batch_invariant_ = false;
+  std::string kernels_;
 };
 
 }  // namespace gptoss

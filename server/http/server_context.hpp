@@ -33,6 +33,10 @@ struct Engine {
   std::unique_ptr<GrammarCache> grammars;
   std::string backend;
   size_t vocab_size = 0;
+  // What the backend declares (gptoss_model_info): whether a request's tokens and logprobs
+  // for its seed are independent of what runs with it, and its kernel variant.
+  bool batch_invariant = false;
+  std::string kernels;
 };
 
 // Responses being generated, for GET (a snapshot), input_items and DELETE (cancellation) by id.

@@ -54,7 +54,7 @@ std::string last_error() { return gptoss_get_last_error_message(); }
 
 TEST_CASE("versioned structs: the sizes of git history are the library's", "[api][abi]") {
   CHECK(sizeof(gptoss_model_options) == 48);
-  CHECK(sizeof(gptoss_model_info) == 136);
+  CHECK(sizeof(gptoss_model_info) == 152);
   CHECK(sizeof(gptoss_kvcache_options) == 32);
   CHECK(sizeof(gptoss_context_options) == 40);
   CHECK(sizeof(gptoss_sampler_options) == 56);
@@ -110,7 +110,7 @@ TEST_CASE("model options at every size", "[api][abi]") {
 TEST_CASE("model info at every size: only the caller's fields are written", "[api][abi]") {
   auto model = load_conformance_model(Format::gguf);
   gptoss_model_info zero{};
-  for (size_t size : {128, 136, 200}) {
+  for (size_t size : {128, 136, 152, 200}) {
     CAPTURE(size);
     CallerStruct<gptoss_model_info> s(zero, size);
     GPTOSS_REQUIRE_OK(gptoss_model_get_info(model.get(), s.get()));
@@ -120,9 +120,14 @@ TEST_CASE("model info at every size: only the caller's fields are written", "[ap
     CHECK(std::string(info.format) == "gguf");
     if (size == 128) {
       CHECK(s.untouched_from(128));  // decode_weight_bytes is not the caller's
+    } else if (size == 136) {
+      CHECK(info.decode_weight_bytes > 0);
+      CHECK(s.untouched_from(136));  // batch_invariant and kernels are not the caller's
     } else {
       CHECK(info.decode_weight_bytes > 0);
-      CHECK(s.untouched_from(136));  // a newer caller's fields stay as they were
+      REQUIRE(info.kernels != nullptr);
+      CHECK(std::string(info.kernels) != "");  // the CPU backend names its kernel level
+      CHECK(s.untouched_from(152));            // a newer caller's fields stay as they were
     }
   }
   CallerStruct<gptoss_model_info> small(zero, 120);

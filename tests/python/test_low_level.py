@@ -3,6 +3,7 @@
 import array
 import gc
 import math
+import os
 import subprocess
 import unittest
 
@@ -57,8 +58,23 @@ class ModelTest(unittest.TestCase):
         self.assertGreater(info.vocab_size, 0)
         self.assertEqual(info.format, "safetensors")
         self.assertTrue(info.backend)
+        self.assertTrue(info.kernels)  # the CPU backend names its kernel level
+        self.assertIsInstance(info.batch_invariant, bool)
         self.assertEqual(model().max_context_length, info.max_context_length)
         self.assertGreater(model().kv_bytes_per_token("f32"), model().kv_bytes_per_token("bf16"))
+
+    def test_scalar_kernels_declare_batch_invariance(self):
+        # The CPU backend reads GPTOSS_CPU_ISA when a model opens its device.
+        saved = os.environ.get("GPTOSS_CPU_ISA")
+        os.environ["GPTOSS_CPU_ISA"] = "scalar"
+        try:
+            with gptoss.Model(MODEL, tokenizer_path=TOKENIZER, num_layers=1) as m:
+                self.assertEqual((m.info.kernels, m.info.batch_invariant), ("scalar", True))
+        finally:
+            if saved is None:
+                del os.environ["GPTOSS_CPU_ISA"]
+            else:
+                os.environ["GPTOSS_CPU_ISA"] = saved
 
     def test_precision(self):
         # Both precisions load and predict; "exact" is the fp32 path the conformance

@@ -73,6 +73,10 @@ struct LoadingServer {
                   "gptoss_model_get_tokenizer");
     engine->tokenizer.reset(tokenizer);
     engine->vocab_size = 201088;
+    const gptoss_model_info info = engine->model.info();  // as gptoss-server's main fills it
+    engine->backend = info.backend;
+    engine->batch_invariant = info.batch_invariant != 0;
+    engine->kernels = info.kernels;
     engine->grammars = std::make_unique<GrammarCache>(tokenizer, 8);
     engine->scheduler = std::make_unique<Scheduler>(engine->model.get(), options.engine, app->metrics());
     app->set_engine(std::move(engine));
@@ -267,6 +271,22 @@ int64_t named_minimum(const json& error) {
   return n;
 }
 }  // namespace
+
+TEST_CASE("health reports the determinism guarantee the backend declares", "[server][http]") {
+  LoadingServer s;
+  s.options.exact = true;
+  s.options.engine.kv_dtype = gptoss_kv_dtype_bf16;
+  s.load_model();  // the scalar kernels, which declare batch invariance
+  auto health = s.client().Get("/health");
+  REQUIRE(health);
+  CHECK(health->status == 200);
+  const json d = json::parse(health->body)["determinism"];
+  CHECK(d == json{{"batch_invariant", true},
+                  {"backend", "cpu"},
+                  {"kernels", "scalar"},
+                  {"precision", "exact"},
+                  {"kv_dtype", "bf16"}});
+}
 
 TEST_CASE("structured output over HTTP: a limit below the minimum is a 400 naming it and at the minimum "
           "the answer completes closed by the budget", "[server][http]") {

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -98,6 +99,22 @@ gptoss_status device_set_precision(gptoss_backend_device_t dev, gptoss_precision
   if (precision != gptoss_precision_fast && precision != gptoss_precision_exact)
     return refuse(gptoss_status_invalid_argument, "unknown precision");
   D(dev)->quantize_activations = precision == gptoss_precision_fast;
+  return gptoss_status_success;
+}
+
+// Which kernel levels are batch invariant (GPTOSS_DEVICE_BATCH_INVARIANT), in both precisions:
+// the scalar level runs the reference ops, which compute every row alone in one fixed order.
+// The SIMD levels' matmuls choose their blocking, and so their summation order, by the number
+// of rows in the call, so a row's result depends on its batch.
+bool batch_invariant(Isa isa) { return isa == Isa::scalar; }
+
+gptoss_status device_properties(gptoss_backend_device_t dev,
+                                gptoss_backend_device_properties* out) {
+  if (dev == nullptr || out == nullptr) return gptoss_status_invalid_argument;
+  if (out->struct_size >= offsetof(gptoss_backend_device_properties, flags) + sizeof out->flags)
+    out->flags = batch_invariant(D(dev)->isa) ? GPTOSS_DEVICE_BATCH_INVARIANT : 0u;
+  if (out->struct_size >= offsetof(gptoss_backend_device_properties, kernels) + sizeof out->kernels)
+    out->kernels = isa_name(D(dev)->isa);
   return gptoss_status_success;
 }
 

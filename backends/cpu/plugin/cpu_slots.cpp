@@ -238,6 +238,7 @@ const gptoss_backend_api kApi = {
     /* .add_rmsnorm          = */ Timed<OpKind::add_rmsnorm, add_rmsnorm>::call,
     /* .rope_kv_write        = */ Timed<OpKind::rope_kv_write, rope_kv_write>::call,
     /* .sample               = */ Timed<OpKind::sample, sample>::call,
+    /* .device_properties    = */ slots::device_properties,
 };
 
 }  // namespace gptoss::cpu

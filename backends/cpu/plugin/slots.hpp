@@ -14,6 +14,7 @@ void device_close(gptoss_backend_device_t);
 const char* last_error(gptoss_backend_device_t);
 gptoss_status device_set_precision(gptoss_backend_device_t, gptoss_precision);
 gptoss_status device_memory_info(gptoss_backend_device_t, size_t*, size_t*);
+gptoss_status device_properties(gptoss_backend_device_t, gptoss_backend_device_properties*);
 gptoss_status stream_create(gptoss_backend_device_t, gptoss_backend_stream_t*);
 void stream_destroy(gptoss_backend_device_t, gptoss_backend_stream_t);
 gptoss_status stream_synchronize(gptoss_backend_stream_t);

@@ -67,6 +67,8 @@ class ModelInfo(ctypes.Structure):
         ("backend", c_char_p),
         ("format", c_char_p),
         ("decode_weight_bytes", c_size_t),
+        ("batch_invariant", ctypes.c_int32),
+        ("kernels", c_char_p),
     ]
 
 

@@ -47,6 +47,8 @@ class ModelInfo:
     backend: str
     format: str
     decode_weight_bytes: int  # weights one decode token reads, as stored (see gptoss.h)
+    batch_invariant: bool     # logits independent of batching, chunking and reuse (gptoss.h)
+    kernels: str              # the backend's kernel variant ("avx512", "scalar"; "" unnamed)
 
 
 class Model(Handle):
@@ -102,6 +104,8 @@ class Model(Handle):
         values = {name: getattr(raw, name) for name, _ in _ModelInfo._fields_[1:]}
         values["backend"] = (values["backend"] or b"").decode()
         values["format"] = (values["format"] or b"").decode()
+        values["kernels"] = (values["kernels"] or b"").decode()
+        values["batch_invariant"] = bool(values["batch_invariant"])
         return ModelInfo(**values)
 
     @property

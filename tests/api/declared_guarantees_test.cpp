@@ -1,0 +1,95 @@
+// gptoss_model_info.batch_invariant and .kernels come from the backend (the device_properties
+// slot): what the CPU plugin declares per kernel level, nothing from a backend without the slot,
+// and a declared guarantee that holds: a sequence's logits bit for bit the same alone and whole
+// as chunked and batched with others.
+#include <cstdlib>
+#include <set>
+#include <string>
+
+#include "support/c_api.hpp"
+
+using namespace gptoss::test;
+
+namespace {
+
+gptoss_model_info info_of(gptoss_model_t m) {
+  gptoss_model_info info{};
+  info.struct_size = sizeof info;
+  GPTOSS_REQUIRE_OK(gptoss_model_get_info(m, &info));
+  return info;
+}
+
+// The last logits of p3_long (300 tokens, past the 128-token window twice) processed whole and
+// alone, and in chunks of 7 in one shared pool with two other prompts in every step.
+std::pair<std::vector<float>, std::vector<float>> alone_and_batched(gptoss_model_t model) {
+  const auto ids = prompt_ids("p3_long");
+  auto alone = make_context(model, 400);
+  GPTOSS_REQUIRE_OK(gptoss_context_append_tokens(alone.get(), ids.size(), ids.data()));
+  GPTOSS_REQUIRE_OK(gptoss_context_process(alone.get()));
+
+  gptoss_kvcache_options ko;
+  gptoss_kvcache_options_init(&ko);
+  ko.capacity_tokens = 2048;
+  ko.max_sequences = 3;
+  gptoss_kvcache_t kv_raw = nullptr;
+  GPTOSS_REQUIRE_OK(gptoss_kvcache_create(model, &ko, &kv_raw));
+  KvPtr kv(kv_raw);
+  auto chunked = make_context(model, 400, 7, kv.get());
+  auto other1 = make_context(model, 400, 64, kv.get());
+  auto other2 = make_context(model, 400, 512, kv.get());
+  const auto short_ids = prompt_ids("p1_short"), harmony_ids = prompt_ids("p2_harmony");
+  GPTOSS_REQUIRE_OK(gptoss_context_append_tokens(chunked.get(), ids.size(), ids.data()));
+  GPTOSS_REQUIRE_OK(
+      gptoss_context_append_tokens(other1.get(), harmony_ids.size(), harmony_ids.data()));
+  GPTOSS_REQUIRE_OK(gptoss_context_append_tokens(other2.get(), short_ids.size(), short_ids.data()));
+  gptoss_context_t batch[] = {other1.get(), chunked.get(), other2.get()};
+  GPTOSS_REQUIRE_OK(gptoss_contexts_process(batch, 3));
+  return {logits_of(alone.get()), logits_of(chunked.get())};
+}
+
+}  // namespace
+
+TEST_CASE("the CPU backend's scalar kernels declare batch invariance in both precisions",
+          "[api][determinism]") {
+  setenv("GPTOSS_CPU_ISA", "scalar", 1);  // read when the model opens its device
+  for (gptoss_precision precision : {gptoss_precision_exact, gptoss_precision_fast}) {
+    auto model = load_conformance_model(Format::hf, 2, precision, "cpu");
+    const gptoss_model_info info = info_of(model.get());
+    CHECK(info.batch_invariant == 1);
+    CHECK(std::string(info.kernels) == "scalar");
+  }
+  unsetenv("GPTOSS_CPU_ISA");
+}
+
+TEST_CASE("the CPU backend names the kernel level it selected", "[api][determinism]") {
+  auto model = load_conformance_model(Format::hf, 1, gptoss_precision_fast, "cpu");
+  const std::set<std::string> levels = {"scalar", "avx2",       "avx2vnni",
+                                        "avx512", "avx512vnni", "avx512bf16"};
+  CHECK(levels.count(info_of(model.get()).kernels) == 1);
+}
+
+TEST_CASE("a backend without device_properties declares no guarantee", "[api][determinism]") {
+  auto model = load_conformance_model(Format::hf, 1, gptoss_precision_exact, "strict-minimal");
+  const gptoss_model_info info = info_of(model.get());
+  CHECK(info.batch_invariant == 0);
+  REQUIRE(info.kernels != nullptr);
+  CHECK(std::string(info.kernels).empty());
+}
+
+// At the level this machine selects (and at scalar, which declares it today): where the
+// declaration is made, the results must bear it out.
+TEST_CASE("a declared batch invariance holds: whole and alone equals chunked and batched",
+          "[api][determinism]") {
+  for (const char* isa : {"", "scalar"}) {
+    if (*isa != '\0') setenv("GPTOSS_CPU_ISA", isa, 1);
+    for (gptoss_precision precision : {gptoss_precision_exact, gptoss_precision_fast}) {
+      auto model = load_conformance_model(Format::hf, 0, precision, "cpu");
+      const gptoss_model_info info = info_of(model.get());
+      INFO("kernels " << info.kernels << ", precision " << int(precision));
+      if (info.batch_invariant == 0) continue;  // nothing declared: float rounding only
+      const auto [alone, batched] = alone_and_batched(model.get());
+      CHECK(max_abs_diff(alone, batched) == 0.0);
+    }
+    unsetenv("GPTOSS_CPU_ISA");
+  }
+}
