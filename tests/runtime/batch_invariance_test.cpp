@@ -183,3 +183,35 @@ TEST_CASE("a prefix kept from an earlier run gives a cold run's logits", "[invar
     }
   }
 }
+
+// Past 1024 keys the attention takes a row's keys in segments (ops/attention.cpp): a decode
+// token alone splits them over the threads, in company or in a prefill chunk it does not.
+TEST_CASE("past 1024 keys a token's logits still do not depend on its step", "[invariance]") {
+  const uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  std::mt19937_64 rng(seed);
+  const auto prompt = random_tokens(rng, 1100 + rng() % 200);
+  const auto next = random_tokens(rng, 1);
+  for (const Config& c : kConfigs) {
+    INFO(describe(c));
+    auto model = load_conformance_model(Format::hf, 0, c.precision);
+    const auto alone = run_alone(model.get(), c, {prompt, next});
+    auto pool = make_pool(model.get(), 4 * 1400, 4, c.kv);
+    std::vector<ContextPtr> ctxs;
+    std::vector<gptoss_context_t> raw;
+    for (size_t i = 0; i < 4; ++i) {
+      ctxs.push_back(make_context(model.get(), 1400, i == 0 ? 96 : 1024, pool.get(), c.kv));
+      raw.push_back(ctxs.back().get());
+      const auto p = i == 0 ? prompt : random_tokens(rng, 1 + rng() % 300);
+      GPTOSS_REQUIRE_OK(gptoss_context_append_tokens(raw[i], p.size(), p.data()));
+    }
+    GPTOSS_REQUIRE_OK(gptoss_contexts_process(raw.data(), raw.size()));
+    require_same_bits(logits_of(raw[0]), alone[0]);
+    for (size_t i = 0; i < 4; ++i) {
+      const auto t = i == 0 ? next : random_tokens(rng, 1);
+      GPTOSS_REQUIRE_OK(gptoss_context_append_tokens(raw[i], 1, t.data()));
+    }
+    GPTOSS_REQUIRE_OK(gptoss_contexts_process(raw.data(), raw.size()));
+    require_same_bits(logits_of(raw[0]), alone[1]);
+  }
+}
