@@ -394,12 +394,10 @@ GPTOSS_API enum gptoss_status gptoss_context_process(gptoss_context_t context);
 /* Processes several contexts of the same model in batched forward steps: contexts that draw on
  * one KV pool (gptoss_kvcache_create) share each step, so every weight is read once for all of
  * them; contexts with private pools are processed one pool after another. The result equals
- * processing each alone: bit for bit with the CPU backend's scalar reference kernels
- * (GPTOSS_CPU_ISA=scalar), within float rounding (1e-5) with SIMD kernels in exact
- * precision, whose summation order depends on the batch size; in fast precision a rounding
- * difference can move an activation across an int8 step, so logits agree to ~1e-2 (the
- * same holds for prefill vs token-by-token decode). invalid_argument if they do not share
- * one model or the same context appears twice. */
+ * processing each alone: on the CPU backend bit for bit, at every kernel level and in both
+ * precisions, as it does not depend on how a prompt is chunked either (docs/architecture.md,
+ * "Determinism"). invalid_argument if they do not share one model or the same context appears
+ * twice. */
 GPTOSS_API enum gptoss_status gptoss_contexts_process(gptoss_context_t* contexts,
                                                       size_t n_contexts);
 

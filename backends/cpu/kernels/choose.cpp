@@ -17,18 +17,23 @@ enum class Format {
 };
 enum class Tokens {
   any,
-  one,    // this call multiplies one token
-  step,   // the op's step has at most kGemvStepTokens tokens (sequences decoding together)
-  batch,  // the op's step has more (prefill)
+  one,      // this call multiplies one token
+  step,     // the op's step has at most kGemvStepTokens tokens (sequences decoding together)
+  batch,    // the op's step has more (prefill)
+  few,      // this call multiplies 2 to kGemvTokens tokens
+  several,  // this call multiplies 2 to kGemvStepTokens tokens
 };
 enum class Precision { any, fast };
 
-bool has_matmul(const Kernels& k) { return k.matmul != nullptr; }
-bool has_q8(const Kernels& k) { return k.matmul_mxfp4_q8 != nullptr; }
-bool has_q8_step(const Kernels& k) {
+bool has_fp32(const Kernels& k, const Weight&) { return k.fp32 != nullptr; }
+bool has_fp32_pairs(const Kernels& k, const Weight& w) {
+  return k.fp32 != nullptr && k.fp32->has_pairs(w.dtype);
+}
+bool has_q8(const Kernels& k, const Weight&) { return k.matmul_mxfp4_q8 != nullptr; }
+bool has_q8_step(const Kernels& k, const Weight&) {
   return k.gemv_mxfp4_q8 != nullptr && k.matmul_mxfp4_q8 != nullptr;
 }
-bool has_bf16_pairs(const Kernels& k) {
+bool has_bf16_pairs(const Kernels& k, const Weight&) {
   return k.dense_bf16 != nullptr && k.attention_bf16 != nullptr;
 }
 
@@ -36,26 +41,31 @@ struct Row {
   Format format;
   Tokens tokens;
   Precision precision;
-  bool (*level_has)(const Kernels&);
+  bool (*level_has)(const Kernels&, const Weight&);
   MatmulKernel kernel;
 };
 
 // Why each row: the fast mode multiplies MXFP4 weights by int8 activations where a level has the
-// kernels; a step of several sequences keeps each token's one-token arithmetic (so a sequence's
-// tokens do not depend on what decodes beside it) with the several-token GEMV, or else the
-// one-token GEMV per token over blocks of rows that stay in L2; prefill keeps the panel kernels
-// for every group of tokens, so chunking a prompt changes no result. Only the unembedding takes
-// bf16 activations (its logits feed no later layer), and only in decode steps.
+// kernels (GEMV for one token, the several-token GEMV for a decode step's few, or else the
+// one-token GEMV per token over L2-sized row blocks; panels for prefill); the unembedding takes
+// bf16 pairs in every step (its logits feed no later layer). Everything else takes fp32
+// activations: the GEMV for one token, two tokens per row read for the 16-bit and Q8_0 rows of
+// a decode step, the GEMV per token over row blocks for a few, the panels beyond. Which kernel
+// serves a call changes no result (choose.hpp); the rows are the fastest measured
+// (docs/performance.md).
 // The rows are a table, aligned by column.
 // clang-format off
 constexpr Row kRows[] = {
-    // format            tokens         precision        level has       kernel
-    {Format::bf16_logits, Tokens::step,  Precision::fast, has_bf16_pairs, MatmulKernel::bf16_pairs},
-    {Format::mxfp4,       Tokens::one,   Precision::fast, has_q8,         MatmulKernel::q8},
-    {Format::mxfp4,       Tokens::batch, Precision::fast, has_q8,         MatmulKernel::q8},
-    {Format::mxfp4,       Tokens::step,  Precision::fast, has_q8_step,    MatmulKernel::q8_step},
-    {Format::mxfp4,       Tokens::step,  Precision::fast, has_q8,         MatmulKernel::q8_each_token},
-    {Format::any,         Tokens::any,   Precision::any,  has_matmul,     MatmulKernel::fp32},
+    // format            tokens           precision        level has       kernel
+    {Format::bf16_logits, Tokens::any,     Precision::fast, has_bf16_pairs, MatmulKernel::bf16_pairs},
+    {Format::mxfp4,       Tokens::one,     Precision::fast, has_q8,         MatmulKernel::q8},
+    {Format::mxfp4,       Tokens::batch,   Precision::fast, has_q8,         MatmulKernel::q8},
+    {Format::mxfp4,       Tokens::step,    Precision::fast, has_q8_step,    MatmulKernel::q8_step},
+    {Format::mxfp4,       Tokens::step,    Precision::fast, has_q8,         MatmulKernel::q8_each_token},
+    {Format::any,         Tokens::one,     Precision::any,  has_fp32,       MatmulKernel::fp32_gemv},
+    {Format::any,         Tokens::several, Precision::any,  has_fp32_pairs, MatmulKernel::fp32_pairs},
+    {Format::any,         Tokens::few,     Precision::any,  has_fp32,       MatmulKernel::fp32_row_blocks},
+    {Format::any,         Tokens::any,     Precision::any,  has_fp32,       MatmulKernel::fp32_panels},
 };
 // clang-format on
 
@@ -75,6 +85,8 @@ bool matches(Tokens t, size_t step_tokens, size_t n_tok) {
     case Tokens::one: return n_tok == 1;
     case Tokens::step: return step_tokens <= kGemvStepTokens;
     case Tokens::batch: return step_tokens > kGemvStepTokens;
+    case Tokens::few: return n_tok >= 2 && n_tok <= kGemvTokens;
+    case Tokens::several: return n_tok >= 2 && n_tok <= kGemvStepTokens;
   }
   return false;
 }
@@ -83,7 +95,10 @@ bool matches(Tokens t, size_t step_tokens, size_t n_tok) {
 
 MatmulActs acts_of(MatmulKernel k) {
   switch (k) {
-    case MatmulKernel::fp32: return MatmulActs::fp32;
+    case MatmulKernel::fp32_gemv:
+    case MatmulKernel::fp32_row_blocks:
+    case MatmulKernel::fp32_pairs:
+    case MatmulKernel::fp32_panels: return MatmulActs::fp32;
     case MatmulKernel::bf16_pairs: return MatmulActs::bf16_pairs;
     case MatmulKernel::q8:
     case MatmulKernel::q8_step:
@@ -96,15 +111,22 @@ MatmulKernel choose_matmul(const Kernels& k, const Weight& w, size_t step_tokens
                            bool fast) {
   for (const Row& r : kRows)
     if (matches(r.format, w) && matches(r.tokens, step_tokens, n_tok) &&
-        (r.precision == Precision::any || fast) && r.level_has(k))
+        (r.precision == Precision::any || fast) && r.level_has(k, w))
       return r.kernel;
-  return MatmulKernel::fp32;
+  return MatmulKernel::fp32_panels;
 }
 
 void run_matmul(MatmulKernel kernel, const Kernels& k, const Weight& w, size_t r0, size_t n_rows,
                 const ActsView& x, size_t t0, size_t n_tok, float* y, size_t ldy) {
   switch (kernel) {
-    case MatmulKernel::fp32: return k.matmul(w, r0, n_rows, x.x + t0 * x.ld, x.ld, n_tok, y, ldy);
+    case MatmulKernel::fp32_gemv:
+      return k.fp32->gemv(w, r0, n_rows, x.x + t0 * x.ld, x.ld, n_tok, y, ldy);
+    case MatmulKernel::fp32_row_blocks:
+      return k.fp32->row_blocks(w, r0, n_rows, x.x + t0 * x.ld, x.ld, n_tok, y, ldy);
+    case MatmulKernel::fp32_pairs:
+      return k.fp32->pairs(w, r0, n_rows, x.x + t0 * x.ld, x.ld, n_tok, y, ldy);
+    case MatmulKernel::fp32_panels:
+      return k.fp32->panels(w, r0, n_rows, x.x + t0 * x.ld, x.ld, n_tok, y, ldy);
     case MatmulKernel::bf16_pairs:
       return k.dense_bf16->matmul(w, r0, n_rows, x.x + t0 * x.ld, x.ld, n_tok, y, ldy);
     case MatmulKernel::q8: return k.matmul_mxfp4_q8(w, r0, n_rows, *x.q8, t0, n_tok, y, ldy);

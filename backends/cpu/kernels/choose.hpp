@@ -10,7 +10,11 @@
 namespace gptoss::cpu {
 
 enum class MatmulKernel {
-  fp32,           // Kernels::matmul, fp32 activations (kernel order for MXFP4 weights)
+  // Kernels::fp32's paths, fp32 activations (kernel order for MXFP4 weights)
+  fp32_gemv,
+  fp32_row_blocks,
+  fp32_pairs,
+  fp32_panels,
   bf16_pairs,     // Kernels::dense_bf16, activations rounded to bf16 pairs
   q8,             // Kernels::matmul_mxfp4_q8, int8 activations
   q8_step,        // Kernels::gemv_mxfp4_q8: a decode step's tokens, each its one-token result
@@ -23,7 +27,10 @@ MatmulActs acts_of(MatmulKernel k);
 
 // The kernel for `n_tok` tokens (of the `step_tokens` of the op: the whole batch, of which a
 // MoE expert multiplies its share) of weight w, at level k, in the fast (`fast`) or the exact
-// precision. Devices at Isa::scalar run the reference ops and never ask.
+// precision. Devices at Isa::scalar run the reference ops and never ask. Every kernel that takes
+// the same activations gives a token the same bits (docs/architecture.md, "Determinism"), so
+// the choice is one of speed only, but which activations a row takes (fp32, bf16 pairs, int8)
+// depends on the weight and the precision alone.
 MatmulKernel choose_matmul(const Kernels& k, const Weight& w, size_t step_tokens, size_t n_tok,
                            bool fast);
 // The activations an op prepares for w: those of the kernel its step's tokens choose (every

@@ -24,7 +24,7 @@ struct Weight;
 //   scalar      the reference ops (ops/reference.cpp); its table is the kernels' reference
 //   avx2        AVX2 + FMA + F16C: fp32 kernels; int8 MXFP4 kernels with vpmaddubsw
 //   avx2vnni    avx2 with AVX-VNNI's VEX vpdpbusd for the int8 kernels (Alder Lake, Zen 5)
-//   avx512      AVX-512 F/BW/VL/DQ: fp32 kernels, the blocked GEMM, the SwiGLU
+//   avx512      AVX-512 F/BW/VL/DQ: fp32 kernels, the SwiGLU
 //   avx512vnni  avx512 with vpdpbusd on 512 bits for the int8 kernels
 //   avx512bf16  avx512vnni with vdpbf16ps: bf16-pair attention and unembedding (fast mode)
 enum class Isa : int { scalar = 0, avx2, avx2vnni, avx512, avx512vnni, avx512bf16 };
@@ -67,6 +67,19 @@ struct Q8Acts {
   int32_t* neg_q12;
 };
 
+// The fp32 matmul's paths at a level (matmul_driver.hpp), each with Kernels::matmul's contract
+// and, for a (row, token), the same arithmetic whatever the path: the chooser (choose.cpp)
+// picks one per call by speed alone.
+struct Fp32Paths {
+  using Fn = void (*)(const Weight& w, size_t r0, size_t n_rows, const float* x, size_t ldx,
+                      size_t n_tok, float* y, size_t ldy);
+  Fn gemv;        // one token at a time, 4 rows far apart sharing each load of x
+  Fn row_blocks;  // the GEMV per token over L2-sized blocks of rows (a few tokens)
+  bool (*has_pairs)(gptoss_dtype dtype);
+  Fn pairs;   // two tokens per row read (a decode step's tokens); needs has_pairs
+  Fn panels;  // rows decoded once into an fp32 panel, register tiles over it (prefill)
+};
+
 struct AttnKernels;       // attention_kernels.hpp
 struct AttnBf16Kernels;   // attention_kernels.hpp
 struct DenseBf16Kernels;  // dense_bf16_kernels.hpp
@@ -77,8 +90,11 @@ struct Kernels {
   Isa isa;
   // y[t * ldy + i] = dot(row r0 + i of w, x + t * ldx) for i < n_rows, t < n_tok.
   // x is in kernel order when w is MXFP4. Any dtype of backend.h is accepted.
+  // Any token count: the path the chooser would take for a call of n_tok tokens.
   void (*matmul)(const Weight& w, size_t r0, size_t n_rows, const float* x, size_t ldx,
                  size_t n_tok, float* y, size_t ldy);
+  // Its paths, for the chooser.
+  const Fp32Paths* fp32;
   // The MoE's clamped SwiGLU over interleaved glu/linear outputs h (and biases b, NULL = 0):
   // g = min(h[2i] + b[2i], limit), l = clamp(h[2i+1] + b[2i+1], -limit, limit),
   // out[i] = g * sigmoid(1.702 g) * (l + 1) for i < n. AVX-512 levels use a polynomial exp

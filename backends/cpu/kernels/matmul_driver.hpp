@@ -1,8 +1,8 @@
 #pragma once
 // The ISA-independent half of the SIMD fp32 matmuls: which row kernel serves which dtype, and
-// how the GEMM walks 16-row panels in register tiles. Each level's matmul.cpp fills a
-// MatmulKernels with its own intrinsics and calls matmul_with(). Everything here is in an
-// anonymous namespace, so each ISA's translation unit (built with its own -m flags) gets its
+// the paths (GEMV, row blocks, pairs, panels) over them. Each level's matmul.cpp fills a
+// MatmulKernels with its own intrinsics and lists its paths with fp32_paths(). Everything here is
+// in an anonymous namespace, so each ISA's translation unit (built with its own -m flags) gets its
 // own copy and no code compiled for one ISA can be linked into another's.
 #include <cstddef>
 
@@ -20,32 +20,55 @@ using GemvFn = void (*)(const Weight&, size_t r0, size_t step, const float* x, f
 using Gemv2Fn = void (*)(const Weight&, size_t r0, size_t step, const float* x, size_t ldx,
                          float* y, size_t ldy, L2Ahead* ahead);
 using PanelFn = void (*)(const Weight&, size_t r0, size_t n, float* panel);
-// y[n * ldy + r] = dot(w + r * ldw, x + n * ldx) over K, for r < rows, n < tokens of the tile.
-using TileFn = void (*)(const float* w, size_t ldw, const float* x, size_t ldx, size_t K,
-                        float* y, size_t ldy);
+// y[n * ldy + r] = dot(w + r * ldw, x + n * ldx) over K, for r < rows, n < tokens of the tile,
+// taken over k in [k0, k1) per call: the accumulators start at zero (k0 == 0) or from `state`
+// (at most 16 vectors), and go back to `state` unless k1 == K, when they are summed into y.
+// Chunk bounds are multiples of kTileChunk, so the sums do not depend on the chunking.
+using TileFn = void (*)(const float* w, size_t ldw, const float* x, size_t ldx, size_t k0,
+                        size_t k1, size_t K, float* state, float* y, size_t ldy);
 
 constexpr size_t kPanelRows = 16;
+// k per pass of the tiles over a panel: the panel's chunk (16 rows, 32 KiB) and a token tile's
+// stay in L1 while every token tile passes over them (a whole-K tile reads both from L2).
+constexpr size_t kTileChunk = 512;
+constexpr size_t kTileStateFloats = 16 * 16;  // a tile's accumulators, at most
 
-// One ISA's kernels. gemv_*[0] handles 4 rows at once, [1] one row; tiles[r - 1][t - 1]
-// multiplies r <= 4 weight rows by t <= TileTokens tokens. gemv2_*: the same for two tokens,
-// each with exactly the one-token arithmetic (null where a level has none).
+// The row kernels of one weight format at a level: gemv[0] handles 4 rows at once, [1] one row;
+// gemv2: the same for two tokens, each with exactly the one-token arithmetic (null where the
+// level has none).
+struct FormatKernels {
+  gptoss_dtype dtype;
+  GemvFn gemv[2];
+  Gemv2Fn gemv2[2];
+};
+constexpr size_t kMaxFormats = 8;
+
+// One ISA's kernels: a row per weight format it specialises (the others take the scalar
+// kernel, matmul_fallback), and tiles[r - 1][t - 1] multiplying r <= 4 weight rows by
+// t <= TileTokens tokens of a panel. A new format with SIMD kernels at a level is a row here
+// and its case in the level's decode_panel.
 template <size_t TileTokens>
 struct MatmulKernels {
-  GemvFn gemv_mxfp4[2], gemv_bf16[2], gemv_f16[2], gemv_q8_0[2], gemv_f32[2];
-  PanelFn decode_panel;  // rows to fp32 in kernel order (not used for f32 weights)
+  FormatKernels formats[kMaxFormats];  // up to the first with no gemv
+  PanelFn decode_panel;                // rows to fp32 in kernel order (not used for f32 weights)
   TileFn tiles[4][TileTokens];
-  Gemv2Fn gemv2_bf16[2], gemv2_f16[2], gemv2_q8_0[2];
 };
 
-// n_tok == 1: 4 rows far apart share every load of x (row_streams.hpp).
+// The row of the dtype, or null.
 template <size_t T>
-void gemv_rows(const MatmulKernels<T>& k, const Weight& w, size_t r0, size_t n_rows,
-               const float* x, float* y) {
-  const GemvFn* f = w.dtype == gptoss_dtype_mxfp4  ? k.gemv_mxfp4
-                    : w.dtype == gptoss_dtype_bf16 ? k.gemv_bf16
-                    : w.dtype == gptoss_dtype_f16  ? k.gemv_f16
-                    : w.dtype == gptoss_dtype_q8_0 ? k.gemv_q8_0
-                                                   : k.gemv_f32;
+const FormatKernels* format_of(const MatmulKernels<T>& k, gptoss_dtype dtype) {
+  for (const FormatKernels& f : k.formats) {
+    if (f.gemv[0] == nullptr) break;
+    if (f.dtype == dtype) return &f;
+  }
+  return nullptr;
+}
+
+// n_tok == 1: 4 rows far apart share every load of x (row_streams.hpp). w's format has a row.
+template <size_t T>
+void gemv_rows(const MatmulKernels<T>& k, const Weight& w, size_t r0, size_t n_rows, const float* x,
+               float* y) {
+  const GemvFn* f = format_of(k, w.dtype)->gemv;
   for_each_row_quad(
       n_rows, [&](size_t i, size_t step) { f[0](w, r0 + i, step, x, y + i); },
       [&](size_t i) { f[1](w, r0 + i, 1, x, y + i); });
@@ -57,6 +80,9 @@ void gemm_panels(const MatmulKernels<T>& k, const Weight& w, size_t r0, size_t n
                  const float* x, size_t ldx, size_t n_tok, float* y, size_t ldy) {
   const size_t K = w.cols;
   float* panel = w.dtype == gptoss_dtype_f32 ? nullptr : thread_scratch(kPanelRows * K, 3);
+  float* state = K > kTileChunk
+                     ? thread_scratch((n_tok + T - 1) / T * (kPanelRows / 4) * kTileStateFloats, 1)
+                     : nullptr;
   for (size_t p = 0; p < n_rows; p += kPanelRows) {
     const size_t pr = n_rows - p < kPanelRows ? n_rows - p : kPanelRows;
     const float* pw;
@@ -66,63 +92,122 @@ void gemm_panels(const MatmulKernels<T>& k, const Weight& w, size_t r0, size_t n
       k.decode_panel(w, r0 + p, pr, panel);
       pw = panel;
     }
-    for (size_t t = 0; t < n_tok; t += T) {
-      const size_t tn = n_tok - t < T ? n_tok - t : T;
-      for (size_t q = 0; q < pr; q += 4) {
-        const size_t tr = pr - q < 4 ? pr - q : 4;
-        k.tiles[tr - 1][tn - 1](pw + q * K, K, x + t * ldx, ldx, K, y + t * ldy + p + q, ldy);
+    for (size_t k0 = 0; k0 < K; k0 += kTileChunk) {
+      const size_t k1 = K - k0 < kTileChunk ? K : k0 + kTileChunk;
+      for (size_t t = 0; t < n_tok; t += T) {
+        const size_t tn = n_tok - t < T ? n_tok - t : T;
+        for (size_t q = 0; q < pr; q += 4) {
+          const size_t tr = pr - q < 4 ? pr - q : 4;
+          float* st = state + ((t / T) * (kPanelRows / 4) + q / 4) * kTileStateFloats;
+          k.tiles[tr - 1][tn - 1](pw + q * K, K, x + t * ldx, ldx, k0, k1, K, st,
+                                  y + t * ldy + p + q, ldy);
+        }
       }
     }
   }
 }
 
+// The paths (Fp32Paths, kernels.hpp), each for any token count; the chooser (choose.cpp) says
+// which serves which call. Every path gives a (row, token) the same arithmetic as the one-token
+// GEMV: the GEMV kernels and the panels' tiles share their accumulation (tested), so a token's
+// result does not depend on the path. Dtypes a level does not specialise take the scalar
+// kernel (matmul_fallback).
 template <size_t T>
-void matmul_with(const MatmulKernels<T>& k, const Weight& w, size_t r0, size_t n_rows,
-                 const float* x, size_t ldx, size_t n_tok, float* y, size_t ldy) {
-  if (w.dtype != gptoss_dtype_mxfp4 && w.dtype != gptoss_dtype_bf16 && w.dtype != gptoss_dtype_f16 &&
-      w.dtype != gptoss_dtype_q8_0 && w.dtype != gptoss_dtype_f32)
-    return matmul_fallback(w, r0, n_rows, x, ldx, n_tok, y, ldy);
-  if (n_tok == 1) return gemv_rows(k, w, r0, n_rows, x, y);
-  // The level's two-token GEMV for w's dtype (bf16, f16, Q8_0), or null.
-  const Gemv2Fn* pairs = w.dtype == gptoss_dtype_bf16   ? k.gemv2_bf16
-                         : w.dtype == gptoss_dtype_f16  ? k.gemv2_f16
-                         : w.dtype == gptoss_dtype_q8_0 ? k.gemv2_q8_0
-                                                        : nullptr;
-  if (pairs != nullptr && pairs[0] == nullptr) pairs = nullptr;
-  // Two tokens (two sequences decoding together): each row is read once for both; the GEMV is
-  // memory-bound, so the second token's multiply-adds come almost free.
-  if (pairs != nullptr && n_tok == 2)
+bool specialised(const MatmulKernels<T>& k, const Weight& w) {
+  return format_of(k, w.dtype) != nullptr;
+}
+
+// The level's two-token GEMV for the dtype, or null.
+template <size_t T>
+const Gemv2Fn* pairs_for(const MatmulKernels<T>& k, gptoss_dtype dtype) {
+  const FormatKernels* f = format_of(k, dtype);
+  return f != nullptr && f->gemv2[0] != nullptr ? f->gemv2 : nullptr;
+}
+
+// GEMV: each token in turn, 4 rows far apart sharing every load of x (row_streams.hpp).
+template <const auto& K>
+void path_gemv(const Weight& w, size_t r0, size_t n_rows, const float* x, size_t ldx, size_t n_tok,
+               float* y, size_t ldy) {
+  if (!specialised(K, w)) return matmul_fallback(w, r0, n_rows, x, ldx, n_tok, y, ldy);
+  for (size_t t = 0; t < n_tok; ++t) gemv_rows(K, w, r0, n_rows, x + t * ldx, y + t * ldy);
+}
+
+// Row blocks: the one-token GEMV per token over blocks of rows that stay in L2 after the first
+// token reads them (row_streams.hpp).
+template <const auto& K>
+void path_row_blocks(const Weight& w, size_t r0, size_t n_rows, const float* x, size_t ldx,
+                     size_t n_tok, float* y, size_t ldy) {
+  if (!specialised(K, w)) return matmul_fallback(w, r0, n_rows, x, ldx, n_tok, y, ldy);
+  for_each_token_block(n_rows, w.row_bytes + (w.dtype == gptoss_dtype_mxfp4 ? w.cols / 32 : 0),
+                       n_tok, [&](size_t b, size_t n, size_t t) {
+                         gemv_rows(K, w, r0 + b, n, x + t * ldx, y + t * ldy + b);
+                       });
+}
+
+// Whether the level has the two-token GEMV for this dtype (path_pairs needs it).
+template <const auto& K>
+bool path_has_pairs(gptoss_dtype dtype) {
+  return pairs_for(K, dtype) != nullptr;
+}
+
+// Pairs: two tokens share each row read (the GEMV is memory-bound, so the second token's
+// multiply-adds come almost free); more tokens go in pairs (an odd last one alone) over
+// L2-sized blocks of rows, the pairs after a block's first bringing the next rows into L2
+// (L2Ahead).
+template <const auto& K>
+void path_pairs(const Weight& w, size_t r0, size_t n_rows, const float* x, size_t ldx, size_t n_tok,
+                float* y, size_t ldy) {
+  const Gemv2Fn* pairs = pairs_for(K, w.dtype);
+  if (pairs == nullptr) return path_row_blocks<K>(w, r0, n_rows, x, ldx, n_tok, y, ldy);
+  if (n_tok == 1) return gemv_rows(K, w, r0, n_rows, x, y);
+  if (n_tok == 2)
     return for_each_row_quad(
-        n_rows, [&](size_t i, size_t step) { pairs[0](w, r0 + i, step, x, ldx, y + i, ldy, nullptr); },
+        n_rows,
+        [&](size_t i, size_t step) { pairs[0](w, r0 + i, step, x, ldx, y + i, ldy, nullptr); },
         [&](size_t i) { pairs[1](w, r0 + i, 1, x, ldx, y + i, ldy, nullptr); });
-  // 3 to kGemvStepTokens tokens: the same kernel on pairs of tokens (an odd last one alone)
-  // over L2-sized blocks of rows, each token still with its one-token result. The pairs after
-  // a block's first bring the next rows into L2 (L2Ahead).
-  if (pairs != nullptr && n_tok <= kGemvStepTokens) {
-    const size_t later_pairs = n_tok / 2 - 1;
-    L2Ahead ahead;
-    return for_each_token_block(n_rows, w.row_bytes, (n_tok + 1) / 2, [&](size_t b, size_t n, size_t p) {
-      const float* xp = x + 2 * p * ldx;
-      float* yp = y + 2 * p * ldy + b;
-      if (2 * p + 1 == n_tok) return gemv_rows(k, w, r0 + b, n, xp, yp);
-      if (p == 0 && later_pairs > 0) {
-        // The rows after the block: the call's next block, or after its last one the rows
-        // that follow (ops hand each thread consecutive pieces: for_each_piece).
-        const size_t steps = later_pairs * (n / 4 + n % 4) * ((w.cols + 31) / 32);
-        ahead = L2Ahead::over(w.data, w.row_bytes, r0 + b + n, n, w.rows, steps);
-      }
-      L2Ahead* a = p == 0 ? nullptr : &ahead;
-      for_each_row_quad(
-          n, [&](size_t i, size_t step) { pairs[0](w, r0 + b + i, step, xp, ldx, yp + i, ldy, a); },
-          [&](size_t i) { pairs[1](w, r0 + b + i, 1, xp, ldx, yp + i, ldy, a); });
-    });
-  }
-  if (n_tok <= kGemvTokens)
-    return for_each_token_block(n_rows, w.row_bytes + (w.dtype == gptoss_dtype_mxfp4 ? w.cols / 32 : 0), n_tok,
-                                [&](size_t b, size_t n, size_t t) {
-                                  gemv_rows(k, w, r0 + b, n, x + t * ldx, y + t * ldy + b);
-                                });
-  gemm_panels(k, w, r0, n_rows, x, ldx, n_tok, y, ldy);
+  const size_t later_pairs = n_tok / 2 - 1;
+  L2Ahead ahead;
+  for_each_token_block(n_rows, w.row_bytes, (n_tok + 1) / 2, [&](size_t b, size_t n, size_t p) {
+    const float* xp = x + 2 * p * ldx;
+    float* yp = y + 2 * p * ldy + b;
+    if (2 * p + 1 == n_tok) return gemv_rows(K, w, r0 + b, n, xp, yp);
+    if (p == 0 && later_pairs > 0) {
+      // The rows after the block: the call's next block, or after its last one the rows
+      // that follow (ops hand each thread consecutive pieces: for_each_piece).
+      const size_t steps = later_pairs * (n / 4 + n % 4) * ((w.cols + 31) / 32);
+      ahead = L2Ahead::over(w.data, w.row_bytes, r0 + b + n, n, w.rows, steps);
+    }
+    L2Ahead* a = p == 0 ? nullptr : &ahead;
+    for_each_row_quad(
+        n, [&](size_t i, size_t step) { pairs[0](w, r0 + b + i, step, xp, ldx, yp + i, ldy, a); },
+        [&](size_t i) { pairs[1](w, r0 + b + i, 1, xp, ldx, yp + i, ldy, a); });
+  });
+}
+
+// Panels: 16 rows decoded once into an fp32 panel, then register tiles over it.
+template <const auto& K>
+void path_panels(const Weight& w, size_t r0, size_t n_rows, const float* x, size_t ldx,
+                 size_t n_tok, float* y, size_t ldy) {
+  if (!specialised(K, w)) return matmul_fallback(w, r0, n_rows, x, ldx, n_tok, y, ldy);
+  gemm_panels(K, w, r0, n_rows, x, ldx, n_tok, y, ldy);
+}
+
+// A level's paths, from its MatmulKernels (a constant of its matmul.cpp).
+template <const auto& K>
+constexpr Fp32Paths fp32_paths() {
+  return {path_gemv<K>, path_row_blocks<K>, path_has_pairs<K>, path_pairs<K>, path_panels<K>};
+}
+
+// Kernels::matmul: the path the chooser takes for n_tok tokens of one call (decode-sized pairs
+// and row blocks, panels beyond), for the tests and callers outside the ops.
+template <const auto& K>
+void matmul_with(const Weight& w, size_t r0, size_t n_rows, const float* x, size_t ldx,
+                 size_t n_tok, float* y, size_t ldy) {
+  if (n_tok == 1) return path_gemv<K>(w, r0, n_rows, x, ldx, n_tok, y, ldy);
+  if (n_tok <= kGemvStepTokens && path_has_pairs<K>(w.dtype))
+    return path_pairs<K>(w, r0, n_rows, x, ldx, n_tok, y, ldy);
+  if (n_tok <= kGemvTokens) return path_row_blocks<K>(w, r0, n_rows, x, ldx, n_tok, y, ldy);
+  path_panels<K>(w, r0, n_rows, x, ldx, n_tok, y, ldy);
 }
 
 }  // namespace

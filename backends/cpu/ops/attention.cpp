@@ -19,16 +19,16 @@
 // Over short key ranges (<= kShortKeys) no call splits its keys: a decode-shaped call instead
 // halves its groups of KV heads until every thread has an item (20b on 2 threads: two items of
 // 4 heads, rows read in 1 KiB slices). A split costs a second pass to merge partials, more
-// than longer items cost at these lengths, and without it a row's result does not depend on
-// the call: decode,
-// prefill, chunks and batches give it bit for bit (a model with fewer KV heads than threads
-// then leaves threads idle here). That matters beyond tidiness: on the conformance model a
-// rounding difference of 1e-7 can flip a near-tied expert choice, and a truncated context
-// must continue exactly as a fresh one.
+// than longer items cost at these lengths (a model with fewer KV heads than threads then
+// leaves threads idle here).
 //
-// Over longer ranges, when there are fewer items than twice the threads, the keys of each item
-// are split into ranges whose partial (max, sum, accumulator) are merged afterwards, together
-// with the sink, which joins the softmax denominator only.
+// Segments: a row's keys are taken in segments of kSegmentKeys at absolute positions; each
+// segment's partial (max, sum, accumulator) is folded into the row's state in segment order,
+// and the sink joins the softmax denominator at the end. Over longer ranges, when there are
+// fewer items than twice the threads, an item takes one segment of its block and a second pass
+// folds them; otherwise an item folds its segments as it goes. The arithmetic is the same
+// either way, so a row's result never depends on the call (docs/architecture.md,
+// "Determinism").
 //
 // Long-context decode from a cold cache is the in-cache time plus the time to fetch the cache:
 // compute and memory do not overlap. The alternatives tried against that (prefetch hints,
@@ -49,8 +49,8 @@ using namespace ops;
 
 namespace {
 constexpr size_t kRowsPerBlock = 64;  // enough rows to reuse each K/V tile; few masked keys
-constexpr size_t kMinKeysPerSplit = 64;
 constexpr size_t kShortKeys = 1024;     // see the top of the file
+constexpr size_t kSegmentKeys = 1024;   // a multiple of kAttnTile
 // KV heads one item may take: a decode-shaped item has at most kRowsPerBlock query rows, and
 // every KV head has at least one.
 constexpr size_t kMaxHeadsPerItem = kRowsPerBlock;
@@ -105,6 +105,25 @@ void finish_row(const Partial* p, size_t splits, size_t r, size_t hd, float sink
   for (size_t d = 0; d < hd; ++d) out[d] *= inv;
 }
 
+// Folds row r of partial p into row r of state s (a segment's keys after s's): the rescaled sum
+// of the two. A partial that saw no key (m = -inf) leaves s as it is.
+void fold_row(Partial& s, const Partial& p, size_t r, size_t hd) {
+  if (p.m[r] == -std::numeric_limits<float>::infinity()) return;
+  float* acc = s.acc + r * hd;
+  const float* pacc = p.acc + r * hd;
+  if (s.m[r] == -std::numeric_limits<float>::infinity()) {
+    s.m[r] = p.m[r];
+    s.l[r] = p.l[r];
+    std::copy(pacc, pacc + hd, acc);
+    return;
+  }
+  const float M = std::max(s.m[r], p.m[r]);
+  const float a = std::exp(s.m[r] - M), b = std::exp(p.m[r] - M);
+  s.m[r] = M;
+  s.l[r] = s.l[r] * a + p.l[r] * b;
+  for (size_t d = 0; d < hd; ++d) acc[d] = acc[d] * a + pacc[d] * b;
+}
+
 size_t round16(size_t n) { return (n + 15) / 16 * 16; }  // 64-byte alignment of scratch parts
 }  // namespace
 
@@ -154,8 +173,12 @@ gptoss_status op_attention(Stream* stream, const float* q, const void* k_cache, 
     if (short_keys)
       while (blocks.size() * (n_kv_heads / hg) < threads && hg % 2 == 0) hg /= 2;
     const size_t groups = n_kv_heads / hg, items = blocks.size() * groups;
-    size_t splits = items >= want || short_keys ? 1 : (want + items - 1) / items;
-    splits = std::max<size_t>(1, std::min(splits, max_keys / kMinKeysPerSplit));
+    // Segments of the longest block: a split is one segment (empty for a block with fewer).
+    size_t max_segments = 1;
+    for (const Block& b : blocks)
+      max_segments = std::max(max_segments, size_t((b.k_end - 1) / int32_t(kSegmentKeys) -
+                                                   b.k_begin / int32_t(kSegmentKeys) + 1));
+    const size_t splits = items >= want || short_keys ? 1 : max_segments;
     const size_t part = round16(Partial::floats(R_max, hd));
     thread_local std::vector<float> parts_temp;  // reused across calls: see op_moe
     std::vector<float>& parts = parts_temp;
@@ -168,7 +191,8 @@ gptoss_status op_attention(Stream* stream, const float* q, const void* k_cache, 
       thread_local std::vector<int32_t> bounds;  // per row: first and one-past-last key
       bounds.resize(2 * R_max);
       // Per head of the group: its partial (when the keys are not split) and its queries.
-      const size_t per_head = part + R_max * hd + (B ? round16(R_max * hd / 2) : 0);
+      // (A second partial per head holds the segments folded so far.)
+      const size_t per_head = 2 * part + R_max * hd + (B ? round16(R_max * hd / 2) : 0);
       float* scratch = thread_scratch(hg * per_head + 2 * kAttnTile * hd + R_max * kAttnTile +
                                           round16(R_max) + hd, 1);
       float* kt = scratch + hg * per_head;  // K tile, transposed
@@ -190,14 +214,15 @@ gptoss_status op_attention(Stream* stream, const float* q, const void* k_cache, 
         const size_t bi = gi / groups;
         const Block& blk = blocks[bi];
         const size_t R = blk.n * G;
-        // Tiles start at multiples of kAttnTile, the same for every block and split: a row
-        // then goes through the same tiles whatever block it is in (keys it does not see add
-        // exact zeros), so prefill, decode and batching give bit-identical rows unless decode
-        // splits the keys. This split's keys: [k0, k1), in tiles from `first`.
-        const int32_t base = blk.k_begin / int32_t(kAttnTile) * int32_t(kAttnTile);
-        const int64_t n_tiles = (blk.k_end - base + int32_t(kAttnTile) - 1) / int32_t(kAttnTile);
-        const int32_t first = base + int32_t(kAttnTile) * int32_t(n_tiles * int64_t(s) / int64_t(splits));
-        const int32_t last = base + int32_t(kAttnTile) * int32_t(n_tiles * int64_t(s + 1) / int64_t(splits));
+        // Tiles start at multiples of kAttnTile and segments at multiples of kSegmentKeys, the
+        // same for every block and split: a row then goes through the same tiles and segments
+        // whatever block it is in (keys it does not see add exact zeros), so prefill, decode
+        // and batching give bit-identical rows. This split's keys: [k0, k1), in tiles from
+        // `first` (split s: segment s of the block; one split: all of them).
+        const int32_t seg = int32_t(kSegmentKeys), tile = int32_t(kAttnTile);
+        const int32_t base = blk.k_begin / tile * tile, seg0 = blk.k_begin / seg * seg;
+        const int32_t first = splits == 1 ? base : std::max(base, seg0 + seg * int32_t(s));
+        const int32_t last = splits == 1 ? blk.k_end : seg0 + seg * int32_t(s + 1);
         const int32_t k0 = std::max(blk.k_begin, first), k1 = std::min(blk.k_end, last);
         for (size_t r = 0; r < R; ++r) {
           const AttnToken& tk = toks[blk.t0 + r / G];
@@ -205,6 +230,7 @@ gptoss_status op_attention(Stream* stream, const float* q, const void* k_cache, 
           bounds[R_max + r] = std::min(tk.pos + 1, k1);
         }
         Partial st[kMaxHeadsPerItem];
+        Partial folded[kMaxHeadsPerItem];  // one split: the segments before the current one
         float* qs[kMaxHeadsPerItem];  // the rows' queries, pre-scaled
         float* q2[kMaxHeadsPerItem];  // ... rounded to bf16 pairs (B only)
         for (size_t h = 0; h < hg; ++h) {
@@ -212,12 +238,13 @@ gptoss_status op_attention(Stream* stream, const float* q, const void* k_cache, 
           st[h] = Partial::at(splits > 1 ? parts.data() + ((bi * n_kv_heads + kvh) * splits + s) * part
                                          : scratch + h * per_head,
                               R_max);
-          qs[h] = scratch + h * per_head + part;
+          folded[h] = Partial::at(scratch + h * per_head + part, R_max);
+          qs[h] = scratch + h * per_head + 2 * part;
           for (size_t r = 0; r < R; ++r) {
             const float* src = q + ((blk.t0 + r / G) * n_heads + kvh * G + r % G) * hd;
             for (size_t d = 0; d < hd; ++d) qs[h][r * hd + d] = src[d] * scale;
-            st[h].m[r] = -std::numeric_limits<float>::infinity();
-            st[h].l[r] = 0.0f;
+            st[h].m[r] = folded[h].m[r] = -std::numeric_limits<float>::infinity();
+            st[h].l[r] = folded[h].l[r] = 0.0f;
           }
           std::fill(st[h].acc, st[h].acc + R * hd, 0.0f);
           q2[h] = qs[h] + R_max * hd;
@@ -243,8 +270,19 @@ gptoss_status op_attention(Stream* stream, const float* q, const void* k_cache, 
         // prefetch), then carried over.
         size_t n = first < k1 ? std::min(kAttnTile, size_t(k1 - first)) : 0;
         if (n > 0) rows_of(first, n, kbase, vbase);
+        bool any_folded = false;
         for (int32_t j0 = first; j0 < k1; j0 += int32_t(kAttnTile)) {
           const int32_t j1 = j0 + int32_t(kAttnTile);
+          if (j0 % seg == 0 && j0 > first) {  // a new segment: fold the last one, start afresh
+            for (size_t h = 0; h < hg; ++h)
+              for (size_t r = 0; r < R; ++r) {
+                fold_row(folded[h], st[h], r, hd);
+                st[h].m[r] = -std::numeric_limits<float>::infinity();
+                st[h].l[r] = 0.0f;
+                std::fill(st[h].acc + r * hd, st[h].acc + (r + 1) * hd, 0.0f);
+              }
+            any_folded = true;
+          }
           const size_t n_next = j1 < k1 ? std::min(kAttnTile, size_t(k1 - j1)) : 0;
           const char* next_k[kAttnTile];
           const char* next_v[kAttnTile];
@@ -285,7 +323,8 @@ gptoss_status op_attention(Stream* stream, const float* q, const void* k_cache, 
           for (size_t h = 0; h < hg; ++h)
             for (size_t r = 0; r < R; ++r) {
               const size_t head = (kvh0 + h) * G + r % G;
-              finish_row(&st[h], 1, r, hd, sink[head],
+              if (any_folded) fold_row(folded[h], st[h], r, hd);
+              finish_row(any_folded ? &folded[h] : &st[h], 1, r, hd, sink[head],
                          out + ((blk.t0 + r / G) * n_heads + head) * hd);
             }
       }
@@ -293,15 +332,16 @@ gptoss_status op_attention(Stream* stream, const float* q, const void* k_cache, 
     if (splits == 1) return gptoss_status_success;
 
     for_each_piece(dev.pool, blocks.size() * n_kv_heads, 4, double(n_tokens) * double(splits * n_heads * hd), [&](size_t b_, size_t e_) {
-      std::vector<Partial> ps(splits);
       for (size_t bk = b_; bk < e_; ++bk) {
         const Block& blk = blocks[bk / n_kv_heads];
         const size_t kvh = bk % n_kv_heads;
-        for (size_t s = 0; s < splits; ++s) ps[s] = Partial::at(parts.data() + (bk * splits + s) * part, R_max);
+        // Segments folded in order into the first one's partial (as one split folds them).
+        Partial acc = Partial::at(parts.data() + bk * splits * part, R_max);
         for (size_t r = 0; r < blk.n * G; ++r) {
+          for (size_t s = 1; s < splits; ++s)
+            fold_row(acc, Partial::at(parts.data() + (bk * splits + s) * part, R_max), r, hd);
           const size_t h = kvh * G + r % G;
-          finish_row(ps.data(), splits, r, hd, sink[h],
-                     out + ((blk.t0 + r / G) * n_heads + h) * hd);
+          finish_row(&acc, 1, r, hd, sink[h], out + ((blk.t0 + r / G) * n_heads + h) * hd);
         }
       }
     });

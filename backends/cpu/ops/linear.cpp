@@ -19,8 +19,8 @@ using namespace ops;
 
 namespace {
 
-// Rows per piece of dynamically scheduled work in a batch: one panel of the blocked GEMM
-// (avx512/gemm.cpp) or two of the int8 one; decode takes longer pieces (rows_per_piece).
+// Rows per piece of dynamically scheduled work in a batch: two panels of the fp32 or the int8
+// matmul; decode takes longer pieces (rows_per_piece).
 constexpr size_t kRowGrain = 32;
 
 // x in the order the kernels expect for w (kernel order for MXFP4), reusing `storage`.

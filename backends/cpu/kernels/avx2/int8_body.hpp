@@ -52,6 +52,14 @@ inline __m256 e8m0x8(__m128i bytes) {
       _mm256_blendv_epi8(_mm256_slli_epi32(e, 23), _mm256_set1_epi32(0x00400000), zero));
 }
 
+// The panels hold a row's blocks in the order the chains (gemv_rows) take them: block b at slot
+// (b % 8) * chain_len + b / 8, so a tile walks its panel front to back.
+constexpr size_t kChains = 8;
+inline size_t chain_len(size_t nb) { return (nb + kChains - 1) / kChains; }
+inline size_t panel_slot(size_t b, size_t nb) {
+  return (b % kChains) * chain_len(nb) + b / kChains;
+}
+
 inline float hsum8(__m256 v) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));
@@ -66,36 +74,52 @@ inline __m256i lanes_below(size_t n) {
 
 // --- n_tok == 1, and up to 16 tokens of a decode step: row layout ------------------------
 
+// The order of a row's sum, which the lane layout below reproduces: per block b the exact int32
+// sum S_b (codes times activations plus the -12 sum(q) offset) and its scale c_b = s_b * d_b / 2;
+// 8 chains, chain m taking fma(S_b, c_b, .) for the blocks b = m (mod 8) in increasing order;
+// then the chains added as hsum8 adds its lanes, chain m in lane kChainLane[m]. A row's result
+// then depends on nothing but the row and the token's activations.
+
 // One token's activations (quad order, see Q8Acts in kernels.hpp).
 struct TokenActs {
   const int8_t* xq;
   const float* hd;
-  const float* q12;
+  const int32_t* nq;  // -12 sum(q) per block
 };
 
 inline TokenActs token_acts(const Q8Acts& x, size_t t) {
-  return {x.q + t * x.q_stride, x.half_d + t * x.b_stride, x.q12f + t * x.b_stride};
+  return {x.q + t * x.q_stride, x.half_d + t * x.b_stride, x.neg_q12 + t * x.b_stride};
 }
 
-// R rows of a decode GEMV for T tokens: per row and token an accumulator, a correction and the
-// current chunk's 8 block scales.
+// Lane L of a chunk's block sums (8 blocks) holds the chunk's block 2 (L % 4) + L / 4: where the
+// unpacks of gemv_chunk put it.
+inline __m256i chunk_order() { return _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7); }
+
+// R rows of a decode GEMV for T tokens: an accumulator per row and token (lane L: chain
+// 2 (L % 4) + L / 4).
 template <int R, int T>
 struct GemvRows {
   const uint8_t* codes[R];
   const uint8_t* scales[R];
-  __m256 acc[R][T], corr[R][T], cs[R][T];
+  __m256 acc[R][T];
 };
 
-// Blocks 2k, 2k + 1 of every row (codes at byte 32k) against each token's activations (at xo:
-// evens, +64 odds), scaled by lanes 2j, 2j + 1 of cs (j = k % 4, a constant in full chunks).
-// The codes are loaded and mapped once; each token then takes exactly the instructions of a
-// token alone. A last odd block (whole false) loads only its 16 bytes (the rest could be past
-// the tensor): the missing block's codes become 12, against zero activations and a zero scale.
+// The int32 partial sums of blocks 2k, 2k + 1 (codes at byte 32k, activations at xo: evens,
+// +64 odds) of every row for every token: lanes 0-3 block 2k, 4-7 block 2k + 1. The codes are
+// loaded and mapped once for all tokens. A last odd block (whole false) loads only its 16 bytes
+// (the rest could be past the tensor): the missing block's codes become 12, against zero
+// activations. Past the row (2k >= nb): zero.
 template <class Dot, int R, int T>
-__attribute__((always_inline)) inline void gemv_pair(GemvRows<R, T>& st, size_t k, int j, size_t xo,
-                                                     bool whole, const TokenActs* x) {
+__attribute__((always_inline)) inline void pair_sums(const GemvRows<R, T>& st, size_t k, size_t xo,
+                                                     size_t nb, bool prefetch, const TokenActs* x,
+                                                     __m256i (&s)[R][T]) {
+  if (2 * k >= nb) {
+    for (int r = 0; r < R; ++r)
+      for (int t = 0; t < T; ++t) s[r][t] = _mm256_setzero_si256();
+    return;
+  }
+  const bool whole = 2 * k + 2 <= nb;
   const __m256i lut = code_lut(), low4 = _mm256_set1_epi8(0x0f);
-  const __m256i idx = _mm256_setr_epi32(2 * j, 2 * j, 2 * j, 2 * j, 2 * j + 1, 2 * j + 1, 2 * j + 1, 2 * j + 1);
   __m256i x_even[T], x_odd[T];
   for (int t = 0; t < T; ++t) {
     x_even[t] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[t].xq + xo));
@@ -103,16 +127,68 @@ __attribute__((always_inline)) inline void gemv_pair(GemvRows<R, T>& st, size_t 
   }
   for (int r = 0; r < R; ++r) {
     const uint8_t* src = st.codes[r] + 32 * k;
-    if (j % 2 == 0) _mm_prefetch(reinterpret_cast<const char*>(src) + kPrefetchBytes, _MM_HINT_T0);
+    if (prefetch) _mm_prefetch(reinterpret_cast<const char*>(src) + kPrefetchBytes, _MM_HINT_T0);
     const __m256i c = whole ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src))
                             : _mm256_zextsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src)));
     const __m256i lo = _mm256_shuffle_epi8(lut, _mm256_and_si256(c, low4));
     const __m256i hi = _mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srli_epi16(c, 4), low4));
-    for (int t = 0; t < T; ++t) {
-      const __m256i s = Dot::dot2(_mm256_setzero_si256(), lo, x_even[t], hi, x_odd[t]);
-      st.acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_permutevar8x32_ps(st.cs[r][t], idx), st.acc[r][t]);
-    }
+    for (int t = 0; t < T; ++t)
+      s[r][t] = Dot::dot2(_mm256_setzero_si256(), lo, x_even[t], hi, x_odd[t]);
   }
+}
+
+// Two pairs' partial sums folded (exact integer adds).
+inline __m256i fold_pair(__m256i a, __m256i b) {
+  return _mm256_add_epi32(_mm256_unpacklo_epi32(a, b), _mm256_unpackhi_epi32(a, b));
+}
+
+// Chunk of blocks b0 .. b0 + 7 of every row for every token: the block sums S_b of its 4 pairs
+// gathered into one vector (lane order of chunk_order), scaled, added to the chains.
+template <class Dot, int R, int T>
+__attribute__((always_inline)) inline void gemv_chunk(GemvRows<R, T>& st, size_t b0, size_t nb,
+                                                      const TokenActs* x) {
+  const __m256i order = chunk_order();
+  const __m128i order_bytes = _mm_setr_epi8(0, 2, 4, 6, 1, 3, 5, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  const bool full = nb - b0 >= 8;
+  __m256 h[T];
+  __m256i off[T];
+  for (int t = 0; t < T; ++t) {  // padding blocks have d = 0 and no offset
+    h[t] = _mm256_permutevar8x32_ps(_mm256_loadu_ps(x[t].hd + b0), order);
+    off[t] = _mm256_permutevar8x32_epi32(
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[t].nq + b0)), order);
+  }
+  __m256 cs[R][T];  // s_b * d_b / 2 in lane order
+  for (int r = 0; r < R; ++r) {
+    _mm_prefetch(reinterpret_cast<const char*>(st.scales[r] + b0) + kPrefetchBytes / 16,
+                 _MM_HINT_T0);
+    __m128i sb;
+    if (full) {
+      sb = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(st.scales[r] + b0));
+    } else {  // missing blocks get scale byte 0; their half_d is 0 (padding)
+      alignas(16) uint8_t tail[16] = {};
+      for (size_t i = 0; i < nb - b0; ++i) tail[i] = st.scales[r][b0 + i];
+      sb = _mm_load_si128(reinterpret_cast<const __m128i*>(tail));
+    }
+    const __m256 e = e8m0x8(_mm_shuffle_epi8(sb, order_bytes));
+    for (int t = 0; t < T; ++t) cs[r][t] = _mm256_mul_ps(e, h[t]);
+  }
+  // Quad order: pairs at +0 and +32 of each group of 4 blocks (128 bytes).
+  const size_t k0 = b0 / 2, xo = 128 * (b0 / 4);
+  __m256i half[2][R][T];
+  for (int p = 0; p < 2; ++p) {
+    __m256i s0[R][T], s1[R][T];
+    pair_sums<Dot, R, T>(st, k0 + 2 * size_t(p), xo + 128 * size_t(p), nb, true, x, s0);
+    pair_sums<Dot, R, T>(st, k0 + 2 * size_t(p) + 1, xo + 128 * size_t(p) + 32, nb, false, x, s1);
+    for (int r = 0; r < R; ++r)
+      for (int t = 0; t < T; ++t) half[p][r][t] = fold_pair(s0[r][t], s1[r][t]);
+  }
+  for (int r = 0; r < R; ++r)
+    for (int t = 0; t < T; ++t) {
+      const __m256i a = half[0][r][t], b = half[1][r][t];
+      const __m256i sums = _mm256_add_epi32(
+          _mm256_add_epi32(_mm256_unpacklo_epi64(a, b), _mm256_unpackhi_epi64(a, b)), off[t]);
+      st.acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), cs[r][t], st.acc[r][t]);
+    }
 }
 
 // Rows r0 .. r0 + R - 1 (adjacent) for T tokens into y[t * ldy + r].
@@ -123,42 +199,11 @@ void gemv_rows(const Weight& w, size_t r0, const TokenActs* x, float* y, size_t 
   for (int r = 0; r < R; ++r) {
     st.codes[r] = w.data + (r0 + size_t(r)) * w.row_bytes;
     st.scales[r] = w.scales + (r0 + size_t(r)) * nb;
-    for (int t = 0; t < T; ++t) st.acc[r][t] = st.corr[r][t] = _mm256_setzero_ps();
+    for (int t = 0; t < T; ++t) st.acc[r][t] = _mm256_setzero_ps();
   }
-  // Chunks of 8 blocks (4 pairs, 128 code bytes per row), each with its 8 block scales.
-  for (size_t b0 = 0; b0 < nb; b0 += 8) {
-    __m256 h[T], c12[T];
-    for (int t = 0; t < T; ++t) h[t] = _mm256_loadu_ps(x[t].hd + b0), c12[t] = _mm256_loadu_ps(x[t].q12 + b0);
-    const bool full = nb - b0 >= 8;
-    for (int r = 0; r < R; ++r) {  // s_b * d_b / 2
-      _mm_prefetch(reinterpret_cast<const char*>(st.scales[r] + b0) + kPrefetchBytes / 16, _MM_HINT_T0);
-      __m128i sb;
-      if (full) {
-        sb = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(st.scales[r] + b0));
-      } else {  // missing blocks get scale byte 0; their half_d is 0 (padding)
-        alignas(16) uint8_t tail[16] = {};
-        for (size_t i = 0; i < nb - b0; ++i) tail[i] = st.scales[r][b0 + i];
-        sb = _mm_load_si128(reinterpret_cast<const __m128i*>(tail));
-      }
-      const __m256 e = e8m0x8(sb);
-      for (int t = 0; t < T; ++t) {
-        st.cs[r][t] = _mm256_mul_ps(e, h[t]);
-        st.corr[r][t] = _mm256_fmadd_ps(st.cs[r][t], c12[t], st.corr[r][t]);
-      }
-    }
-    const size_t k0 = b0 / 2, xo = 128 * (b0 / 4);  // quad order: pairs at +0, +32 of each group
-    if (full) {
-      gemv_pair<Dot, R, T>(st, k0 + 0, 0, xo, true, x);
-      gemv_pair<Dot, R, T>(st, k0 + 1, 1, xo + 32, true, x);
-      gemv_pair<Dot, R, T>(st, k0 + 2, 2, xo + 128, true, x);
-      gemv_pair<Dot, R, T>(st, k0 + 3, 3, xo + 160, true, x);
-    } else {
-      for (size_t k = k0; 2 * k < nb; ++k)
-        gemv_pair<Dot, R, T>(st, k, int(k % 4), 128 * (k / 2) + 32 * (k % 2), 2 * k + 2 <= nb, x);
-    }
-  }
+  for (size_t b0 = 0; b0 < nb; b0 += 8) gemv_chunk<Dot, R, T>(st, b0, nb, x);
   for (int r = 0; r < R; ++r)
-    for (int t = 0; t < T; ++t) y[size_t(t) * ldy + size_t(r)] = hsum8(st.acc[r][t]) - hsum8(st.corr[r][t]);
+    for (int t = 0; t < T; ++t) y[size_t(t) * ldy + size_t(r)] = hsum8(st.acc[r][t]);
 }
 
 // Rows [r0, r0 + n) for T tokens: R rows at a time (4 for one token, 2 for several: the
@@ -232,7 +277,7 @@ void decode_panel(const Weight& w, size_t r0, size_t n, __m256i* panel) {
     }
     // 4x4 transposes of dwords inside each 128-bit lane: dword k of lane q of out[g] is group g
     // of row 4q + k, i.e. row r lands in lane r.
-    __m256i* out = panel + 9 * b;
+    __m256i* out = panel + 9 * panel_slot(b, nb);
     for (int h = 0; h < 2; ++h) {
       const __m256i* v = h == 0 ? lo : hi;
       const __m256i t0 = _mm256_unpacklo_epi32(v[0], v[1]), t1 = _mm256_unpackhi_epi32(v[0], v[1]);
@@ -255,41 +300,53 @@ inline __m256i bcast4(const int8_t* p) {
   return _mm256_set1_epi32(v);
 }
 
-// y[t * ldy + r] for r < n_rows (<= 8), t < TN: one panel times TN tokens.
+// y[t * ldy + r] for r < n_rows (<= 8), t < TN: one panel times TN tokens. The row layout's
+// order (gemv_rows): the blocks of chain m (b = m mod 8) in turn, one chain after another, then
+// the chains added as hsum8 adds its lanes.
 template <class Dot, int TN>
 void panel_tile(const __m256i* panel, size_t nb, const Q8Acts& x, size_t t0, size_t n_rows,
                 float* y, size_t ldy) {
-  __m256 acc[TN];
+  constexpr size_t kChainLane[8] = {0, 4, 1, 5, 2, 6, 3, 7};
   const int8_t* xq[TN];
   const float* hd[TN];
   const int32_t* qi[TN];  // x.neg_q12
   for (int n = 0; n < TN; ++n) {
-    acc[n] = _mm256_setzero_ps();
     xq[n] = x.q + (t0 + size_t(n)) * x.q_stride;
     hd[n] = x.half_d + (t0 + size_t(n)) * x.b_stride;
     qi[n] = x.neg_q12 + (t0 + size_t(n)) * x.b_stride;
   }
-  for (size_t b = 0; b < nb; ++b) {
-    const __m256i* wp = panel + 9 * b;
-    __m256i wv[8];
-    for (int g = 0; g < 8; ++g) wv[g] = _mm256_load_si256(wp + g);
-    const __m256 ws = _mm256_castsi256_ps(_mm256_load_si256(wp + 8));
-    for (int n = 0; n < TN; ++n) {
-      // Quad order: groups 0-3 (evens) at +0, groups 4-7 (odds) at +64.
-      const int8_t* xe = xq[n] + quad_evens(b);
-      __m256i s = _mm256_set1_epi32(qi[n][b]);  // -12 sum(q): the code offset
-      s = Dot::dot4(s, wv[0], bcast4(xe), wv[1], bcast4(xe + 4), wv[2], bcast4(xe + 8), wv[3],
-                    bcast4(xe + 12));
-      s = Dot::dot4(s, wv[4], bcast4(xe + 64), wv[5], bcast4(xe + 68), wv[6], bcast4(xe + 72),
-                    wv[7], bcast4(xe + 76));
-      acc[n] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(ws, _mm256_set1_ps(hd[n][b])), acc[n]);
+  __m256 part[8][TN];
+  for (size_t m = 0; m < 8; ++m) {
+    __m256 acc[TN];
+    for (int n = 0; n < TN; ++n) acc[n] = _mm256_setzero_ps();
+    for (size_t b = m; b < nb; b += 8) {
+      const __m256i* wp = panel + 9 * panel_slot(b, nb);
+      __m256i wv[8];
+      for (int g = 0; g < 8; ++g) wv[g] = _mm256_load_si256(wp + g);
+      const __m256 ws = _mm256_castsi256_ps(_mm256_load_si256(wp + 8));
+      for (int n = 0; n < TN; ++n) {
+        // Quad order: groups 0-3 (evens) at +0, groups 4-7 (odds) at +64.
+        const int8_t* xe = xq[n] + quad_evens(b);
+        __m256i s = _mm256_set1_epi32(qi[n][b]);  // -12 sum(q): the code offset
+        s = Dot::dot4(s, wv[0], bcast4(xe), wv[1], bcast4(xe + 4), wv[2], bcast4(xe + 8), wv[3],
+                      bcast4(xe + 12));
+        s = Dot::dot4(s, wv[4], bcast4(xe + 64), wv[5], bcast4(xe + 68), wv[6], bcast4(xe + 72),
+                      wv[7], bcast4(xe + 76));
+        acc[n] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(ws, _mm256_set1_ps(hd[n][b])),
+                                 acc[n]);
+      }
     }
+    for (int n = 0; n < TN; ++n) part[kChainLane[m]][n] = acc[n];
   }
+  // The lanes' tree of hsum8: lane L with L + 4, then + 2, + 1.
+  for (size_t w = 4; w >= 1; w /= 2)
+    for (size_t l = 0; l < w; ++l)
+      for (int n = 0; n < TN; ++n) part[l][n] = _mm256_add_ps(part[l][n], part[l + w][n]);
   const __m256i m = lanes_below(n_rows);
   for (int n = 0; n < TN; ++n) {
     float* dst = y + size_t(n) * ldy;
-    if (n_rows >= kPanelRows) _mm256_storeu_ps(dst, acc[n]);
-    else _mm256_maskstore_ps(dst, m, acc[n]);
+    if (n_rows >= kPanelRows) _mm256_storeu_ps(dst, part[0][n]);
+    else _mm256_maskstore_ps(dst, m, part[0][n]);
   }
 }
 
@@ -298,7 +355,7 @@ constexpr size_t kTileTokens = 4;
 template <class Dot>
 void matmul_q8(const Weight& w, size_t r0, size_t n_rows, const Q8Acts& x, size_t t0,
                size_t n_tok, float* y, size_t ldy) {
-  const size_t nb = w.cols / 32, ymm_per_panel = 9 * nb;
+  const size_t nb = w.cols / 32, ymm_per_panel = 9 * kChains * chain_len(nb);
   if (n_tok == 1) return gemv_token_group<Dot>(w, r0, n_rows, x, t0, 1, y, ldy);
   __m256i* panel = reinterpret_cast<__m256i*>(thread_scratch(ymm_per_panel * 8, 2));
   for (size_t p = 0; p < n_rows; p += kPanelRows) {

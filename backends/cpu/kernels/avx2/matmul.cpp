@@ -89,16 +89,14 @@ void gemv_mxfp4(const Weight& w, size_t r0, size_t step, const float* x, float* 
     for (int j = 0; j < 4; ++j) xv[j] = _mm256_loadu_ps(x + 32 * b + 8 * size_t(j));
     for (int r = 0; r < R; ++r) {
       if (b % 4 == 0) prefetch_far_row(c[r] + 16 * b);
+      // The weights scaled first (exact: powers of two), then the panels' arithmetic.
       __m256 v[4];
       mxfp4_block2(c[r] + 16 * b, v);
-      __m256 p = _mm256_mul_ps(v[0], xv[0]);
-      p = _mm256_fmadd_ps(v[1], xv[1], p);
-      p = _mm256_fmadd_ps(v[2], xv[2], p);
-      p = _mm256_fmadd_ps(v[3], xv[3], p);
-      acc[r] = _mm256_fmadd_ps(p, _mm256_set1_ps(st[s[r][b]]), acc[r]);
+      const __m256 sc = _mm256_set1_ps(0.5f * st[s[r][b]]);
+      for (int j = 0; j < 4; ++j) acc[r] = _mm256_fmadd_ps(_mm256_mul_ps(v[j], sc), xv[j], acc[r]);
     }
   }
-  for (int r = 0; r < R; ++r) y[size_t(r) * step] = 0.5f * hsum(acc[r]);
+  for (int r = 0; r < R; ++r) y[size_t(r) * step] = hsum(acc[r]);
 }
 
 // R rows interleaved (the caller passes rows far apart, see matmul_driver.hpp), one
@@ -144,7 +142,8 @@ void gemv_16bit(const Weight& w, size_t r0, size_t step, const float* x, size_t 
       __m256 a = acc[r][t];
       if (k8 > k) a = _mm256_fmadd_ps(Load(row[r] + k), _mm256_loadu_ps(xt + k), a);
       float sum = hsum(a);
-      for (size_t j = k8; j < K; ++j) sum += LoadOne(row[r][j]) * xt[j];
+      for (size_t j = k8; j < K; ++j)
+        sum = __builtin_fmaf(LoadOne(row[r][j]), xt[j], sum);  // as tile's tail
       y[size_t(t) * ldy + size_t(r) * step] = sum;
     }
 }
@@ -167,8 +166,8 @@ void gemv2_f16(const Weight& w, size_t r0, size_t step, const float* x, size_t l
   gemv_16bit<R, 2, f16x8, f16_scalar>(w, r0, step, x, ldx, y, ldy, ahead);
 }
 
-// Q8_0 (ggml: 34-byte blocks of f16 d and 32 int8 q, cols % 32 == 0): per block the 32
-// products q * x in fp32, then one multiply-add with d.
+// Q8_0 (ggml: 34-byte blocks of f16 d and 32 int8 q, cols % 32 == 0): per block the weights
+// q * d, then the panels' arithmetic (one accumulator, k in steps of 8, hsum).
 template <int R>
 void gemv_q8_0(const Weight& w, size_t r0, size_t step, const float* x, float* y) {
   const size_t nb = w.cols / 32;
@@ -184,9 +183,10 @@ void gemv_q8_0(const Weight& w, size_t r0, size_t step, const float* x, float* y
     for (int r = 0; r < R; ++r) {
       const uint8_t* blk = row[r] + 34 * b;
       _mm_prefetch(reinterpret_cast<const char*>(blk) + kQ8RowPrefetchBytes, _MM_HINT_T0);
-      __m256 p = _mm256_mul_ps(q8_0_quarter(blk, 0), xv[0]);
-      for (int j = 1; j < 4; ++j) p = _mm256_fmadd_ps(q8_0_quarter(blk, j), xv[j], p);
-      acc[r] = _mm256_fmadd_ps(p, _mm256_set1_ps(q8_0_scale(blk)), acc[r]);
+      const __m256 d =
+          _mm256_set1_ps(q8_0_scale(blk));  // weights q * d, then the panels' arithmetic
+      for (int j = 0; j < 4; ++j)
+        acc[r] = _mm256_fmadd_ps(_mm256_mul_ps(q8_0_quarter(blk, j), d), xv[j], acc[r]);
     }
   }
   for (int r = 0; r < R; ++r) y[size_t(r) * step] = hsum(acc[r]);
@@ -210,7 +210,7 @@ void gemv_f32(const Weight& w, size_t r0, size_t step, const float* x, float* y)
   }
   for (int r = 0; r < R; ++r) {
     float s = hsum(acc[r]);
-    for (size_t j = k; j < K; ++j) s += row[r][j] * x[j];
+    for (size_t j = k; j < K; ++j) s = __builtin_fmaf(row[r][j], x[j], s);  // as tile's tail
     y[size_t(r) * step] = s;
   }
 }
@@ -260,13 +260,17 @@ void decode_panel(const Weight& w, size_t r0, size_t n, float* panel) {
   }
 }
 
+// y[n * ldy + r] = dot(w + r * ldw, x + n * ldx) over K, for r < TR, n < TN, in passes over
+// k in [k0, k1) (TileFn, matmul_driver.hpp).
 template <int TR, int TN>
-void tile(const float* w, size_t ldw, const float* x, size_t ldx, size_t K, float* y, size_t ldy) {
+void tile(const float* w, size_t ldw, const float* x, size_t ldx, size_t k0, size_t k1, size_t K,
+          float* state, float* y, size_t ldy) {
   __m256 acc[TR][TN];
   for (int r = 0; r < TR; ++r)
-    for (int n = 0; n < TN; ++n) acc[r][n] = _mm256_setzero_ps();
-  size_t k = 0;
-  for (; k + 8 <= K; k += 8) {
+    for (int n = 0; n < TN; ++n)
+      acc[r][n] = k0 == 0 ? _mm256_setzero_ps() : _mm256_loadu_ps(state + 8 * size_t(r * TN + n));
+  size_t k = k0;
+  for (; k + 8 <= k1; k += 8) {
     __m256 xv[TN];
     for (int n = 0; n < TN; ++n) xv[n] = _mm256_loadu_ps(x + size_t(n) * ldx + k);
     for (int r = 0; r < TR; ++r) {
@@ -276,18 +280,31 @@ void tile(const float* w, size_t ldw, const float* x, size_t ldx, size_t K, floa
   }
   for (int r = 0; r < TR; ++r)
     for (int n = 0; n < TN; ++n) {
+      if (k1 < K) {
+        _mm256_storeu_ps(state + 8 * size_t(r * TN + n), acc[r][n]);
+        continue;
+      }
       float s = hsum(acc[r][n]);
-      for (size_t j = k; j < K; ++j) s += w[size_t(r) * ldw + j] * x[size_t(n) * ldx + j];
+      // The tail one fused multiply-add at a time, as the GEMVs take it (a compiler may
+      // contract or vectorize a plain loop differently in each).
+      for (size_t j = k; j < K; ++j)
+        s = __builtin_fmaf(w[size_t(r) * ldw + j], x[size_t(n) * ldx + j], s);
       y[size_t(n) * ldy + size_t(r)] = s;
     }
 }
 
+// Q8_0 has no two-token GEMV here: its rows widen 8 int8 a step at three instructions, and four
+// passes of pairs over a block cost more than the fp32 panels (docs/performance.md).
+// clang-format off
 const MatmulKernels<3> kMatmul = {
-    {gemv_mxfp4<4>, gemv_mxfp4<1>},
-    {gemv_bf16<4>, gemv_bf16<1>},
-    {gemv_f16<4>, gemv_f16<1>},
-    {gemv_q8_0<4>, gemv_q8_0<1>},
-    {gemv_f32<4>, gemv_f32<1>},
+    {
+        // dtype             gemv                            gemv2 (two tokens)
+        {gptoss_dtype_mxfp4, {gemv_mxfp4<4>, gemv_mxfp4<1>}, {nullptr, nullptr}},
+        {gptoss_dtype_bf16,  {gemv_bf16<4>, gemv_bf16<1>},   {gemv2_bf16<4>, gemv2_bf16<1>}},
+        {gptoss_dtype_f16,   {gemv_f16<4>, gemv_f16<1>},     {gemv2_f16<4>, gemv2_f16<1>}},
+        {gptoss_dtype_q8_0,  {gemv_q8_0<4>, gemv_q8_0<1>},   {nullptr, nullptr}},
+        {gptoss_dtype_f32,   {gemv_f32<4>, gemv_f32<1>},     {nullptr, nullptr}},
+    },
     decode_panel,
     {
         {tile<1, 1>, tile<1, 2>, tile<1, 3>},
@@ -295,20 +312,18 @@ const MatmulKernels<3> kMatmul = {
         {tile<3, 1>, tile<3, 2>, tile<3, 3>},
         {tile<4, 1>, tile<4, 2>, tile<4, 3>},
     },
-    {gemv2_bf16<4>, gemv2_bf16<1>},
-    {gemv2_f16<4>, gemv2_f16<1>},
-    // Q8_0 rows widen 8 int8 a step at three instructions: four passes of pairs over a block
-    // cost more than the fp32 panels (docs/performance.md).
-    {nullptr, nullptr},
 };
+// clang-format on
 
 }  // namespace
 
 namespace avx2 {
 void matmul(const Weight& w, size_t r0, size_t n_rows, const float* x, size_t ldx, size_t n_tok,
             float* y, size_t ldy) {
-  matmul_with(kMatmul, w, r0, n_rows, x, ldx, n_tok, y, ldy);
+  matmul_with<kMatmul>(w, r0, n_rows, x, ldx, n_tok, y, ldy);
 }
+extern const Fp32Paths kFp32Paths;
+const Fp32Paths kFp32Paths = fp32_paths<kMatmul>();
 
 }  // namespace avx2
 

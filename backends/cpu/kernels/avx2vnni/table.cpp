@@ -12,6 +12,7 @@ extern const Kernels kKernelsAvx2Vnni;
 const Kernels kKernelsAvx2Vnni = {
     .isa = Isa::avx2vnni,
     .matmul = avx2::matmul,
+    .fp32 = &avx2::kFp32Paths,
     .swiglu = swiglu_reference,
     .sum_exp = avx2::sum_exp,
     .quantize_q8 = quantize_q8_avx2,

@@ -75,32 +75,35 @@ void gemv_mxfp4(const Weight& w, size_t r0, size_t step, const float* x, float* 
     for (int r = 0; r < R; ++r) {
       if (b % 4 == 0) prefetch_far_row(c[r] + 16 * b);
       const __m512i q = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(c[r] + 16 * b)));
-      const __m512 lo = _mm512_permutexvar_ps(q, lut);  // uses the low 4 bits of each lane
-      const __m512 hi = _mm512_permutexvar_ps(_mm512_srli_epi32(q, 4), lut);
-      const __m512 p = _mm512_fmadd_ps(hi, xo, _mm512_mul_ps(lo, xe));
-      acc[r] = _mm512_fmadd_ps(p, _mm512_set1_ps(st[s[r][b]]), acc[r]);
+      // The weights scaled first (exact: a power of two), then the panels' arithmetic.
+      const __m512 sc = _mm512_set1_ps(st[s[r][b]]);
+      const __m512 lo =
+          _mm512_mul_ps(_mm512_permutexvar_ps(q, lut), sc);  // low 4 bits of each lane
+      const __m512 hi = _mm512_mul_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(q, 4), lut), sc);
+      acc[r] = _mm512_fmadd_ps(hi, xo, _mm512_fmadd_ps(lo, xe, acc[r]));
     }
   }
   for (int r = 0; r < R; ++r) y[size_t(r) * step] = _mm512_reduce_add_ps(acc[r]);
 }
 
-// R rows interleaved, each with its own pair of accumulators (FMA latency off the critical
-// path); with R = 1 a row gets exactly the same arithmetic. The caller passes rows far apart
-// (row_streams.hpp): 4 adjacent rows stream slower than one row alone.
+// R rows interleaved, each with one accumulator per token: k in steps of 16, a masked tail,
+// then _mm512_reduce_add_ps, exactly the panels' tiles' arithmetic (tile below), so a row's
+// result does not depend on the path (4 rows x 1 to 2 tokens are enough chains to hide the FMA
+// latency of a memory-bound GEMV). The caller passes rows far apart (row_streams.hpp): 4
+// adjacent rows stream slower than one row alone.
 // bf16 and f16 rows: 16 values widened per load (a shift for bf16, vcvtph2ps for f16).
 using Widen16 = __m512 (*)(const uint16_t*);
 using Widen16Masked = __m512 (*)(const uint16_t*, __mmask16);
-// T tokens (x + t * ldx, y + t * ldy) share each weight load; every (row, token) gets the
-// one-token arithmetic, so T = 2 equals two T = 1 calls bit for bit.
+// T tokens (x + t * ldx, y + t * ldy) share each weight load.
 template <int R, int T, Widen16 Load, Widen16Masked LoadMasked>
 void gemv_16bit(const Weight& w, size_t r0, size_t step, const float* x, size_t ldx, float* y,
                 size_t ldy, L2Ahead* ahead) {
   const size_t K = w.cols;
   const uint16_t* row[R];
-  __m512 acc[R][T][2];
+  __m512 acc[R][T];
   for (int r = 0; r < R; ++r) {
     row[r] = reinterpret_cast<const uint16_t*>(w.data + (r0 + size_t(r) * step) * w.row_bytes);
-    for (int t = 0; t < T; ++t) acc[r][t][0] = acc[r][t][1] = _mm512_setzero_ps();
+    for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
   }
   size_t k = 0;
   for (; k + 32 <= K; k += 32) {
@@ -113,10 +116,8 @@ void gemv_16bit(const Weight& w, size_t r0, size_t step, const float* x, size_t 
     for (int r = 0; r < R; ++r) {
       prefetch_far_row(row[r] + k);
       const __m512 w0 = Load(row[r] + k), w1 = Load(row[r] + k + 16);
-      for (int t = 0; t < T; ++t) {
-        acc[r][t][0] = _mm512_fmadd_ps(w0, x0[t], acc[r][t][0]);
-        acc[r][t][1] = _mm512_fmadd_ps(w1, x1[t], acc[r][t][1]);
-      }
+      for (int t = 0; t < T; ++t)
+        acc[r][t] = _mm512_fmadd_ps(w1, x1[t], _mm512_fmadd_ps(w0, x0[t], acc[r][t]));
     }
   }
   for (; k < K; k += 16) {
@@ -125,12 +126,12 @@ void gemv_16bit(const Weight& w, size_t r0, size_t step, const float* x, size_t 
     for (int t = 0; t < T; ++t) xv[t] = _mm512_maskz_loadu_ps(m, x + size_t(t) * ldx + k);
     for (int r = 0; r < R; ++r) {
       const __m512 wv = LoadMasked(row[r] + k, m);
-      for (int t = 0; t < T; ++t) acc[r][t][0] = _mm512_fmadd_ps(wv, xv[t], acc[r][t][0]);
+      for (int t = 0; t < T; ++t) acc[r][t] = _mm512_fmadd_ps(wv, xv[t], acc[r][t]);
     }
   }
   for (int r = 0; r < R; ++r)
     for (int t = 0; t < T; ++t)
-      y[size_t(t) * ldy + size_t(r) * step] = _mm512_reduce_add_ps(_mm512_add_ps(acc[r][t][0], acc[r][t][1]));
+      y[size_t(t) * ldy + size_t(r) * step] = _mm512_reduce_add_ps(acc[r][t]);
 }
 template <int R>
 void gemv_bf16(const Weight& w, size_t r0, size_t step, const float* x, float* y) {
@@ -151,9 +152,9 @@ void gemv2_f16(const Weight& w, size_t r0, size_t step, const float* x, size_t l
   gemv_16bit<R, 2, f16x16, f16x16_masked>(w, r0, step, x, ldx, y, ldy, ahead);
 }
 
-// Q8_0 (ggml: 34-byte blocks of f16 d and 32 int8 q, cols % 32 == 0): per block the 32
-// products q * x in fp32, then one multiply-add with d. T tokens (x + t * ldx, y + t * ldy)
-// share each block's widening; every (row, token) gets the one-token arithmetic.
+// Q8_0 (ggml: 34-byte blocks of f16 d and 32 int8 q, cols % 32 == 0): per block the weights
+// q * d, then the panels' arithmetic. T tokens (x + t * ldx, y + t * ldy) share each block's
+// widening.
 template <int R, int T>
 void gemv_q8_0_tokens(const Weight& w, size_t r0, size_t step, const float* x, size_t ldx, float* y,
                       size_t ldy, L2Ahead* ahead) {
@@ -174,11 +175,12 @@ void gemv_q8_0_tokens(const Weight& w, size_t r0, size_t step, const float* x, s
     for (int r = 0; r < R; ++r) {
       const uint8_t* blk = row[r] + 34 * b;
       _mm_prefetch(reinterpret_cast<const char*>(blk) + kQ8RowPrefetchBytes, _MM_HINT_T0);
-      const __m512 q0 = q8_0_half(blk, 0), q1 = q8_0_half(blk, 1), d = _mm512_set1_ps(q8_0_scale(blk));
-      for (int t = 0; t < T; ++t) {
-        const __m512 p = _mm512_fmadd_ps(q1, x1[t], _mm512_mul_ps(q0, x0[t]));
-        acc[r][t] = _mm512_fmadd_ps(p, d, acc[r][t]);
-      }
+      // The weights decoded first (q * d), then the panels' arithmetic.
+      const __m512 d = _mm512_set1_ps(q8_0_scale(blk));
+      const __m512 w0 = _mm512_mul_ps(q8_0_half(blk, 0), d),
+                   w1 = _mm512_mul_ps(q8_0_half(blk, 1), d);
+      for (int t = 0; t < T; ++t)
+        acc[r][t] = _mm512_fmadd_ps(w1, x1[t], _mm512_fmadd_ps(w0, x0[t], acc[r][t]));
     }
   }
   for (int r = 0; r < R; ++r)
@@ -264,14 +266,17 @@ void decode_panel(const Weight& w, size_t r0, size_t n, float* panel) {
   }
 }
 
-// y[n * ldy + r] = dot(w + r * ldw, x + n * ldx) over K, for r < TR, n < TN.
+// y[n * ldy + r] = dot(w + r * ldw, x + n * ldx) over K, for r < TR, n < TN, in passes over
+// k in [k0, k1) (TileFn, matmul_driver.hpp).
 template <int TR, int TN>
-void tile(const float* w, size_t ldw, const float* x, size_t ldx, size_t K, float* y, size_t ldy) {
+void tile(const float* w, size_t ldw, const float* x, size_t ldx, size_t k0, size_t k1, size_t K,
+          float* state, float* y, size_t ldy) {
   __m512 acc[TR][TN];
   for (int r = 0; r < TR; ++r)
-    for (int n = 0; n < TN; ++n) acc[r][n] = _mm512_setzero_ps();
-  size_t k = 0;
-  for (; k + 16 <= K; k += 16) {
+    for (int n = 0; n < TN; ++n)
+      acc[r][n] = k0 == 0 ? _mm512_setzero_ps() : _mm512_loadu_ps(state + 16 * size_t(r * TN + n));
+  size_t k = k0;
+  for (; k + 16 <= k1; k += 16) {
     __m512 xv[TN];
     for (int n = 0; n < TN; ++n) xv[n] = _mm512_loadu_ps(x + size_t(n) * ldx + k);
     for (int r = 0; r < TR; ++r) {
@@ -279,8 +284,8 @@ void tile(const float* w, size_t ldw, const float* x, size_t ldx, size_t K, floa
       for (int n = 0; n < TN; ++n) acc[r][n] = _mm512_fmadd_ps(wv, xv[n], acc[r][n]);
     }
   }
-  if (k < K) {
-    const __mmask16 m = tail_mask(K - k);
+  if (k < k1) {  // the tail of the last pass
+    const __mmask16 m = tail_mask(k1 - k);
     __m512 xv[TN];
     for (int n = 0; n < TN; ++n) xv[n] = _mm512_maskz_loadu_ps(m, x + size_t(n) * ldx + k);
     for (int r = 0; r < TR; ++r) {
@@ -289,15 +294,22 @@ void tile(const float* w, size_t ldw, const float* x, size_t ldx, size_t K, floa
     }
   }
   for (int r = 0; r < TR; ++r)
-    for (int n = 0; n < TN; ++n) y[size_t(n) * ldy + size_t(r)] = _mm512_reduce_add_ps(acc[r][n]);
+    for (int n = 0; n < TN; ++n) {
+      if (k1 == K) y[size_t(n) * ldy + size_t(r)] = _mm512_reduce_add_ps(acc[r][n]);
+      else _mm512_storeu_ps(state + 16 * size_t(r * TN + n), acc[r][n]);
+    }
 }
 
+// clang-format off
 const MatmulKernels<4> kMatmul = {
-    {gemv_mxfp4<4>, gemv_mxfp4<1>},
-    {gemv_bf16<4>, gemv_bf16<1>},
-    {gemv_f16<4>, gemv_f16<1>},
-    {gemv_q8_0<4>, gemv_q8_0<1>},
-    {gemv_f32<4>, gemv_f32<1>},
+    {
+        // dtype             gemv                            gemv2 (two tokens)
+        {gptoss_dtype_mxfp4, {gemv_mxfp4<4>, gemv_mxfp4<1>}, {nullptr, nullptr}},
+        {gptoss_dtype_bf16,  {gemv_bf16<4>, gemv_bf16<1>},   {gemv2_bf16<4>, gemv2_bf16<1>}},
+        {gptoss_dtype_f16,   {gemv_f16<4>, gemv_f16<1>},     {gemv2_f16<4>, gemv2_f16<1>}},
+        {gptoss_dtype_q8_0,  {gemv_q8_0<4>, gemv_q8_0<1>},   {gemv2_q8_0<4>, gemv2_q8_0<1>}},
+        {gptoss_dtype_f32,   {gemv_f32<4>, gemv_f32<1>},     {nullptr, nullptr}},
+    },
     decode_panel,
     {
       {tile<1, 1>, tile<1, 2>, tile<1, 3>, tile<1, 4>},
@@ -305,31 +317,18 @@ const MatmulKernels<4> kMatmul = {
       {tile<3, 1>, tile<3, 2>, tile<3, 3>, tile<3, 4>},
       {tile<4, 1>, tile<4, 2>, tile<4, 3>, tile<4, 4>},
     },
-    {gemv2_bf16<4>, gemv2_bf16<1>},
-    {gemv2_f16<4>, gemv2_f16<1>},
-    {gemv2_q8_0<4>, gemv2_q8_0<1>},
 };
+// clang-format on
 
 }  // namespace
-
-// gemm.cpp: the K-blocked GEMM for prefill-sized batches.
-void gemm_f32_avx512(const Weight& w, size_t r0, size_t n_rows, const float* x, size_t ldx,
-                     size_t n_tok, float* y, size_t ldy);
 
 namespace avx512 {
 void matmul(const Weight& w, size_t r0, size_t n_rows, const float* x, size_t ldx, size_t n_tok,
             float* y, size_t ldy) {
-  // The blocked GEMM transposes its panel once per 32 rows: worth it from a few tokens on for
-  // the dense types (bf16, f16, Q8_0, f32). Not for MXFP4 (exact precision), whose decode to
-  // fp32 is scalar there: slower than the panels below (docs/performance.md).
-  // bf16, f16 and Q8_0 weights in a decode-sized step take the two-token GEMV instead
-  // (matmul_driver.hpp).
-  const bool two_token = w.dtype == gptoss_dtype_bf16 || w.dtype == gptoss_dtype_f16 ||
-                         w.dtype == gptoss_dtype_q8_0;
-  if (n_tok >= 16 && (two_token ? n_tok > kGemvStepTokens : w.dtype == gptoss_dtype_f32))
-    return gemm_f32_avx512(w, r0, n_rows, x, ldx, n_tok, y, ldy);
-  matmul_with(kMatmul, w, r0, n_rows, x, ldx, n_tok, y, ldy);
+  matmul_with<kMatmul>(w, r0, n_rows, x, ldx, n_tok, y, ldy);
 }
+extern const Fp32Paths kFp32Paths;
+const Fp32Paths kFp32Paths = fp32_paths<kMatmul>();
 
 }  // namespace avx512
 

@@ -11,6 +11,7 @@ extern const Kernels kKernelsAvx512;
 const Kernels kKernelsAvx512 = {
     .isa = Isa::avx512,
     .matmul = avx512::matmul,
+    .fp32 = &avx512::kFp32Paths,
     .swiglu = avx512::swiglu,
     .sum_exp = avx512::sum_exp,
     .quantize_q8 = quantize_q8_avx2,

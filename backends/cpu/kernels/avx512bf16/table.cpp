@@ -13,6 +13,7 @@ extern const Kernels kKernelsAvx512Bf16;
 const Kernels kKernelsAvx512Bf16 = {
     .isa = Isa::avx512bf16,
     .matmul = avx512::matmul,
+    .fp32 = &avx512::kFp32Paths,
     .swiglu = avx512::swiglu,
     .sum_exp = avx512::sum_exp,
     .quantize_q8 = quantize_q8_avx512vnni,

@@ -57,6 +57,14 @@ inline __m512 e8m0x16(__m128i bytes) {
   return _mm512_castsi512_ps(bits);
 }
 
+// The panels hold a row's blocks in the order the chains (gemv_rows) take them: block b at slot
+// (b % 16) * chain_len + b / 16, so a tile walks its panel front to back.
+constexpr size_t kChains = 16;
+inline size_t chain_len(size_t nb) { return (nb + kChains - 1) / kChains; }
+inline size_t panel_slot(size_t b, size_t nb) {
+  return (b % kChains) * chain_len(nb) + b / kChains;
+}
+
 inline __mmask16 mask16(size_t n) { return n >= 16 ? __mmask16(0xffff) : __mmask16((1u << n) - 1u); }
 
 void quantize_q8(const float* x, size_t ldx, size_t n_tok, Q8Acts& out) {
@@ -91,52 +99,48 @@ void quantize_q8(const float* x, size_t ldx, size_t n_tok, Q8Acts& out) {
 }
 
 // --- decode (1 token, or up to 16 of a step): row layout --------------------------------
+//
+// The order of a row's sum, which the lane layout below reproduces: per block b the exact int32
+// sum S_b (codes times activations plus the -12 sum(q) offset) and its scale c_b = s_b * d_b / 2;
+// 16 chains, chain m taking fma(S_b, c_b, .) for the blocks b = m (mod 16) in increasing order;
+// then the chains added as _mm512_reduce_add_ps adds its lanes, chain m in lane kChainLane[m].
+// A row's result then depends on nothing but the row and the token's activations.
 
 // One token's activations (quad order, see Q8Acts in kernels.hpp).
 struct TokenActs {
   const int8_t* xq;
   const float* hd;
-  const float* q12;
+  const int32_t* nq;  // -12 sum(q) per block
 };
 
-// State of R rows of a decode GEMV for T tokens: per row and token an accumulator, a
-// correction and 16 block scales.
+// Lane L of a chunk's block sums (16 blocks) holds the chunk's block 4 (L % 4) + L / 4: where
+// the unpacks of chunk_sums put it. The same permutation takes blocks to lanes and back.
+inline __m512i chunk_order() {
+  return _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+}
+
+// State of R rows of a decode GEMV for T tokens: an accumulator per row and token (lane L:
+// chain 4 (L % 4) + L / 4).
 template <int R, int T>
 struct GemvRows {
   const uint8_t* codes[R];
   const uint8_t* scales[R];
-  __m512 acc[R][T], corr[R][T], cs[R][T];
+  __m512 acc[R][T];
 };
 
-// Group g (blocks 4g .. 4g + 3) of every row, for every token: the codes are loaded and mapped
-// once, then each token takes the same instructions as a token alone. Whole: all 4 blocks
-// exist, and the codes come by plain loads. Only the last group of a row may be partial; it
-// gets its own instantiation, because a masked load anywhere in the main loop (the compiler
-// turns "whole ? load : masked load" into a masked load with an all-ones mask) defeats the
-// hardware prefetcher (half the bandwidth).
+// The int32 partial sums of group g (blocks 4g .. 4g + 3) of every row for every token: lanes
+// 4i .. 4i + 3 hold four partial sums of block 4g + i. Whole: the group's 4 blocks exist (plain
+// loads: a masked load in the main loop defeats the hardware prefetcher, half the bandwidth).
 template <int R, int T, bool Whole>
-__attribute__((always_inline)) inline void gemv_group(GemvRows<R, T>& st, size_t g, size_t nb,
-                                                      const TokenActs* x) {
+__attribute__((always_inline)) inline void group_sums(const GemvRows<R, T>& st, size_t g, size_t nb,
+                                                      const TokenActs* x, __m512i (&s)[R][T]) {
   const __m512i lut = code_lut(), low4 = _mm512_set1_epi8(0x0f);
-  const __m512i lane_block = _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0);
   const size_t b0 = 4 * g;
-  if (g % 4 == 0) {  // scales of blocks b0 .. b0 + 15 for every row: s_b * d_b / 2
-    __m512 h[T], c12[T];
-    for (int t = 0; t < T; ++t) h[t] = _mm512_loadu_ps(x[t].hd + b0), c12[t] = _mm512_loadu_ps(x[t].q12 + b0);
-    for (int r = 0; r < R; ++r) {
-      // The scales are a second stream (1/16 of the codes' bytes): prefetch it as far ahead.
-      _mm_prefetch(reinterpret_cast<const char*>(st.scales[r] + b0) + kFarRowsPrefetchBytes / 8, _MM_HINT_T0);
-      const __m128i sb = nb - b0 >= 16
-                             ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(st.scales[r] + b0))
-                             : _mm_maskz_loadu_epi8(mask16(nb - b0), st.scales[r] + b0);
-      const __m512 e = e8m0x16(sb);
-      for (int t = 0; t < T; ++t) {
-        st.cs[r][t] = _mm512_mul_ps(e, h[t]);
-        st.corr[r][t] = _mm512_fmadd_ps(st.cs[r][t], c12[t], st.corr[r][t]);
-      }
-    }
+  if (!Whole && b0 >= nb) {  // past the row: a zero sum
+    for (int r = 0; r < R; ++r)
+      for (int t = 0; t < T; ++t) s[r][t] = _mm512_setzero_si512();
+    return;
   }
-  const __m512i idx = _mm512_add_epi32(_mm512_set1_epi32(int(b0 % 16)), lane_block);
   __m512i x_even[T], x_odd[T];
   for (int t = 0; t < T; ++t) {
     x_even[t] = _mm512_loadu_si512(x[t].xq + 128 * g);
@@ -149,36 +153,83 @@ __attribute__((always_inline)) inline void gemv_group(GemvRows<R, T>& st, size_t
       _mm_prefetch(reinterpret_cast<const char*>(src) + kFarRowsPrefetchBytes, _MM_HINT_T0);
       c = _mm512_loadu_si512(src);
     } else {
-      c = _mm512_maskz_loadu_epi8((__mmask64(1) << (16 * (nb - b0))) - 1, src);
+      c = _mm512_maskz_loadu_epi8(
+          nb - b0 >= 4 ? ~__mmask64(0) : (__mmask64(1) << (16 * (nb - b0))) - 1, src);
     }
     const __m512i lo = _mm512_shuffle_epi8(lut, _mm512_and_si512(c, low4));
     const __m512i hi = _mm512_shuffle_epi8(lut, _mm512_and_si512(_mm512_srli_epi16(c, 4), low4));
-    for (int t = 0; t < T; ++t) {
-      const __m512i s = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, x_even[t]), hi, x_odd[t]);
-      st.acc[r][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_permutexvar_ps(idx, st.cs[r][t]), st.acc[r][t]);
-    }
+    for (int t = 0; t < T; ++t)
+      s[r][t] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, x_even[t]), hi,
+                                    x_odd[t]);
   }
+}
+
+// Two groups' partial sums folded: lanes 4i + 2 hold (d0 + d2, d1 + d3) of the first, + 1 and
+// + 3 of the second (exact integer adds).
+inline __m512i fold_pair(__m512i a, __m512i b) {
+  return _mm512_add_epi32(_mm512_unpacklo_epi32(a, b), _mm512_unpackhi_epi32(a, b));
+}
+
+// Chunk c (blocks 16c .. 16c + 15) of every row for every token: the block sums S_b of its 4
+// groups gathered into one vector (lane order of chunk_order), scaled, added to the chains.
+template <int R, int T, bool Whole>
+__attribute__((always_inline)) inline void gemv_chunk(GemvRows<R, T>& st, size_t c, size_t nb,
+                                                      const TokenActs* x) {
+  const size_t b0 = 16 * c;
+  const __m512i order = chunk_order();
+  const __m128i order_bytes = _mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  __m512 h[T];
+  __m512i off[T];
+  for (int t = 0; t < T; ++t) {  // padding blocks have d = 0 and no offset
+    h[t] = _mm512_permutexvar_ps(order, _mm512_loadu_ps(x[t].hd + b0));
+    off[t] = _mm512_permutexvar_epi32(order, _mm512_loadu_si512(x[t].nq + b0));
+  }
+  __m512 cs[R][T];  // s_b * d_b / 2 in lane order
+  for (int r = 0; r < R; ++r) {
+    // The scales are a second stream (1/16 of the codes' bytes): prefetch it as far ahead.
+    _mm_prefetch(reinterpret_cast<const char*>(st.scales[r] + b0) + kFarRowsPrefetchBytes / 8,
+                 _MM_HINT_T0);
+    const __m128i sb = Whole ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(st.scales[r] + b0))
+                             : _mm_maskz_loadu_epi8(mask16(nb - b0), st.scales[r] + b0);
+    const __m512 e = e8m0x16(_mm_shuffle_epi8(sb, order_bytes));
+    for (int t = 0; t < T; ++t) cs[r][t] = _mm512_mul_ps(e, h[t]);
+  }
+  __m512i half[2][R][T];
+  for (int p = 0; p < 2; ++p) {
+    __m512i s0[R][T], s1[R][T];
+    group_sums<R, T, Whole>(st, 4 * c + 2 * size_t(p), nb, x, s0);
+    group_sums<R, T, Whole>(st, 4 * c + 2 * size_t(p) + 1, nb, x, s1);
+    for (int r = 0; r < R; ++r)
+      for (int t = 0; t < T; ++t) half[p][r][t] = fold_pair(s0[r][t], s1[r][t]);
+  }
+  for (int r = 0; r < R; ++r)
+    for (int t = 0; t < T; ++t) {
+      const __m512i a = half[0][r][t], b = half[1][r][t];
+      const __m512i sums = _mm512_add_epi32(
+          _mm512_add_epi32(_mm512_unpacklo_epi64(a, b), _mm512_unpackhi_epi64(a, b)), off[t]);
+      st.acc[r][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), cs[r][t], st.acc[r][t]);
+    }
 }
 
 // Rows r0 + r * step (r < R) for T tokens into y[t * ldy + r * step].
 template <int R, int T>
 void gemv_rows(const Weight& w, size_t r0, size_t step, const TokenActs* x, float* y, size_t ldy) {
-  const size_t nb = w.cols / 32, whole_groups = nb / 4;
+  const size_t nb = w.cols / 32, whole_chunks = nb / 16;
   GemvRows<R, T> st;
   for (int r = 0; r < R; ++r) {
     st.codes[r] = w.data + (r0 + size_t(r) * step) * w.row_bytes;
     st.scales[r] = w.scales + (r0 + size_t(r) * step) * nb;
-    for (int t = 0; t < T; ++t) st.acc[r][t] = st.corr[r][t] = st.cs[r][t] = _mm512_setzero_ps();
+    for (int t = 0; t < T; ++t) st.acc[r][t] = _mm512_setzero_ps();
   }
-  for (size_t g = 0; g < whole_groups; ++g) gemv_group<R, T, true>(st, g, nb, x);
-  if (nb % 4 != 0) gemv_group<R, T, false>(st, whole_groups, nb, x);
+  for (size_t c = 0; c < whole_chunks; ++c) gemv_chunk<R, T, true>(st, c, nb, x);
+  if (nb % 16 != 0) gemv_chunk<R, T, false>(st, whole_chunks, nb, x);
   for (int r = 0; r < R; ++r)
     for (int t = 0; t < T; ++t)
-      y[size_t(t) * ldy + size_t(r) * step] = _mm512_reduce_add_ps(st.acc[r][t]) - _mm512_reduce_add_ps(st.corr[r][t]);
+      y[size_t(t) * ldy + size_t(r) * step] = _mm512_reduce_add_ps(st.acc[r][t]);
 }
 
 TokenActs token_acts(const Q8Acts& x, size_t t) {
-  return {x.q + t * x.q_stride, x.half_d + t * x.b_stride, x.q12f + t * x.b_stride};
+  return {x.q + t * x.q_stride, x.half_d + t * x.b_stride, x.neg_q12 + t * x.b_stride};
 }
 
 // Rows [r0, r0 + n_rows) for token t of x: 4 rows a quarter of the range apart.
@@ -248,7 +299,7 @@ void decode_panel(const Weight& w, size_t r0, size_t n, __m512i* panel) {
     }
     // 4x4 transposes of dwords inside each 128-bit lane: dword k of lane q of out[g] is group g
     // of row 4q + k, i.e. row r lands in lane r.
-    __m512i* out = panel + 9 * b;
+    __m512i* out = panel + 9 * panel_slot(b, nb);
     for (int h = 0; h < 2; ++h) {
       const __m512i* v = h == 0 ? lo : hi;
       const __m512i t0 = _mm512_unpacklo_epi32(v[0], v[1]), t1 = _mm512_unpackhi_epi32(v[0], v[1]);
@@ -276,57 +327,74 @@ void decode_panel(const Weight& w, size_t r0, size_t n, __m512i* panel) {
       for (size_t i = 0; i < kPanelRows; ++i) sc[i] = i < n ? s0[i * nb + b] : 0;
       bytes = _mm_load_si128(reinterpret_cast<const __m128i*>(sc));
     }
-    panel[9 * b + 8] = _mm512_castps_si512(_mm512_maskz_mov_ps(valid, e8m0x16(bytes)));
+    panel[9 * panel_slot(b, nb) + 8] =
+        _mm512_castps_si512(_mm512_maskz_mov_ps(valid, e8m0x16(bytes)));
   }
 }
 
 // y[t * ldy + r] for r < n_rows (<= 16 P), t < TN: P consecutive panels (panel_stride zmm
 // apart) times TN tokens. With P = 2 each broadcast activation feeds two vpdpbusd, which
 // halves the loads per multiply-add (loads, not vpdpbusd, bound the one-panel tile).
+// The row layout's order (gemv_rows): the blocks of chain m (b = m mod 16) in turn, one chain
+// after another, then the chains added as that layout adds its lanes.
 template <int P, int TN>
 void panel_tile(const __m512i* panel, size_t panel_stride, size_t nb, const Q8Acts& x, size_t t0,
                 size_t n_rows, float* y, size_t ldy) {
-  __m512 acc[P][TN];
+  constexpr size_t kChainLane[16] = {0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15};
   const int8_t* xq[TN];
   const float* hd[TN];
   const int32_t* qi[TN];  // x.neg_q12
   for (int n = 0; n < TN; ++n) {
-    for (int p = 0; p < P; ++p) acc[p][n] = _mm512_setzero_ps();
     xq[n] = x.q + (t0 + size_t(n)) * x.q_stride;
     hd[n] = x.half_d + (t0 + size_t(n)) * x.b_stride;
     qi[n] = x.neg_q12 + (t0 + size_t(n)) * x.b_stride;
   }
-  for (size_t b = 0; b < nb; ++b) {
-    __m512i wv[P][8];
-    __m512 ws[P];
-    for (int p = 0; p < P; ++p) {
-      const __m512i* wp = panel + size_t(p) * panel_stride + 9 * b;
-      for (int g = 0; g < 8; ++g) wv[p][g] = _mm512_load_si512(wp + g);
-      ws[p] = _mm512_castsi512_ps(_mm512_load_si512(wp + 8));
-    }
-    for (int n = 0; n < TN; ++n) {
-      // Quad order: groups 0-3 (evens) at +0, groups 4-7 (odds) at +64.
-      const int32_t* xe = reinterpret_cast<const int32_t*>(xq[n] + quad_evens(b));
-      const int32_t* xo = xe + 16;
-      __m512i s[P];
-      for (int p = 0; p < P; ++p) s[p] = _mm512_set1_epi32(qi[n][b]);  // -12 sum(q): code offset
-      for (int g = 0; g < 4; ++g) {
-        const __m512i xb = _mm512_set1_epi32(xe[g]);
-        for (int p = 0; p < P; ++p) s[p] = _mm512_dpbusd_epi32(s[p], wv[p][g], xb);
+  __m512 part[16][P][TN];
+  for (size_t m = 0; m < 16; ++m) {
+    __m512 acc[P][TN];
+    for (int p = 0; p < P; ++p)
+      for (int n = 0; n < TN; ++n) acc[p][n] = _mm512_setzero_ps();
+    for (size_t b = m; b < nb; b += 16) {
+      __m512i wv[P][8];
+      __m512 ws[P];
+      for (int p = 0; p < P; ++p) {
+        const __m512i* wp = panel + size_t(p) * panel_stride + 9 * panel_slot(b, nb);
+        for (int g = 0; g < 8; ++g) wv[p][g] = _mm512_load_si512(wp + g);
+        ws[p] = _mm512_castsi512_ps(_mm512_load_si512(wp + 8));
       }
-      for (int g = 0; g < 4; ++g) {
-        const __m512i xb = _mm512_set1_epi32(xo[g]);
-        for (int p = 0; p < P; ++p) s[p] = _mm512_dpbusd_epi32(s[p], wv[p][4 + g], xb);
+      for (int n = 0; n < TN; ++n) {
+        // Quad order: groups 0-3 (evens) at +0, groups 4-7 (odds) at +64.
+        const int32_t* xe = reinterpret_cast<const int32_t*>(xq[n] + quad_evens(b));
+        const int32_t* xo = xe + 16;
+        __m512i s[P];
+        for (int p = 0; p < P; ++p) s[p] = _mm512_set1_epi32(qi[n][b]);  // -12 sum(q): code offset
+        for (int g = 0; g < 4; ++g) {
+          const __m512i xb = _mm512_set1_epi32(xe[g]);
+          for (int p = 0; p < P; ++p) s[p] = _mm512_dpbusd_epi32(s[p], wv[p][g], xb);
+        }
+        for (int g = 0; g < 4; ++g) {
+          const __m512i xb = _mm512_set1_epi32(xo[g]);
+          for (int p = 0; p < P; ++p) s[p] = _mm512_dpbusd_epi32(s[p], wv[p][4 + g], xb);
+        }
+        const __m512 h = _mm512_set1_ps(hd[n][b]);
+        for (int p = 0; p < P; ++p)
+          acc[p][n] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[p]), _mm512_mul_ps(ws[p], h), acc[p][n]);
       }
-      const __m512 h = _mm512_set1_ps(hd[n][b]);
-      for (int p = 0; p < P; ++p)
-        acc[p][n] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[p]), _mm512_mul_ps(ws[p], h), acc[p][n]);
     }
+    for (int p = 0; p < P; ++p)
+      for (int n = 0; n < TN; ++n) part[kChainLane[m]][p][n] = acc[p][n];
   }
+  // The lanes' tree of _mm512_reduce_add_ps: lane L with L + 8, then + 4, + 2, + 1.
+  for (size_t w = 8; w >= 1; w /= 2)
+    for (size_t l = 0; l < w; ++l)
+      for (int p = 0; p < P; ++p)
+        for (int n = 0; n < TN; ++n)
+          part[l][p][n] = _mm512_add_ps(part[l][p][n], part[l + w][p][n]);
   for (int p = 0; p < P; ++p) {
     const size_t rows = n_rows > 16 * size_t(p) ? n_rows - 16 * size_t(p) : 0;
     const __mmask16 m = mask16(rows);
-    for (int n = 0; n < TN; ++n) _mm512_mask_storeu_ps(y + size_t(n) * ldy + 16 * size_t(p), m, acc[p][n]);
+    for (int n = 0; n < TN; ++n)
+      _mm512_mask_storeu_ps(y + size_t(n) * ldy + 16 * size_t(p), m, part[0][p][n]);
   }
 }
 
@@ -342,7 +410,7 @@ const TileFn kTiles2[kTileTokens2] = {panel_tile<2, 1>, panel_tile<2, 2>, panel_
 
 void matmul_mxfp4_q8_avx512vnni(const Weight& w, size_t r0, size_t n_rows, const Q8Acts& x,
                                 size_t t0, size_t n_tok, float* y, size_t ldy) {
-  const size_t nb = w.cols / 32, stride = 9 * nb;  // zmm per panel
+  const size_t nb = w.cols / 32, stride = 9 * kChains * chain_len(nb);  // zmm per panel
   if (n_tok == 1) return gemv_token(w, r0, n_rows, x, t0, y);
   __m512i* panel = reinterpret_cast<__m512i*>(thread_scratch(2 * stride * 16, 2));
   for (size_t p = 0; p < n_rows; p += 2 * kPanelRows) {

@@ -9,6 +9,7 @@ extern const Kernels kKernelsAvx512Vnni;
 const Kernels kKernelsAvx512Vnni = {
     .isa = Isa::avx512vnni,
     .matmul = avx512::matmul,
+    .fp32 = &avx512::kFp32Paths,
     .swiglu = avx512::swiglu,
     .sum_exp = avx512::sum_exp,
     .quantize_q8 = quantize_q8_avx512vnni,

@@ -217,6 +217,11 @@ void matmul(const Weight& w, size_t r0, size_t n_rows, const float* x, size_t ld
             float* y, size_t ldy) {
   matmul_scalar(w, r0, n_rows, x, ldx, n_tok, y, ldy);
 }
+namespace {
+bool no_pairs(gptoss_dtype) { return false; }
+}  // namespace
+extern const Fp32Paths kFp32Paths;
+const Fp32Paths kFp32Paths = {matmul, matmul, no_pairs, matmul, matmul};
 }  // namespace scalar
 
 float* thread_scratch(size_t n, int slot) {

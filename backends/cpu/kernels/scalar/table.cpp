@@ -11,6 +11,7 @@ extern const Kernels kKernelsScalar;
 const Kernels kKernelsScalar = {
     .isa = Isa::scalar,
     .matmul = scalar::matmul,
+    .fp32 = &scalar::kFp32Paths,
     .swiglu = swiglu_reference,
     .sum_exp = sum_exp_reference,
     .quantize_q8 = nullptr,
