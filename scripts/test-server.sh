@@ -12,9 +12,9 @@
 #   BUDGET_SEEDS=N BUDGET_BASE=N BUDGET_MODEL_SEED=N scripts/test-server.sh
 #                                          the token-limit part's requests per case (20), and
 #                                          a run's seeds, which it prints, to repeat it
-#   DETERMINISM_ISA=default scripts/test-server.sh
-#                                          the deterministic-serving part on the machine's best
-#                                          CPU kernels instead of the scalar ones (below);
+#   DETERMINISM_ISA=avx2 scripts/test-server.sh
+#                                          the deterministic-serving part on that CPU kernel
+#                                          level instead of the machine's best one (below);
 #                                          DETERMINISM_SEED=N SURFACES_SEED=N repeat a run
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -147,10 +147,10 @@ if [ $load_only -eq 0 ]; then
   # Deterministic serving: 16 concurrent streaming clients, each answer then asked alone
   # (tests/server/determinism_test.mjs), and one request through the server, the CLI, Python and
   # the C API (tests/server/surfaces_test.py), every surface on the same kernels. DETERMINISM_ISA
-  # names them: scalar (the default here) is the level whose batch invariance the CPU backend
-  # declares today; `default` runs the machine's best level, which /health must then declare
-  # batch invariant too. At the default precision (fast), as most servers run.
-  determinism_isa="${DETERMINISM_ISA:-scalar}"
+  # names a CPU kernel level (GPTOSS_CPU_ISA); `default`, the default, is the machine's best,
+  # which /health must declare batch invariant. At the default precision (fast), as most
+  # servers run.
+  determinism_isa="${DETERMINISM_ISA:-default}"
   [ "$determinism_isa" != default ] || determinism_isa=""
   echo "== deterministic serving on the ${determinism_isa:-default} CPU kernels"
   SERVER_ISA="$determinism_isa" start_server --store "$tmp/determinism.sqlite3" --max-running 16

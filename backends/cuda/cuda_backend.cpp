@@ -117,7 +117,8 @@ const gptoss_backend_api kApi = {
     /* .add_rmsnorm          = */ slots::add_rmsnorm,
     /* .rope_kv_write        = */ slots::rope_kv_write,
     /* .sample               = */ slots::sample,
-    /* .device_properties    = */ nullptr,  // batch invariance not declared (docs/server.md)
+    // Not declared until cuda.model's invariance test has passed on a GPU (docs/backends.md).
+    /* .device_properties    = */ nullptr,
 };
 
 const char* unavailable_reason();  // devices.cpp
