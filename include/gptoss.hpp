@@ -217,6 +217,29 @@ inline std::vector<uint32_t> sample_draft(gptoss_context_t context, gptoss_sampl
   return out;
 }
 
+// One speculative step (gptoss_speculator_step): 1..max_tokens tokens, the last not appended.
+inline std::vector<uint32_t> speculate(gptoss_speculator_t speculator, gptoss_context_t context,
+                                       gptoss_sampler_t sampler, size_t max_tokens,
+                                       std::span<const uint32_t> stop = {}) {
+  gptoss_draft_options options;
+  check(gptoss_draft_options_init(&options), "gptoss_draft_options_init");
+  options.stop_tokens = stop.data();
+  options.n_stop_tokens = stop.size();
+  std::vector<uint32_t> out(max_tokens);
+  size_t n = 0;
+  check(gptoss_speculator_step(speculator, context, sampler, &options, out.data(), out.size(), &n),
+        "gptoss_speculator_step");
+  out.resize(n);
+  return out;
+}
+
+inline gptoss_speculator_stats speculator_stats(gptoss_speculator_t speculator) {
+  gptoss_speculator_stats s{};
+  s.struct_size = sizeof s;
+  check(gptoss_speculator_get_stats(speculator, &s), "gptoss_speculator_get_stats");
+  return s;
+}
+
 inline size_t num_tokens(gptoss_context_t context) {
   size_t n = 0;
   check(gptoss_context_get_num_tokens(context, &n), "gptoss_context_get_num_tokens");
@@ -382,23 +405,9 @@ class speculator : public handle<gptoss_speculator_t, gptoss_speculator_release>
   // One step: 1..max_tokens tokens, the last one not appended (gptoss_speculator_step).
   std::vector<uint32_t> step(gptoss_context_t context, gptoss_sampler_t sampler, size_t max_tokens,
                              std::span<const uint32_t> stop = {}) const {
-    gptoss_draft_options options;
-    check(gptoss_draft_options_init(&options), "gptoss_draft_options_init");
-    options.stop_tokens = stop.data();
-    options.n_stop_tokens = stop.size();
-    std::vector<uint32_t> out(max_tokens);
-    size_t n = 0;
-    check(gptoss_speculator_step(get(), context, sampler, &options, out.data(), out.size(), &n),
-          "gptoss_speculator_step");
-    out.resize(n);
-    return out;
+    return gptoss::speculate(get(), context, sampler, max_tokens, stop);
   }
-  gptoss_speculator_stats stats() const {
-    gptoss_speculator_stats s{};
-    s.struct_size = sizeof s;
-    check(gptoss_speculator_get_stats(get(), &s), "gptoss_speculator_get_stats");
-    return s;
-  }
+  gptoss_speculator_stats stats() const { return gptoss::speculator_stats(get()); }
   void reset_sequence() const { check(gptoss_speculator_reset(get()), "gptoss_speculator_reset"); }
 };
 
