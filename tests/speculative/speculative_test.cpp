@@ -120,10 +120,15 @@ std::vector<uint32_t> drafted(gptoss_model_t m, const std::vector<uint32_t>& pro
   while (out.size() < n) {
     const size_t room = std::min(n - out.size() - 1, max_batch - 1);
     std::vector<uint32_t> draft;
-    const size_t len = std::uniform_int_distribution<size_t>(0, room)(rng);
+    // The first step always drafts and is always spoiled: every run rolls back at least once.
+    const size_t min_len = out.empty() ? std::min<size_t>(1, room) : 0;
+    const size_t len = std::uniform_int_distribution<size_t>(min_len, room)(rng);
     for (size_t i = 0; i < len && out.size() + i < oracle.size(); ++i)
       draft.push_back(oracle[out.size() + i]);
-    if (!draft.empty() && rng() % 2 == 0) draft[rng() % draft.size()] = uint32_t(rng() % 201088);
+    if (!draft.empty() && (out.empty() || rng() % 2 == 0)) {
+      const size_t at = rng() % draft.size();
+      draft[at] = (draft[at] + 1 + uint32_t(rng() % 201087)) % 201088;  // never the oracle's
+    }
     const size_t before = tokens_of(c.get()).size();
     std::vector<uint32_t> got(draft.size() + 1);
     size_t n_got = 0;
