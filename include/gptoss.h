@@ -759,6 +759,114 @@ GPTOSS_API enum gptoss_status gptoss_stop_strings_flush(gptoss_stop_strings_t st
 /* Forgets held-back text and a match, for a new stream. */
 GPTOSS_API enum gptoss_status gptoss_stop_strings_reset(gptoss_stop_strings_t stop_strings);
 
+/* ------------------------------------------------------------------------------------------ */
+/* Speculative decoding: several tokens per forward step, the same tokens out.
+ *
+ * Plain decoding samples one token per forward step (gptoss_context_sample, then append it).
+ * gptoss_context_sample_draft takes a run of proposed ("drafted") tokens, processes them in one
+ * forward step and samples every position as plain decoding would, keeping the drafted tokens
+ * up to the first that differs from what was sampled: the tokens it returns are exactly those
+ * that as many rounds of gptoss_context_sample and append would have produced, with the
+ * sampler (its RNG, its penalties, its constraint) advanced exactly as those rounds would
+ * advance it. With temperature > 0 that is the speculative-sampling rule for a deterministic
+ * drafter (a drafted token is kept with the probability the model gives it, otherwise the
+ * token comes from the model's distribution without it), and the same seed gives the same
+ * tokens with or without drafts. Identical logits are needed for identical tokens: the CPU
+ * backend's scalar kernels (GPTOSS_CPU_ISA=scalar) compute one token the same way in any step.
+ * A speculator runs the whole loop: it proposes (prompt lookup, a draft model, tokens the
+ * constraint forces), verifies, and adapts the draft length. docs/speculative.md.          */
+
+struct gptoss_draft_options {  /* since 0.3 */
+  size_t struct_size;          /* sizeof(struct gptoss_draft_options) */
+  const uint32_t* stop_tokens; /* a sampled token in this set ends the run (it is returned
+                                  last, as any final token); NULL with n_stop_tokens 0 */
+  size_t n_stop_tokens;        /* default 0 */
+};
+GPTOSS_API enum gptoss_status gptoss_draft_options_init_sized(struct gptoss_draft_options* options,
+                                                              size_t size);
+GPTOSS_API enum gptoss_status(gptoss_draft_options_init)(struct gptoss_draft_options* options);
+#define gptoss_draft_options_init(options) \
+  gptoss_draft_options_init_sized((options), sizeof(*(options)))
+
+/* Verifies `n_draft` drafted tokens in one forward step (with the pending tokens before them).
+ * Writes to tokens_out the tokens plain decoding gives from here: the drafted tokens it agrees
+ * with, then one more — the first sampled token that differs from the draft, the token after a
+ * draft that was kept whole, a token in options->stop_tokens, or the token that finishes the
+ * sampler's constraint, whichever comes first. The kept drafted tokens stay appended to the
+ * context (their KV computed); the last token is returned but not appended, as
+ * gptoss_context_sample returns it. Drafted tokens the sampler's constraint forbids, and those
+ * after them, are dropped before the step. n_draft 0 is gptoss_context_sample. `options` may be
+ * NULL (defaults). The context must hold a token; the draft must fit one step (n_draft + 1 <=
+ * the context's max_batch_tokens) and the context (n_draft <= its free room).
+ * Returns success; invalid_argument (NULL context/sampler/n_tokens_out, NULL draft with
+ * n_draft > 0, NULL tokens_out, a drafted id outside the vocabulary — the message names its
+ * index —, a draft longer than max_batch_tokens - 1, bad options); buffer_too_small (capacity <
+ * n_draft + 1; *n_tokens_out = n_draft + 1; nothing is done); context_overflow (the draft does
+ * not fit the context's room); invalid_state (no tokens; a finished constraint);
+ * insufficient_resources (no KV pages; the context keeps its tokens). */
+GPTOSS_API enum gptoss_status gptoss_context_sample_draft(
+    gptoss_context_t context, gptoss_sampler_t sampler, const uint32_t* draft, size_t n_draft,
+    const struct gptoss_draft_options* options, uint32_t* tokens_out, size_t capacity,
+    size_t* n_tokens_out);
+
+typedef struct gptoss_speculator* gptoss_speculator_t;
+
+struct gptoss_speculator_options { /* since 0.3 */
+  size_t struct_size;              /* sizeof(struct gptoss_speculator_options) */
+  /* 1 (default): draft the tokens that followed the latest earlier occurrence of the
+   * sequence's last 3 (else 2, else 1) tokens. */
+  int32_t prompt_lookup;
+  /* 1 (default): draft the tokens the sampler's constraint allows alone (always kept). */
+  int32_t jump_forward;
+  /* NULL (default); else draft with this model's greedy continuation, on a context of its
+   * own, instead of prompt lookup (same vocabulary; retained). */
+  gptoss_model_t draft_model;
+  /* Most drafter tokens per step; default 8; 0 = jump-forward only. */
+  uint32_t max_draft;
+};
+GPTOSS_API enum gptoss_status gptoss_speculator_options_init_sized(
+    struct gptoss_speculator_options* options, size_t size);
+GPTOSS_API enum gptoss_status(gptoss_speculator_options_init)(
+    struct gptoss_speculator_options* options);
+#define gptoss_speculator_options_init(options) \
+  gptoss_speculator_options_init_sized((options), sizeof(*(options)))
+
+/* A speculator serves one sequence at a time (one thread at a time, as a sampler): it keeps
+ * the acceptance measured on it. `options` may be NULL (defaults).
+ * Returns success; invalid_argument (NULL speculator_out, bad options). */
+GPTOSS_API enum gptoss_status gptoss_speculator_create(
+    const struct gptoss_speculator_options* options, gptoss_speculator_t* speculator_out);
+GPTOSS_API enum gptoss_status gptoss_speculator_retain(gptoss_speculator_t speculator);
+GPTOSS_API enum gptoss_status gptoss_speculator_release(gptoss_speculator_t speculator);
+/* Forgets the measured acceptance and the counts: for a new sequence. */
+GPTOSS_API enum gptoss_status gptoss_speculator_reset(gptoss_speculator_t speculator);
+
+/* One step of speculative decoding: drafts (as many tokens as pay, by the acceptance measured
+ * so far, at most capacity - 1), then gptoss_context_sample_draft. Between 1 and `capacity`
+ * tokens come back in tokens_out, what plain decoding would give, the last one not appended:
+ * a loop appends it, as after gptoss_context_sample, unless it ends the generation.
+ * Returns as gptoss_context_sample_draft; invalid_argument also for NULL speculator, capacity
+ * 0, a draft model whose vocabulary differs from the context's model's. */
+GPTOSS_API enum gptoss_status gptoss_speculator_step(gptoss_speculator_t speculator,
+                                                     gptoss_context_t context,
+                                                     gptoss_sampler_t sampler,
+                                                     const struct gptoss_draft_options* options,
+                                                     uint32_t* tokens_out, size_t capacity,
+                                                     size_t* n_tokens_out);
+
+struct gptoss_speculator_stats { /* since 0.3 */
+  size_t struct_size;            /* set by the caller: sizeof(struct gptoss_speculator_stats) */
+  uint64_t steps;                /* verification steps since create/reset */
+  uint64_t drafted;              /* drafted tokens verified */
+  uint64_t accepted;             /* of them, kept (each a forward step saved) */
+  uint64_t forced;               /* of the kept, forced by the constraint (jump-forward) */
+  uint32_t draft_length;         /* drafter tokens the next step asks for (0: paused) */
+};
+/* Fills the fields stats->struct_size covers. invalid_argument for NULL or a struct_size
+ * below the first version's. */
+GPTOSS_API enum gptoss_status gptoss_speculator_get_stats(gptoss_speculator_t speculator,
+                                                          struct gptoss_speculator_stats* stats);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -4,8 +4,8 @@
 //
 //  - A failed call throws gptoss::error: the status, the call that failed and the library's
 //    message (gptoss_get_last_error_message, read on the failing thread).
-//  - gptoss::model, tokenizer, kvcache, context, sampler, harmony_parser, grammar, constraint
-//    and stop_strings each own one reference to a C handle: move-only, released by their
+//  - gptoss::model, tokenizer, kvcache, context, sampler, speculator, harmony_parser, grammar,
+//    constraint and stop_strings each own one reference to a C handle: move-only, released by their
 //    destructor. get() lends the C handle (to the free functions below, or to the C API
 //    itself); release() gives the reference up; a default-constructed one holds nothing.
 //  - The free functions take C handles, owned or borrowed, and wrap the C API's
@@ -199,6 +199,47 @@ inline uint32_t sample(gptoss_context_t context, gptoss_sampler_t sampler) {
   return token;
 }
 
+// Verifies `draft` in one step (gptoss_context_sample_draft): the tokens plain decoding gives,
+// the kept drafted ones appended, the last one not. `stop`: tokens that end the run.
+inline std::vector<uint32_t> sample_draft(gptoss_context_t context, gptoss_sampler_t sampler,
+                                          std::span<const uint32_t> draft,
+                                          std::span<const uint32_t> stop = {}) {
+  gptoss_draft_options options;
+  check(gptoss_draft_options_init(&options), "gptoss_draft_options_init");
+  options.stop_tokens = stop.data();
+  options.n_stop_tokens = stop.size();
+  std::vector<uint32_t> out(draft.size() + 1);
+  size_t n = 0;
+  check(gptoss_context_sample_draft(context, sampler, draft.data(), draft.size(), &options,
+                                    out.data(), out.size(), &n),
+        "gptoss_context_sample_draft");
+  out.resize(n);
+  return out;
+}
+
+// One speculative step (gptoss_speculator_step): 1..max_tokens tokens, the last not appended.
+inline std::vector<uint32_t> speculate(gptoss_speculator_t speculator, gptoss_context_t context,
+                                       gptoss_sampler_t sampler, size_t max_tokens,
+                                       std::span<const uint32_t> stop = {}) {
+  gptoss_draft_options options;
+  check(gptoss_draft_options_init(&options), "gptoss_draft_options_init");
+  options.stop_tokens = stop.data();
+  options.n_stop_tokens = stop.size();
+  std::vector<uint32_t> out(max_tokens);
+  size_t n = 0;
+  check(gptoss_speculator_step(speculator, context, sampler, &options, out.data(), out.size(), &n),
+        "gptoss_speculator_step");
+  out.resize(n);
+  return out;
+}
+
+inline gptoss_speculator_stats speculator_stats(gptoss_speculator_t speculator) {
+  gptoss_speculator_stats s{};
+  s.struct_size = sizeof s;
+  check(gptoss_speculator_get_stats(speculator, &s), "gptoss_speculator_get_stats");
+  return s;
+}
+
 inline size_t num_tokens(gptoss_context_t context) {
   size_t n = 0;
   check(gptoss_context_get_num_tokens(context, &n), "gptoss_context_get_num_tokens");
@@ -349,6 +390,25 @@ class sampler : public handle<gptoss_sampler_t, gptoss_sampler_release> {
   void set_constraint(gptoss_constraint_t constraint) const {
     check(gptoss_sampler_set_constraint(get(), constraint), "gptoss_sampler_set_constraint");
   }
+};
+
+// One sequence's speculative decoding loop (gptoss_speculator_*).
+class speculator : public handle<gptoss_speculator_t, gptoss_speculator_release> {
+ public:
+  using handle::handle;
+  // `options` null: the defaults (prompt lookup and jump-forward, up to 8 drafted tokens).
+  static speculator create(const gptoss_speculator_options* options = nullptr) {
+    gptoss_speculator_t raw = nullptr;
+    check(gptoss_speculator_create(options, &raw), "gptoss_speculator_create");
+    return speculator(raw);
+  }
+  // One step: 1..max_tokens tokens, the last one not appended (gptoss_speculator_step).
+  std::vector<uint32_t> step(gptoss_context_t context, gptoss_sampler_t sampler, size_t max_tokens,
+                             std::span<const uint32_t> stop = {}) const {
+    return gptoss::speculate(get(), context, sampler, max_tokens, stop);
+  }
+  gptoss_speculator_stats stats() const { return gptoss::speculator_stats(get()); }
+  void reset_sequence() const { check(gptoss_speculator_reset(get()), "gptoss_speculator_reset"); }
 };
 
 class harmony_parser : public handle<gptoss_harmony_parser_t, gptoss_harmony_parser_release> {

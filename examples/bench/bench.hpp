@@ -20,6 +20,8 @@ struct Options {
   bool kernels = false;
   bool read_probe = false;  // --read-probe: decode against pure loads of its bytes
   bool constrained = false;  // --constrained: mask time per token beside decode time
+  bool speculative = false;  // --speculative: verify cost and the oracle drafter's ceiling
+  size_t draft_max = 16;     // --draft-max K: tokens the oracle drafts per step
   bool exact = false;  // --precision exact
   bool use_mmap = true;
   bool kv_bf16 = false;  // --kv bf16
@@ -140,6 +142,8 @@ int run_read_probe(const Options& o);
 // --constrained (constrained_bench.cpp): allowed-token mask time per token under a Harmony
 // grammar and a nested JSON Schema, beside the decode time per token.
 int run_constrained_bench(const Options& o);
+// --speculative (speculative_bench.cpp).
+int run_speculative_bench(const Options& o);
 
 // Peak resident set size of this process in bytes (VmHWM).
 size_t peak_rss_bytes();

@@ -6,6 +6,7 @@
 //   gptoss-bench --kernels [-t THREADS] [--output md|json]
 //   gptoss-bench --read-probe -m MODEL [-n 128] [-t THREADS] [--output md|json]
 //   gptoss-bench --constrained -m MODEL [-n 128] [-t THREADS] [--output md|json]
+//   gptoss-bench --speculative -m MODEL [-p 128] [-n 64] [-r 3] [--draft-max 16]
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -35,6 +36,12 @@ void usage() {
                "                    [--output md|json]\n"
                "                    (allowed-token mask time per token under a Harmony grammar\n"
                "                     and a nested JSON Schema, beside the decode time per token)\n");
+  std::fputs(
+      "       gptoss-bench --speculative -m MODEL [-p N_PROMPT] [-n N_GEN] [-r REPS]\n"
+      "                    [--draft-max K=16] [--precision fast|exact] [--output md|json]\n"
+      "                    (one step verifying k = 1..16 tokens against a plain step; an\n"
+      "                     oracle drafter replaying a greedy run against plain decoding)\n",
+      stderr);
 }
 }  // namespace
 
@@ -78,6 +85,8 @@ int main(int argc, char** argv) {
     else if (a == "--kernels") o.kernels = true;
     else if (a == "--read-probe") o.read_probe = true;
     else if (a == "--constrained") o.constrained = true;
+    else if (a == "--speculative") o.speculative = true;
+    else if (a == "--draft-max") o.draft_max = count();
     else if (a == "-v" || a == "--verbose") {
       // The library's log on stderr (with GPTOSS_CPU_PROFILE=1: time per op at the end).
       gptoss_set_log_callback(
@@ -131,12 +140,17 @@ int main(int argc, char** argv) {
     }
   }
   if (o.kernels) return gptoss::bench::run_kernel_bench(o);
+  if (o.draft_max < 1 || o.draft_max > 256) {
+    std::fprintf(stderr, "gptoss-bench: --draft-max must be 1..256\n");
+    return 2;
+  }
   if (o.model.empty() || o.n_prompt == 0 || o.reps == 0 || ((o.read_probe || o.constrained) && o.n_gen == 0)) {
     usage();
     return 2;
   }
   try {
     if (o.constrained) return gptoss::bench::run_constrained_bench(o);
+    if (o.speculative) return gptoss::bench::run_speculative_bench(o);
     return o.read_probe ? gptoss::bench::run_read_probe(o) : gptoss::bench::run_model_bench(o);
   } catch (const gptoss::error& e) {
     std::fprintf(stderr, "gptoss-bench: %s\n", e.what());

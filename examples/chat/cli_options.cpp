@@ -60,19 +60,30 @@ const std::map<std::string, Setter>& value_flags() {
            throw UsageError("--backend must be auto, cpu, cuda or hip, got '" + v + "'");
          o.backend = v;
        }},
-      {"--threads", [](Options& o, const std::string& v) { o.threads = parse_count<uint32_t>("--threads", v, 0); }},
+      {"--threads",
+       [](Options& o, const std::string& v) {
+         o.threads = parse_count<uint32_t>("--threads", v, 0);
+       }},
       {"--precision",
        [](Options& o, const std::string& v) {
          if (v != "fast" && v != "exact")
            throw UsageError("--precision must be fast or exact, got '" + v + "'");
          o.exact = v == "exact";
        }},
-      {"--layers", [](Options& o, const std::string& v) { o.layers = parse_count<uint32_t>("--layers", v, 1); }},
-      {"--context", [](Options& o, const std::string& v) { o.context_length = parse_count<size_t>("--context", v, 0); }},
-      {"--max-kv", [](Options& o, const std::string& v) { o.max_kv = parse_count<size_t>("--max-kv", v, 1); }},
+      {"--layers",
+       [](Options& o, const std::string& v) {
+         o.layers = parse_count<uint32_t>("--layers", v, 1);
+       }},
+      {"--context",
+       [](Options& o, const std::string& v) {
+         o.context_length = parse_count<size_t>("--context", v, 0);
+       }},
+      {"--max-kv",
+       [](Options& o, const std::string& v) { o.max_kv = parse_count<size_t>("--max-kv", v, 1); }},
       {"--kv",
        [](Options& o, const std::string& v) {
-         if (v != "f32" && v != "bf16") throw UsageError("--kv must be f32 or bf16, got '" + v + "'");
+         if (v != "f32" && v != "bf16")
+           throw UsageError("--kv must be f32 or bf16, got '" + v + "'");
          o.kv_bf16 = v == "bf16";
        }},
       {"--temperature",
@@ -80,14 +91,18 @@ const std::map<std::string, Setter>& value_flags() {
          o.temperature = parse_float("--temperature", v, 0.0f, 1e6f, false, "[0, inf)");
        }},
       {"--top-p",
-       [](Options& o, const std::string& v) { o.top_p = parse_float("--top-p", v, 0.0f, 1.0f, true, "(0, 1]"); }},
-      {"--top-k", [](Options& o, const std::string& v) { o.top_k = parse_count<uint32_t>("--top-k", v, 0); }},
+       [](Options& o, const std::string& v) {
+         o.top_p = parse_float("--top-p", v, 0.0f, 1.0f, true, "(0, 1]");
+       }},
+      {"--top-k",
+       [](Options& o, const std::string& v) { o.top_k = parse_count<uint32_t>("--top-k", v, 0); }},
       {"--min-p",
        [](Options& o, const std::string& v) {
          o.min_p = parse_float("--min-p", v, 0.0f, 1.0f, false, "[0, 1)");
          if (o.min_p >= 1.0f) throw UsageError("--min-p must be in [0, 1), got " + v);
        }},
-      {"--seed", [](Options& o, const std::string& v) { o.seed = parse_count<uint64_t>("--seed", v, 0); }},
+      {"--seed",
+       [](Options& o, const std::string& v) { o.seed = parse_count<uint64_t>("--seed", v, 0); }},
       {"--max-tokens",
        [](Options& o, const std::string& v) {
          o.max_tokens = parse_count<size_t>("--max-tokens", v, 1);
@@ -112,11 +127,21 @@ const std::map<std::string, Setter>& value_flags() {
          else if (v == "json") o.format = OutputFormat::json;
          else throw UsageError("--format must be text, ids or json, got '" + v + "'");
        }},
-      {"--batch", [](Options& o, const std::string& v) { o.batch = parse_count<size_t>("--batch", v, 1); }},
+      {"--batch",
+       [](Options& o, const std::string& v) { o.batch = parse_count<size_t>("--batch", v, 1); }},
       {"--json-schema", [](Options& o, const std::string& v) { o.json_schema_path = v; }},
       {"--max-reasoning-tokens",
        [](Options& o, const std::string& v) {
          o.max_reasoning_tokens = parse_count<int64_t>("--max-reasoning-tokens", v, 0);
+       }},
+      {"--draft",
+       [](Options& o, const std::string& v) {
+         if (v.empty()) throw UsageError("--draft must be none, ngram or a model path");
+         o.draft = v;
+       }},
+      {"--draft-max",
+       [](Options& o, const std::string& v) {
+         o.draft_max = parse_count<uint32_t>("--draft-max", v, 1);
        }},
   };
   return flags;
@@ -192,10 +217,14 @@ void print_usage(std::FILE* out) {
       "  --hide-reasoning          do not show reasoning: analysis and preambles (chat\n"
       "                            shows them dimmed)\n"
       "  --show-reasoning          show it in generate too\n"
+      "speculative decoding (same tokens, fewer forward steps; docs/speculative.md):\n"
+      "  --draft none|ngram|PATH   draft by prompt lookup or with a smaller model of the\n"
+      "                            same tokenizer (default none)\n"
+      "  --draft-max K             most drafted tokens per step (default 8)\n"
       "output:\n"
       "  --format text|ids|json    generate/getp: answer text, token ids, or a JSON object\n"
       "  --batch N                 getp: prompts processed together (default 32)\n"
-      "  -v, --verbose             per-token diagnostics on stderr\n"
+      "  -v, --verbose             per-token diagnostics, drafted/accepted counts (stderr)\n"
       "  -q, --quiet               no notices and no stats line\n"
       "  -h, --help    --version\n"
       "\n"

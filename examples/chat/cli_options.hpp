@@ -57,6 +57,10 @@ struct Options {
   std::string json_schema;       // its text, read when the flags are parsed
   std::optional<int64_t> max_reasoning_tokens;
 
+  // Speculative decoding (docs/speculative.md).
+  std::string draft = "none";  // --draft: none, ngram (prompt lookup) or a draft model's path
+  uint32_t draft_max = 8;      // --draft-max: most drafted tokens per step
+
   // Input and output.
   std::optional<std::string> input;  // generate: the prompt ("-" = stdin); getp: prompts file
   std::string output;          // getp: outputs file (empty or "-" = stdout)

@@ -2,6 +2,7 @@
 #include "generation.hpp"
 
 #include "constraints.hpp"
+#include "model_loader.hpp"
 
 #include <chrono>
 #include <cmath>
@@ -130,9 +131,26 @@ void TokenDiagnostics::print(std::FILE* out, gptoss_context_t context, uint32_t 
                1.0 / z);
 }
 
+gptoss::speculator make_speculator(const Options& options) {
+  if (options.draft == "none") return {};
+  gptoss_speculator_options so;
+  gptoss::check(gptoss_speculator_options_init(&so), "gptoss_speculator_options_init");
+  so.max_draft = options.draft_max;
+  gptoss::model draft_model;
+  if (options.draft != "ngram") {
+    Options draft_options = options;
+    draft_options.model_path = options.draft;
+    draft_options.layers = 0;
+    draft_model = load_model(draft_options);
+    so.draft_model = draft_model.get();  // the speculator retains it
+  }
+  return gptoss::speculator::create(&so);
+}
+
 GenerationStats generate(gptoss_model_t model, gptoss_context_t context, gptoss_sampler_t sampler,
                          gptoss_tokenizer_t tokenizer, const Options& options, TokenSink& sink,
-                         const std::atomic<bool>* interrupt, gptoss_constraint_t constraint) {
+                         const std::atomic<bool>* interrupt, gptoss_constraint_t constraint,
+                         gptoss_speculator_t speculator) {
   GenerationStats stats;
   StopTokens stop(tokenizer, options.harmony);
   size_t total = 0, processed = 0, capacity = 0;
@@ -149,28 +167,54 @@ GenerationStats generate(gptoss_model_t model, gptoss_context_t context, gptoss_
   std::optional<TokenDiagnostics> diagnostics;
   if (options.verbose) diagnostics.emplace(model, tokenizer);
   Clock::time_point first_token_at;
-  for (size_t i = 0; i < options.max_tokens; ++i) {
+  std::vector<uint32_t> step;
+  for (size_t i = 0; i < options.max_tokens;) {
     if (interrupt && interrupt->load()) {
       stats.interrupted = true;
       break;
     }
-    uint32_t token = 0;
-    gptoss::check(gptoss_context_sample(context, sampler, &token), "gptoss_context_sample");
-    if (i == 0) {
-      first_token_at = Clock::now();
-      stats.first_token_seconds = seconds_since(start);
+    // One token, or with a speculator the tokens of one verified draft (the last not appended).
+    if (speculator != nullptr) {
+      step = gptoss::speculate(speculator, context, sampler, options.max_tokens - i, stop.ids());
+    } else {
+      step.assign(1, 0);
+      gptoss::check(gptoss_context_sample(context, sampler, &step[0]), "gptoss_context_sample");
     }
-    stats.decode_seconds = seconds_since(first_token_at);
-    ++stats.generated_tokens;
-    if (diagnostics) diagnostics->print(stderr, context, token, "");
-    sink.on_token(token);
-    if (stop.contains(token) || finished(constraint) || i + 1 == options.max_tokens) break;
+    bool done = false;
+    for (size_t j = 0; j < step.size() && !done; ++j, ++i) {
+      const uint32_t token = step[j];
+      if (i == 0) {
+        first_token_at = Clock::now();
+        stats.first_token_seconds = seconds_since(start);
+      }
+      stats.decode_seconds = seconds_since(first_token_at);
+      ++stats.generated_tokens;
+      // The context's logits are those that chose the step's last token.
+      if (diagnostics && j + 1 == step.size()) diagnostics->print(stderr, context, token, "");
+      sink.on_token(token);
+      done = stop.contains(token) || finished(constraint) || i + 1 == options.max_tokens;
+    }
+    if (done) break;
     if (total + stats.generated_tokens > capacity) {
       stats.context_full = true;
       break;
     }
-    gptoss::check(gptoss_context_append_tokens(context, 1, &token), "gptoss_context_append_tokens");
+    gptoss::check(gptoss_context_append_tokens(context, 1, &step.back()),
+                  "gptoss_context_append_tokens");
     gptoss::check(gptoss_context_process(context), "gptoss_context_process");
+  }
+  if (speculator != nullptr) {
+    stats.speculation = gptoss::speculator_stats(speculator);
+    if (options.verbose)
+      std::fprintf(
+          stderr, "[speculative: %llu steps, drafted %llu, accepted %llu (%.0f%%), forced %llu]\n",
+          static_cast<unsigned long long>(stats.speculation.steps),
+          static_cast<unsigned long long>(stats.speculation.drafted),
+          static_cast<unsigned long long>(stats.speculation.accepted),
+          stats.speculation.drafted
+              ? 100.0 * double(stats.speculation.accepted) / double(stats.speculation.drafted)
+              : 0.0,
+          static_cast<unsigned long long>(stats.speculation.forced));
   }
   return stats;
 }

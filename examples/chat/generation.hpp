@@ -22,6 +22,7 @@ class StopTokens {
  public:
   StopTokens(gptoss_tokenizer_t tokenizer, bool harmony);
   bool contains(uint32_t token) const;
+  const std::vector<uint32_t>& ids() const { return ids_; }
 
  private:
   std::vector<uint32_t> ids_;
@@ -35,6 +36,7 @@ struct GenerationStats {
   double decode_seconds = 0;       // from the first sampled token to the last
   bool interrupted = false;
   bool context_full = false;
+  gptoss_speculator_stats speculation{};  // with --draft: the speculator's counts (cumulative)
 
   double prefill_tokens_per_second() const;
   double decode_tokens_per_second() const;  // tokens after the first over decode_seconds
@@ -61,12 +63,18 @@ class TokenDiagnostics {
   std::vector<float> logits_;
 };
 
+// With --draft ngram or --draft PATH (the model loaded like the main one): the speculator that
+// generate() runs; none with --draft none.
+gptoss::speculator make_speculator(const Options& options);
+
 // Processes the context's pending tokens, then samples up to options.max_tokens tokens,
 // appending each (but not a stop token) and feeding it to `sink`. Stops early on a stop
 // token, a finished `constraint` (the one attached to `sampler`, if any), a full context, or
-// when `*interrupt` becomes true.
+// when `*interrupt` becomes true. With `speculator`, several tokens per step, the same ones.
 GenerationStats generate(gptoss_model_t model, gptoss_context_t context, gptoss_sampler_t sampler,
                          gptoss_tokenizer_t tokenizer, const Options& options, TokenSink& sink,
-                         const std::atomic<bool>* interrupt, gptoss_constraint_t constraint = nullptr);
+                         const std::atomic<bool>* interrupt,
+                         gptoss_constraint_t constraint = nullptr,
+                         gptoss_speculator_t speculator = nullptr);
 
 }  // namespace gptoss_cli

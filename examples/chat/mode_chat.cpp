@@ -65,6 +65,7 @@ int run_chat(const Options& options) {
   gptoss::sampler sampler = make_sampler(options, seed);
   gptoss::grammar grammar = make_grammar(tokenizer.get(), options);
   check_token_budget(grammar.get(), options);
+  gptoss::speculator speculator = make_speculator(options);
   Conversation conversation(options);
   std::vector<uint32_t> raw_history;  // --raw: every token so far, prompts and completions
 
@@ -156,7 +157,7 @@ int run_chat(const Options& options) {
     GenerationStats stats;
     try {
       stats = generate(model.get(), context.get(), sampler.get(), tokenizer.get(), options,
-                       completion, &g_interrupt, constraint.get());
+                       completion, &g_interrupt, constraint.get(), speculator.get());
     } catch (...) {
       g_generating.store(false);
       throw;

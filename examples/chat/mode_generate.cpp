@@ -43,8 +43,10 @@ int run_generate(const Options& options) {
     display.color = isatty(STDOUT_FILENO);
   }
   Completion completion(tokenizer.get(), options.harmony, display);
-  GenerationStats stats = generate(model.get(), context.get(), sampler.get(), tokenizer.get(),
-                                   options, completion, nullptr, constraint.get());
+  gptoss::speculator speculator = make_speculator(options);
+  GenerationStats stats =
+      generate(model.get(), context.get(), sampler.get(), tokenizer.get(), options, completion,
+               nullptr, constraint.get(), speculator.get());
   completion.finish();
   const bool closed_by_budget = constraint.closed_by_budget();
 

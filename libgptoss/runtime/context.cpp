@@ -113,6 +113,53 @@ void Context::run_steps(std::span<Context* const> contexts, const SampleRequest*
   }
 }
 
+void Context::process_rows(size_t rows, std::vector<float>& out) {
+  const size_t total = tokens_.size();
+  if (rows == 0 || rows > total - n_processed_ || rows > max_batch_tokens_)
+    fail(gptoss_status_internal, "process_rows: {} rows of {} pending tokens (batch {})", rows,
+         total - n_processed_, max_batch_tokens_);
+  // Ordinary steps up to where the last step holds the rows (and at most max_batch_tokens).
+  while (total - n_processed_ > max_batch_tokens_) {
+    const size_t n = std::min(max_batch_tokens_, total - n_processed_ - rows);
+    const SequenceChunk chunk{this, n_processed_, n_processed_ + n, false};
+    run_forward_step(*pool_, std::span(&chunk, 1));
+  }
+  out.resize(rows * size_t(model_->config().vocab_size));
+  SequenceChunk chunk{this, n_processed_, total, true};
+  chunk.logit_rows = rows;
+  chunk.host_rows = out.data();
+  run_forward_step(*pool_, std::span(&chunk, 1));
+}
+
+void Context::rollback(size_t n, std::span<const float> last_logits) {
+  const size_t V = model_->config().vocab_size;
+  if (n == 0 || n > n_processed_ || n_processed_ != tokens_.size() || last_logits.size() != V)
+    fail(gptoss_status_internal, "rollback to {} with {} of {} tokens processed", n, n_processed_,
+         tokens_.size());
+  if (n == tokens_.size()) return;
+  if (!window_held(n)) {
+    truncate(n);
+    return;
+  }
+  tokens_.resize(n);
+  n_processed_ = n;
+  if (checkpoint_ > n) checkpoint_ = 0;
+  const size_t P = KvPool::kPageSize;
+  // The partly kept page keeps its stale positions past n: the next step overwrites them
+  // before any query can see them.
+  release_pages_from(PageGroup::full, (n + P - 1) / P);
+  release_pages_from(PageGroup::sliding, (n + P - 1) / P);
+  // Both copies of the logits: sampling on the device reads logits_buf_.
+  const uint32_t out = model_->placement().output_device();
+  const BackendDevice& dev = model_->device(out);
+  const gptoss_backend_stream_t s = pool_->runner().stream(out);
+  logits_state_ = LogitsState::none;
+  dev.check(dev.api().buffer_write(s, logits_buf_, 0, last_logits.data(), V * 4), "logits write");
+  dev.check(dev.api().stream_synchronize(s), "logits write");
+  logits_.assign(last_logits.begin(), last_logits.end());
+  logits_state_ = LogitsState::on_host;
+}
+
 const std::vector<float>& Context::host_logits() {
   if (logits_state_ == LogitsState::none)
     fail(gptoss_status_invalid_state, "no logits: the last token has not been processed");

@@ -50,6 +50,16 @@ class Context {
   // Whether sample() would run on the device for `sampler`.
   bool samples_on_device(const Sampler& sampler) const;
 
+  // Speculative verification (libgptoss/speculative): processes every pending token, the
+  // last `rows` of them (1..max_batch_tokens, at most the pending ones) in one forward step
+  // whose logits, rows * vocab floats, land in `out`; earlier ones in ordinary steps.
+  void process_rows(size_t rows, std::vector<float>& out);
+  // Drops the tokens from position n on, all of whose KV a step computed (a rejected draft),
+  // keeping the first n processed: no token is processed again. `last_logits` (vocab floats,
+  // those of position n - 1, which the step computed) become the context's logits, as if the
+  // step had ended there. Falls back to truncate(n) if the window before n is not held.
+  void rollback(size_t n, std::span<const float> last_logits);
+
   void reset();
   // Keeps n tokens; resumes at n - 1, at the checkpoint, or at 0: the latest position whose
   // sliding-window KV is still held.

@@ -74,7 +74,13 @@ class ForwardStep {
   std::vector<int32_t> tokens_, positions_, slots_[2], pages_[2];
   std::vector<gptoss_attn_seq> seqs_[2];
   gptoss_attn_shape shape_[2] = {};
-  std::vector<const SequenceChunk*> rows_;  // chunk of each logit row; sampled rows first
+  // Each logit row: its chunk and its token's row in the step; sampled rows first.
+  struct LogitRow {
+    const SequenceChunk* chunk;
+    size_t token;
+  };
+  std::vector<LogitRow> rows_;
+  std::vector<size_t> first_row_;  // of each chunk in rows_ (its rows are consecutive)
   size_t n_sampled_ = 0;
   std::vector<gptoss_sample_row> sample_rows_;
   std::vector<uint32_t> masks_;  // n_sampled_ rows of mask words, or empty
@@ -113,16 +119,28 @@ void ForwardStep::plan() {
     s.max_keys = s.window ? std::min(s.window, hints_.max_keys) : hints_.max_keys;
   }
   // Logit rows: those sampled on the device first, so one sample call covers them.
-  for (const SequenceChunk& ch : chunks_)
-    if (ch.want_logits && ch.sample) rows_.push_back(&ch);
+  std::vector<size_t> end_token(chunks_.size());  // of each chunk, in the step's tokens
+  for (size_t i = 0, end = 0; i < chunks_.size(); ++i)
+    end_token[i] = end += chunks_[i].end - chunks_[i].begin;
+  first_row_.assign(chunks_.size(), 0);
+  for (size_t i = 0; i < chunks_.size(); ++i)
+    if (chunks_[i].want_logits && chunks_[i].sample) {
+      first_row_[i] = rows_.size();
+      rows_.push_back({&chunks_[i], end_token[i] - 1});
+    }
   n_sampled_ = rows_.size();
-  for (const SequenceChunk& ch : chunks_)
-    if (ch.want_logits && !ch.sample) rows_.push_back(&ch);
+  for (size_t i = 0; i < chunks_.size(); ++i) {
+    const SequenceChunk& ch = chunks_[i];
+    if (!ch.want_logits || ch.sample) continue;
+    const size_t n = std::clamp<size_t>(ch.logit_rows, 1, ch.end - ch.begin);
+    first_row_[i] = rows_.size();
+    for (size_t t = end_token[i] - n; t < end_token[i]; ++t) rows_.push_back({&ch, t});
+  }
   const size_t words = (size_t(c_.vocab_size) + 31) / 32;
   bool any_mask = false;
-  for (size_t r = 0; r < n_sampled_; ++r) any_mask |= !rows_[r]->sample->mask.empty();
+  for (size_t r = 0; r < n_sampled_; ++r) any_mask |= !rows_[r].chunk->sample->mask.empty();
   for (size_t r = 0; r < n_sampled_; ++r) {
-    const SampleRequest& s = *rows_[r]->sample;
+    const SampleRequest& s = *rows_[r].chunk->sample;
     sample_rows_.push_back(sample_row_for(*s.sampler, s.sampler->peek_uniform()));
     if (any_mask) {
       if (s.mask.empty()) masks_.insert(masks_.end(), words, ~0u);
@@ -238,18 +256,17 @@ void ForwardStep::output() const {
   const uint32_t out = p_.output_device();
   const ArenaViews& v = runner_.views(out);
   const DeviceOps o = ops(out);
-  std::vector<size_t> last_token(chunks_.size());  // of each chunk, in the step's rows
-  for (size_t i = 0, end = 0; i < chunks_.size(); ++i)
-    last_token[i] = (end += chunks_[i].end - chunks_[i].begin) - 1;
   // Decode usually wants every row, in order: then x itself is the rows to norm.
   bool every_row = R == T_;
-  for (size_t r = 0; r < R && every_row; ++r) every_row = last_token[size_t(rows_[r] - chunks_.data())] == r;
+  for (size_t r = 0; r < R && every_row; ++r) every_row = rows_[r].token == r;
   if (!every_row)
-    for (size_t r = 0; r < R; ++r)
-      o.copy(v.xr, r * H * 4, v.x, last_token[size_t(rows_[r] - chunks_.data())] * H * 4, H * 4);
+    for (size_t r = 0; r < R; ++r) o.copy(v.xr, r * H * 4, v.x, rows_[r].token * H * 4, H * 4);
   o.rmsnorm(every_row ? v.x : v.xr, m_.final_norm(), R, H, c_.rms_norm_eps, v.hr);
   o.linear(v.hr, m_.unembedding(), nullptr, R, H, V, v.logits);
-  for (size_t r = 0; r < R; ++r) o.copy(rows_[r]->context->logits_buf_, 0, v.logits, r * V * 4, V * 4);
+  // Each context keeps the logits of its last position (a chunk's last row).
+  for (size_t r = 0; r < R; ++r)
+    if (r + 1 == R || rows_[r + 1].chunk != rows_[r].chunk)
+      o.copy(rows_[r].chunk->context->logits_buf_, 0, v.logits, r * V * 4, V * 4);
   if (n_sampled_ == 0) return;
   o.sample(v.logits, v.sample_rows, masks_.empty() ? nullptr : v.mask,
            sample_shape_of(sample_rows_, uint32_t(V)), v.results);
@@ -278,13 +295,23 @@ void ForwardStep::run() {
                                            results.data(), n_sampled_ * sizeof(gptoss_sample_result)),
                            "sample results read");
     }
+    const uint32_t out = p_.output_device();
+    const size_t V = c_.vocab_size;
+    for (size_t i = 0; i < chunks_.size(); ++i) {
+      const SequenceChunk& ch = chunks_[i];
+      if (!ch.want_logits || ch.sample || ch.host_rows == nullptr) continue;
+      const size_t n = std::clamp<size_t>(ch.logit_rows, 1, ch.end - ch.begin);
+      m_.device(out).check(api.buffer_read(runner_.stream(out), runner_.views(out).logits,
+                                           first_row_[i] * V * 4, ch.host_rows, n * V * 4),
+                           "logits read");
+    }
     runner_.synchronize();
   } catch (...) {
     runner_.drain();  // nothing of this step may still run when the arena is next written
     throw;
   }
 
-  for (size_t r = 0; r < n_sampled_; ++r) *rows_[r]->sample->result = results[r];
+  for (size_t r = 0; r < n_sampled_; ++r) *rows_[r].chunk->sample->result = results[r];
   for (const auto& ch : chunks_) {
     Context& ctx = *ch.context;
     ctx.n_processed_ = ch.end;

@@ -24,6 +24,10 @@ struct SequenceChunk {
   size_t begin, end;  // positions [begin, end) of the context's tokens
   bool want_logits;   // compute logits of position end - 1
   const SampleRequest* sample = nullptr;  // with want_logits: sample them on the device
+  // With want_logits and no sample: logits of the last `logit_rows` positions, copied to
+  // `host_rows` (logit_rows * vocab floats) when the step ends (speculative verification).
+  size_t logit_rows = 1;
+  float* host_rows = nullptr;
 };
 
 // Runs the model over every chunk; advances each context's processed count and keeps the

@@ -61,6 +61,9 @@ TEST_CASE("versioned structs: the sizes of git history are the library's", "[api
   CHECK(sizeof(gptoss_harmony_render_options) == 16);
   CHECK(sizeof(gptoss_harmony_state) == 64);
   CHECK(sizeof(gptoss_constraint_options) == 24);
+  CHECK(sizeof(gptoss_draft_options) == 24);
+  CHECK(sizeof(gptoss_speculator_options) == 32);
+  CHECK(sizeof(gptoss_speculator_stats) == 48);
 }
 
 TEST_CASE("model options at every size", "[api][abi]") {
@@ -310,6 +313,17 @@ TEST_CASE("options init: never writes past the caller's struct", "[api][abi]") {
   GPTOSS_REQUIRE_OK((gptoss_constraint_options_init)(&co));
   CHECK(co.struct_size == 16);
   CHECK(co.max_reasoning_tokens < 0);
+  gptoss_draft_options d;
+  GPTOSS_REQUIRE_OK((gptoss_draft_options_init)(&d));
+  CHECK(d.struct_size == 24);
+  CHECK(d.n_stop_tokens == 0);
+  gptoss_speculator_options sp;
+  GPTOSS_REQUIRE_OK((gptoss_speculator_options_init)(&sp));
+  CHECK(sp.struct_size == 32);
+  CHECK(sp.max_draft == 8);
+  CHECK(sp.prompt_lookup == 1);
+  CHECK(sp.jump_forward == 1);
+  CHECK(sp.draft_model == nullptr);
 }
 
 #endif  // 64-bit

@@ -169,6 +169,28 @@ class GenerateTest(unittest.TestCase):
             self.assertEqual(p, p_top1)
             self.assertGreater(float(entropy), 0.0)
 
+    def test_draft_gives_the_same_tokens(self):
+        """--draft ngram and --draft MODEL (the model drafting for itself) print the tokens of
+        plain decoding (scalar kernels: one token's logits are the same in any step) and, with
+        --verbose, the drafted and accepted counts (docs/speculative.md)."""
+        env = dict(os.environ, GPTOSS_CPU_ISA="scalar")
+        args = ["generate", "-i", "one two three one two three one two", *MODEL_ARGS, "--raw",
+                "--no-constrain", "--format", "ids", "--max-tokens", "16", "--quiet"]
+        for temperature in ("0", "1"):
+            plain = ok(*args, "--temperature", temperature, "--seed", "3", env=env).stdout
+            for draft in ("ngram", MODEL):
+                # -v prints token bytes, not always UTF-8 on their own: read them as bytes.
+                got = subprocess.run([CLI, *args, "--temperature", temperature, "--seed", "3",
+                                      "--draft", draft, "--draft-max", "4", "-v"],
+                                     capture_output=True, env=env, timeout=120)
+                self.assertEqual(got.returncode, 0, got.stderr.decode("utf-8", "replace"))
+                self.assertEqual(got.stdout.decode(), plain, draft)
+                self.assertRegex(got.stderr.decode("utf-8", "replace"),
+                                 r"\[speculative: \d+ steps, drafted \d+, accepted \d+")
+        bad = run(*args, "--draft-max", "0")
+        self.assertEqual(bad.returncode, 2)
+        self.assertIn("--draft-max", bad.stderr)
+
     def test_stdin_prompt_and_seeded_sampling(self):
         a = ok("generate", "-i", "-", *MODEL_ARGS, "--seed", "42", "--max-tokens", "6",
                "--format", "ids", "-q", stdin="Hello there").stdout

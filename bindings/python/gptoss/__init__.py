@@ -22,13 +22,14 @@ from .context import Context, KVCache
 from .harmony import StreamParser, render
 from .model import Model, ModelInfo
 from .sampler import Logprob, Sampler
+from .speculative import Speculator, sample_draft
 from .tokenizer import Tokenizer
 
 __all__ = [
     "Model", "ModelInfo", "Tokenizer", "Context", "KVCache", "Sampler", "Logprob",
     "render", "StreamParser", "generate", "chat", "Token", "Generation", "ChatResponse",
     "system_message",
-    "Grammar", "Constraint", "StopStrings",
+    "Grammar", "Constraint", "StopStrings", "Speculator", "sample_draft",
     "GptossError", "InvalidArgumentError", "UnsupportedArgumentError", "InvalidStateError",
     "GptossIOError", "InsufficientMemoryError", "InsufficientResourcesError",
     "UnsupportedSystemError", "ContextOverflowError", "BufferTooSmallError", "InternalError",

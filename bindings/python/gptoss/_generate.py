@@ -10,6 +10,7 @@ from ._errors import InvalidArgumentError
 from .constrain import Constraint, Grammar
 from .context import Context
 from .sampler import Sampler
+from .speculative import Speculator
 
 DEFAULT_IDENTITY = "You are ChatGPT, a large language model trained by OpenAI."
 
@@ -45,6 +46,7 @@ class Generation:
     def __init__(self, tokens, constraint):
         self._tokens = tokens
         self.constraint = constraint  # None when nothing is enforced
+        self.speculator = None  # with generate(draft=...): the Speculator (its stats())
 
     def __iter__(self):
         return self
@@ -144,10 +146,25 @@ def _stop_tokens(tokenizer, use_harmony):
     return {tokenizer.special_token_id(n) for n in names}
 
 
+def _speculator(model, draft, draft_max):
+    """The speculator for generate(draft=...): None (plain decoding), "ngram" (prompt lookup),
+    a path of a model with the same tokenizer, or a Model."""
+    if draft is None or draft == "none":
+        return None
+    if draft_max < 1:
+        raise ValueError(f"draft_max must be at least 1, got {draft_max}")
+    if draft == "ngram":
+        return Speculator(max_draft=draft_max)
+    from .model import Model
+    draft_model = draft if isinstance(draft, Model) else Model(str(draft))
+    return Speculator(draft_model=draft_model, max_draft=draft_max)
+
+
 def _run(model, prompt_tokens, *, max_tokens, use_harmony, context_length, sampler_options,
-         constraint=None):
+         constraint=None, speculator=None):
     """Yields Token after Token; the parser (if any) is returned via StopIteration.value.
-    With a constraint, only tokens it allows are sampled and generation ends when it is done."""
+    With a constraint, only tokens it allows are sampled and generation ends when it is done.
+    With a speculator, each step verifies a draft and yields the tokens it gives (the same)."""
     tokenizer = model.tokenizer
     stop = _stop_tokens(tokenizer, use_harmony)
     with Context(model, context_length=context_length) as ctx, \
@@ -157,15 +174,22 @@ def _run(model, prompt_tokens, *, max_tokens, use_harmony, context_length, sampl
         parser = harmony.StreamParser(tokenizer) if use_harmony else None
         decoder = codecs.getincrementaldecoder("utf-8")("replace")
         ctx.append(prompt_tokens)
-        for i in range(max_tokens):
-            token = ctx.sample(sampler)
-            if parser is not None:
-                state = parser.process(token)
-                yield Token(token, state.content_delta, state.channel, state.recipient)
+        i = 0
+        while i < max_tokens:
+            if speculator is not None:
+                step = speculator.step(ctx, sampler, max_tokens - i, sorted(stop))
             else:
-                yield Token(token, decoder.decode(tokenizer.token_bytes(token)))
+                step = [ctx.sample(sampler)]
+            for token in step:  # the step's tokens but the last are appended already
+                if parser is not None:
+                    state = parser.process(token)
+                    yield Token(token, state.content_delta, state.channel, state.recipient)
+                else:
+                    yield Token(token, decoder.decode(tokenizer.token_bytes(token)))
+                i += 1
+            token = step[-1]
             done = constraint is not None and constraint.finished
-            if token in stop or done or i + 1 == max_tokens or ctx.num_tokens >= ctx.max_tokens:
+            if token in stop or done or i >= max_tokens or ctx.num_tokens >= ctx.max_tokens:
                 break
             ctx.append([token])
         return parser
@@ -173,7 +197,8 @@ def _run(model, prompt_tokens, *, max_tokens, use_harmony, context_length, sampl
 
 def generate(model, prompt, *, max_tokens=256, harmony_format=True, reasoning_effort=None,
              developer=None, context_length=8192, json_schema=None, tools=None, tool_choice=None,
-             max_reasoning_tokens=None, constrain=True, **sampler_options):
+             max_reasoning_tokens=None, constrain=True, draft=None, draft_max=8,
+             **sampler_options):
     """Yields Token objects as they are sampled.
 
     `prompt` is a str (Harmony-wrapped as one user message unless harmony_format=False, when
@@ -192,9 +217,14 @@ def generate(model, prompt, *, max_tokens=256, harmony_format=True, reasoning_ef
     Structured output (a json_schema, or tools that may be called) is steered to end complete
     and valid within max_tokens (and the context); a max_tokens below the shortest complete
     answer raises InvalidArgumentError (a ValueError) naming that minimum.
+
+    Speculative decoding (docs/speculative.md): `draft` "ngram" drafts by prompt lookup, a
+    path (or a Model) with the same tokenizer drafts with that model; up to `draft_max` tokens
+    are verified per forward step. The tokens are those of plain decoding (draft=None).
     """
     _check_max_tokens(max_tokens)
     tokenizer = model.tokenizer
+    speculator = _speculator(model, draft, draft_max)
     if not harmony_format and (tools or tool_choice is not None or max_reasoning_tokens is not None):
         raise ValueError("tools, tool_choice and max_reasoning_tokens need harmony_format=True")
     if isinstance(prompt, str):
@@ -214,9 +244,11 @@ def generate(model, prompt, *, max_tokens=256, harmony_format=True, reasoning_ef
                                     structured=_structured(json_schema, tools, tool_choice),
                                     max_tokens=max_tokens, context_length=context_length,
                                     max_reasoning_tokens=max_reasoning_tokens, caller="generate")
-    return Generation(_run(model, ids, max_tokens=max_tokens, use_harmony=harmony_format,
-                           context_length=context_length, sampler_options=sampler_options,
-                           constraint=constraint), constraint)
+    generation = Generation(_run(model, ids, max_tokens=max_tokens, use_harmony=harmony_format,
+                                 context_length=context_length, sampler_options=sampler_options,
+                                 constraint=constraint, speculator=speculator), constraint)
+    generation.speculator = speculator  # its stats(): drafted and accepted tokens
+    return generation
 
 
 def chat(model, messages, *, max_tokens=1024, reasoning_effort=None, developer=None,

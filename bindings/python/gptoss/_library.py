@@ -115,6 +115,35 @@ class ConstraintOptions(ctypes.Structure):
     ]
 
 
+class DraftOptions(ctypes.Structure):
+    _fields_ = [
+        ("struct_size", c_size_t),
+        ("stop_tokens", POINTER(c_uint32)),
+        ("n_stop_tokens", c_size_t),
+    ]
+
+
+class SpeculatorOptions(ctypes.Structure):
+    _fields_ = [
+        ("struct_size", c_size_t),
+        ("prompt_lookup", c_int32),
+        ("jump_forward", c_int32),
+        ("draft_model", c_void_p),
+        ("max_draft", c_uint32),
+    ]
+
+
+class SpeculatorStats(ctypes.Structure):
+    _fields_ = [
+        ("struct_size", c_size_t),
+        ("steps", c_uint64),
+        ("drafted", c_uint64),
+        ("accepted", c_uint64),
+        ("forced", c_uint64),
+        ("draft_length", c_uint32),
+    ]
+
+
 class TokenLogprob(ctypes.Structure):
     _fields_ = [("token", c_uint32), ("logprob", c_float)]
 
@@ -228,6 +257,18 @@ _PROTOTYPES = {
     "gptoss_constraint_min_tokens": [c_void_p, _P(ctypes.c_int64)],
     "gptoss_constraint_closed_by_budget": [c_void_p, _P(c_int32)],
     "gptoss_sampler_set_constraint": [c_void_p, c_void_p],
+    # speculative decoding
+    "gptoss_draft_options_init_sized": [_P(DraftOptions), c_size_t],
+    "gptoss_context_sample_draft": [c_void_p, c_void_p, _P(c_uint32), c_size_t, _P(DraftOptions),
+                                    _P(c_uint32), c_size_t, _P(c_size_t)],
+    "gptoss_speculator_options_init_sized": [_P(SpeculatorOptions), c_size_t],
+    "gptoss_speculator_create": [_P(SpeculatorOptions), _P(c_void_p)],
+    "gptoss_speculator_retain": [c_void_p],
+    "gptoss_speculator_release": [c_void_p],
+    "gptoss_speculator_reset": [c_void_p],
+    "gptoss_speculator_step": [c_void_p, c_void_p, c_void_p, _P(DraftOptions), _P(c_uint32),
+                               c_size_t, _P(c_size_t)],
+    "gptoss_speculator_get_stats": [c_void_p, _P(SpeculatorStats)],
     "gptoss_stop_strings_create": [_P(c_char_p), c_size_t, _P(c_void_p)],
     "gptoss_stop_strings_release": [c_void_p],
     "gptoss_stop_strings_push": [c_void_p, c_char_p, c_size_t, _P(c_void_p), _P(c_size_t),

@@ -1,0 +1,210 @@
+// gptoss-bench --speculative: what speculative decoding costs and gains, through the public C
+// API (docs/speculative.md).
+//  1. Verify cost: one step that processes k tokens (the pending one and k - 1 drafted) against
+//     one plain decode step, k = 1, 2, 4, 8, 16, alternated in each repetition. Beside the
+//     time, the distinct experts a step of k tokens reads per layer when each token's top-4 is
+//     uniform over E experts (the synthetic models' random routers): E (1 - (1 - 4/E)^k).
+//  2. The ceiling: an oracle drafter replaying an earlier greedy run of the same prompt,
+//     drafting K tokens per step, against plain decoding, alternated. Kernels whose result for
+//     a token depends on the step's size (every CPU level but scalar today) make plain greedy
+//     decoding a poor oracle on random weights, whose near-flat logits flip on a rounding: the
+//     earlier run is then the greedy run of the same step schedule (each step of K + 1 tokens
+//     iterated to its fixed point), which the timed run replays whole. Both are reported.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <vector>
+
+#include "bench.hpp"
+
+namespace gptoss::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
+}  // namespace
+
+int run_speculative_bench(const Options& o) {
+  gptoss_model_options mo;
+  gptoss_model_options_init(&mo);
+  mo.num_threads = o.threads;
+  mo.use_mmap = o.use_mmap ? 1 : 0;
+  mo.precision = o.exact ? gptoss_precision_exact : gptoss_precision_fast;
+  if (!o.backend.empty()) mo.backend = o.backend.c_str();
+  if (!o.tokenizer_json.empty()) mo.tokenizer_path = o.tokenizer_json.c_str();
+  const gptoss::model loaded = gptoss::model::load(o.model, &mo, "loading the model");
+  const gptoss_model_info info = loaded.info();
+
+  const size_t K = o.draft_max;
+  gptoss_context_options co;
+  gptoss_context_options_init(&co);
+  co.context_length = o.n_prompt + o.n_gen + K + 32;
+  co.max_batch_tokens = std::max<size_t>({o.n_prompt, K + 1, 17});
+  const gptoss::context context = gptoss::context::create(loaded.get(), &co, "creating a context");
+  const gptoss_context_t ctx = context.get();
+  gptoss_sampler_options so;
+  gptoss_sampler_options_init(&so);
+  so.temperature = 0.0f;
+  const gptoss::sampler greedy = gptoss::sampler::create(&so, "creating a sampler");
+  const gptoss_sampler_t sampler = greedy.get();
+
+  std::vector<uint32_t> prompt(o.n_prompt);
+  const size_t id_range = std::min<size_t>(info.vocab_size, 199000) - 1000;
+  for (size_t i = 0; i < prompt.size(); ++i)
+    prompt[i] = uint32_t(1000 + (i * 7919 + 13) % id_range);
+  gptoss::check(gptoss_context_append_tokens(ctx, prompt.size(), prompt.data()), "append");
+  gptoss::check(gptoss_context_process(ctx), "prefill");
+
+  // Back to the prompt with its last token pending (processed again by the next step).
+  auto restart = [&] {
+    const uint32_t any = prompt.back();
+    gptoss::check(gptoss_context_append_tokens(ctx, 1, &any), "append");
+    gptoss::check(gptoss_context_truncate(ctx, prompt.size()), "truncate");
+  };
+
+  // 1. Verify cost. Each step starts from the prompt.
+  const std::vector<size_t> ks = {1, 2, 4, 8, 16};
+  std::vector<std::vector<double>> step_s(ks.size());
+  std::vector<uint32_t> draft(16), out(std::max<size_t>(17, K + 1));
+  for (size_t i = 0; i < draft.size(); ++i) draft[i] = uint32_t(2000 + i * 31);  // rarely kept
+  for (size_t r = 0; r <= o.reps; ++r) {  // repetition 0 warms up
+    for (size_t j = 0; j < ks.size(); ++j) {
+      restart();
+      size_t n = 0;
+      const auto t0 = Clock::now();
+      gptoss::check(gptoss_context_sample_draft(ctx, sampler, draft.data(), ks[j] - 1, nullptr,
+                                                out.data(), out.size(), &n),
+                    "verify");
+      if (r > 0) step_s[j].push_back(seconds_since(t0));
+    }
+  }
+  const double E = double(info.num_experts), A = double(info.num_active_experts);
+  if (!o.json) {
+    std::printf("## Verify cost: one step of k tokens against one plain decode step\n\n");
+    std::printf("model %s, %zu-token prompt, %s precision, median of %zu\n\n", o.model.c_str(),
+                o.n_prompt, o.exact ? "exact" : "fast", o.reps);
+    std::printf(
+        "| k | step ms | x plain step | ms per token | distinct experts per layer (uniform "
+        "routing) |\n");
+    std::printf("| ---: | ---: | ---: | ---: | ---: |\n");
+  }
+  const double plain_ms = 1e3 * median(step_s[0]);
+  for (size_t j = 0; j < ks.size(); ++j) {
+    const double ms = 1e3 * median(step_s[j]);
+    const double experts = E * (1.0 - std::pow(1.0 - A / E, double(ks[j])));
+    if (o.json)
+      std::printf(
+          "{\"bench\":\"verify\",\"k\":%zu,\"step_ms\":%.2f,\"ratio\":%.3f,\"experts\":%.1f}\n",
+          ks[j], ms, ms / plain_ms, experts);
+    else
+      std::printf("| %zu | %.1f | %.2f | %.1f | %.1f of %.0f |\n", ks[j], ms, ms / plain_ms,
+                  ms / double(ks[j]), experts, E);
+  }
+
+  // 2. The oracle drafter's ceiling: an earlier greedy run, replayed K tokens per step.
+  if (o.n_gen == 0) return 0;
+  std::vector<uint32_t> plain_greedy;
+  restart();
+  for (size_t i = 0; i < o.n_gen; ++i) {
+    uint32_t t = 0;
+    gptoss::check(gptoss_context_sample(ctx, sampler, &t), "sample");
+    gptoss::check(gptoss_context_append_tokens(ctx, 1, &t), "append");
+    plain_greedy.push_back(t);
+  }
+  // The greedy run of the step schedule: each step's draft is corrected until all of it is
+  // kept (a step's logits depend only on its size and the tokens before each position, so
+  // every round fixes at least one more position).
+  std::vector<uint32_t> oracle;
+  restart();
+  while (oracle.size() < o.n_gen) {
+    const size_t k = std::min(K, o.n_gen - oracle.size() - 1);
+    std::vector<uint32_t> d(plain_greedy.begin() + std::ptrdiff_t(oracle.size()),
+                            plain_greedy.begin() + std::ptrdiff_t(oracle.size() + k));
+    size_t n = 0;
+    // Each round fixes a position unless the kernels are not even deterministic run to run
+    // (they are, for a given shape): the cap keeps the bench finite either way.
+    for (size_t round = 0;; ++round) {
+      size_t before = 0;
+      gptoss::check(gptoss_context_get_num_tokens(ctx, &before), "tokens");
+      gptoss::check(gptoss_context_sample_draft(ctx, sampler, d.data(), d.size(), nullptr,
+                                                out.data(), out.size(), &n),
+                    "verify");
+      if (n == d.size() + 1 || round == 2 * (k + 1)) break;
+      std::copy(out.begin(), out.begin() + std::ptrdiff_t(n), d.begin());  // kept + corrected
+      // Back to the step's start, its first token pending again.
+      const uint32_t any = d[0];
+      gptoss::check(gptoss_context_append_tokens(ctx, 1, &any), "append");
+      gptoss::check(gptoss_context_truncate(ctx, before), "truncate");
+    }
+    oracle.insert(oracle.end(), out.begin(), out.begin() + std::ptrdiff_t(n));
+    gptoss::check(gptoss_context_append_tokens(ctx, 1, &out[n - 1]), "append");
+  }
+  oracle.resize(o.n_gen);
+  size_t same = 0;
+  while (same < o.n_gen && oracle[same] == plain_greedy[same]) ++same;
+  std::vector<double> plain_tps, oracle_tps;
+  size_t drafted = 0, kept = 0, steps = 0, matched = 0;
+  for (size_t r = 0; r < o.reps; ++r) {
+    restart();
+    auto t0 = Clock::now();
+    for (size_t i = 0; i < o.n_gen; ++i) {
+      uint32_t t = 0;
+      gptoss::check(gptoss_context_sample(ctx, sampler, &t), "sample");
+      gptoss::check(gptoss_context_append_tokens(ctx, 1, &t), "append");
+    }
+    plain_tps.push_back(double(o.n_gen) / seconds_since(t0));
+    restart();
+    std::vector<uint32_t> got;
+    t0 = Clock::now();
+    while (got.size() < o.n_gen) {
+      const size_t k = std::min(K, o.n_gen - got.size() - 1);
+      std::vector<uint32_t> d;
+      for (size_t i = 0; i < k && got.size() + i < oracle.size(); ++i)
+        d.push_back(oracle[got.size() + i]);
+      size_t n = 0;
+      gptoss::check(gptoss_context_sample_draft(ctx, sampler, d.data(), d.size(), nullptr,
+                                                out.data(), out.size(), &n),
+                    "verify");
+      drafted += d.size();
+      kept += n - 1;
+      ++steps;
+      got.insert(got.end(), out.begin(), out.begin() + std::ptrdiff_t(n));
+      gptoss::check(gptoss_context_append_tokens(ctx, 1, &out[n - 1]), "append");
+    }
+    oracle_tps.push_back(double(o.n_gen) / seconds_since(t0));
+    got.resize(o.n_gen);
+    matched += got == oracle ? 1 : 0;
+  }
+  const double p = median(plain_tps), s = median(oracle_tps);
+  const double acceptance = drafted ? double(kept) / double(drafted) : 0.0;
+  if (o.json) {
+    std::printf(
+        "{\"bench\":\"oracle\",\"draft\":%zu,\"plain_tps\":%.3f,\"oracle_tps\":%.3f,"
+        "\"speedup\":%.3f,\"acceptance\":%.3f,\"identical_runs\":%zu,"
+        "\"same_as_plain_greedy\":%zu}\n",
+        K, p, s, s / p, acceptance, matched, same);
+  } else {
+    std::printf(
+        "\n## Oracle drafter (replays an earlier greedy run), %zu tokens drafted per step\n\n", K);
+    std::printf("| decode | tok/s (median of %zu, alternated) | x plain |\n| --- | ---: | ---: |\n",
+                o.reps);
+    std::printf("| plain | %.2f | 1.00 |\n| oracle, draft %zu | %.2f | %.2f |\n", p, K, s, s / p);
+    std::printf(
+        "\nacceptance %.1f %% (%zu of %zu drafted, %zu steps for %zu tokens); runs identical "
+        "to the oracle: %zu of %zu; the oracle (the greedy run of this step schedule) "
+        "agrees with plain greedy decoding on its first %zu of %zu tokens\n",
+        100.0 * acceptance, kept, drafted, steps, o.n_gen * o.reps, matched, o.reps, same, o.n_gen);
+  }
+  return 0;
+}
+
+}  // namespace gptoss::bench

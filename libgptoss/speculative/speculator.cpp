@@ -1,0 +1,117 @@
+#include "libgptoss/speculative/speculator.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "libgptoss/common/error.hpp"
+
+namespace gptoss::speculative {
+
+size_t DraftLength::next() const {
+  if (max_ == 0) return 0;
+  if (pause_ > 0) return 0;
+  const double alpha = kept_ / tried_;
+  if (alpha >= 1.0) return max_;
+  // Largest k with alpha^k > kWorth; a probe (1) when that is none.
+  const double k = alpha <= 0.0 ? 0.0 : std::floor(std::log(kWorth) / std::log(alpha));
+  return std::clamp<size_t>(size_t(std::max(k, 0.0)), 1, max_);
+}
+
+void DraftLength::update(size_t drafted, size_t accepted) {
+  if (pause_ > 0) {
+    --pause_;
+    return;
+  }
+  if (drafted == 0) return;
+  kept_ = kDecay * kept_ + double(accepted);
+  tried_ = kDecay * tried_ + double(accepted) + (accepted < drafted ? 1.0 : 0.0);
+  const double alpha = kept_ / tried_;
+  if (alpha > kWorth) {
+    failed_probes_ = 0;
+    return;
+  }
+  // Not worth one token: pause, longer after each probe that failed.
+  if (accepted == 0) failed_probes_ = std::min<size_t>(failed_probes_ + 1, 7);
+  pause_ = std::min(kMaxPause, size_t(1) << (failed_probes_ == 0 ? 0 : failed_probes_ - 1));
+}
+
+void DraftLength::reset() {
+  kept_ = 1.2;
+  tried_ = 2.0;
+  pause_ = failed_probes_ = 0;
+}
+
+Speculator::Speculator(SpeculatorOptions options)
+    : options_(std::move(options)), length_(options_.max_draft) {}
+
+void Speculator::reset() {
+  length_.reset();
+  stats_ = {};
+}
+
+SpeculatorStats Speculator::stats() const {
+  SpeculatorStats s = stats_;
+  s.draft_length = length_.next();
+  return s;
+}
+
+void Speculator::forced_tokens(const constrain::Constraint& constraint, size_t max,
+                               std::vector<uint32_t>& out) {
+  if (max == 0 || constraint.finished()) return;
+  std::unique_ptr<constrain::Constraint> probe = constraint.clone();
+  constrain::TokenMask mask(probe->num_tokens());
+  while (out.size() < max && !probe->finished()) {
+    probe->fill_mask(mask);
+    if (mask.count() != 1) return;
+    uint32_t t = 0;
+    while (!mask.test(t)) ++t;
+    probe->accept(t);
+    out.push_back(t);
+  }
+}
+
+VerifyResult Speculator::step(Context& ctx, Sampler& sampler, constrain::Constraint* constraint,
+                              constrain::TokenMask* scratch, std::span<const uint32_t> stop,
+                              size_t max_tokens) {
+  if (max_tokens == 0)
+    fail(gptoss_status_invalid_argument, "a step must be allowed at least one token");
+  // Room for the draft: one step, the context, what the caller wants back.
+  const size_t room = std::min(
+      {ctx.max_batch_tokens() - 1, ctx.max_tokens() - ctx.tokens().size(), max_tokens - 1});
+  draft_.clear();
+  if (constraint != nullptr && options_.jump_forward) forced_tokens(*constraint, room, draft_);
+  const size_t forced = draft_.size();
+  const bool ends = forced > 0 && std::find(stop.begin(), stop.end(), draft_.back()) != stop.end();
+  size_t asked = std::min(length_.next(), room - forced);
+  if (ends) asked = 0;
+  if (asked > 0 && (drafter_ || options_.prompt_lookup || options_.draft_model)) {
+    if (!drafter_) {
+      if (options_.draft_model) {
+        if (options_.draft_model->config().vocab_size != ctx.model().config().vocab_size)
+          fail(gptoss_status_invalid_argument,
+               "the draft model's vocabulary ({} tokens) differs from the model's ({})",
+               options_.draft_model->config().vocab_size, ctx.model().config().vocab_size);
+        drafter_ = std::make_unique<DraftModel>(options_.draft_model, ctx.max_tokens());
+      } else {
+        drafter_ = std::make_unique<PromptLookup>();
+      }
+    }
+    sequence_.assign(ctx.tokens().begin(), ctx.tokens().end());
+    sequence_.insert(sequence_.end(), draft_.begin(), draft_.end());
+    drafter_->propose(sequence_, asked, draft_);
+  }
+  const size_t proposed = draft_.size() - forced;
+  VerifyResult r = verify(ctx, sampler, constraint, scratch, draft_, stop);
+  // Forced tokens are always kept (the grammar leaves the sampler no choice); what the drafter
+  // proposed after them counts for its acceptance.
+  const size_t drafter_verified = r.drafted > forced ? r.drafted - forced : 0;
+  const size_t drafter_kept = r.accepted > forced ? r.accepted - forced : 0;
+  length_.update(proposed == 0 ? 0 : std::max<size_t>(drafter_verified, 1), drafter_kept);
+  ++stats_.steps;
+  stats_.drafted += r.drafted;
+  stats_.accepted += r.accepted;
+  stats_.forced += std::min(forced, r.accepted);
+  return r;
+}
+
+}  // namespace gptoss::speculative

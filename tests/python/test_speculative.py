@@ -1,0 +1,69 @@
+"""Speculative decoding through the bindings: generate(draft=...) gives plain decoding's tokens.
+
+Identical tokens need identical logits for a token whatever step computes it: the model here
+is loaded with the CPU backend's scalar kernels (GPTOSS_CPU_ISA=scalar, read at load)."""
+
+import os
+import unittest
+
+from support import MODEL, TOKENIZER, gptoss
+
+_scalar = None
+
+
+def scalar_model():
+    global _scalar
+    if _scalar is None:
+        os.environ["GPTOSS_CPU_ISA"] = "scalar"
+        try:
+            _scalar = gptoss.Model(MODEL, tokenizer_path=TOKENIZER, backend="cpu")
+        finally:
+            del os.environ["GPTOSS_CPU_ISA"]
+    return _scalar
+
+
+# Text that repeats itself, so prompt lookup has continuations to propose.
+REPEATED = "The quick brown fox jumps over the lazy dog. " * 6
+
+
+class SpeculativeGenerateTest(unittest.TestCase):
+    def ids(self, draft, **kw):
+        gen = scalar_model().generate(REPEATED, max_tokens=24, harmony_format=False, draft=draft, **kw)
+        return [t.id for t in gen], gen.speculator
+
+    def test_ngram_and_draft_model_match_plain_decoding(self):
+        for sampling in ({"temperature": 0}, {"temperature": 1.0, "seed": 11, "top_k": 4}):
+            with self.subTest(**sampling):
+                plain, _ = self.ids(None, **sampling)
+                ngram, spec = self.ids("ngram", **sampling)
+                self.assertEqual(ngram, plain)
+                self.assertGreater(spec.stats().steps, 0)
+                own, spec = self.ids(scalar_model(), **sampling)  # the model drafts for itself
+                self.assertEqual(own, plain)
+                if sampling["temperature"] == 0:
+                    counts = spec.stats()
+                    self.assertEqual(counts.accepted, counts.drafted)
+                    self.assertLess(counts.steps, len(plain))
+
+    def test_sample_draft_low_level(self):
+        m = scalar_model()
+        with gptoss.Context(m, context_length=256) as ctx, gptoss.Sampler(temperature=0) as s:
+            ctx.append(m.tokenizer.encode(REPEATED))
+            before = ctx.num_tokens
+            out = gptoss.sample_draft(ctx, s, [1, 2, 3])
+            self.assertTrue(1 <= len(out) <= 4)
+            self.assertEqual(ctx.num_tokens, before + len(out) - 1)
+            with self.assertRaises(gptoss.InvalidArgumentError):
+                gptoss.sample_draft(ctx, s, [5, 10**6])
+
+    def test_bad_arguments(self):
+        with self.assertRaises(ValueError):
+            list(scalar_model().generate("Hi", max_tokens=2, draft="ngram", draft_max=0))
+        with self.assertRaises(gptoss.GptossIOError):
+            list(scalar_model().generate("Hi", max_tokens=2, draft="/no/such/model"))
+        with self.assertRaises(ValueError):
+            gptoss.Speculator(max_draft=-1)
+
+
+if __name__ == "__main__":
+    unittest.main()
