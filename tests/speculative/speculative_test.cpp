@@ -24,8 +24,8 @@ namespace {
 
 // Every CPU kernel level is chunk- and batch-invariant (invariance.<level>); a level the
 // machine lacks runs as the best one it has.
-const std::vector<std::string> kInvariantIsas = {"scalar",     "avx2",       "avx2vnni",
-                                                  "avx512",     "avx512vnni", "avx512bf16"};
+const std::vector<std::string> kInvariantIsas = {"scalar", "avx2",       "avx2vnni",
+                                                 "avx512", "avx512vnni", "avx512bf16"};
 
 std::vector<std::string> identity_isas() {
   const char* env = std::getenv("GPTOSS_TEST_SPEC_ISAS");
