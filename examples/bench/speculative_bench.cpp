@@ -34,13 +34,7 @@ double median(std::vector<double> v) {
 }  // namespace
 
 int run_speculative_bench(const Options& o) {
-  gptoss_model_options mo;
-  gptoss_model_options_init(&mo);
-  mo.num_threads = o.threads;
-  mo.use_mmap = o.use_mmap ? 1 : 0;
-  mo.precision = o.exact ? gptoss_precision_exact : gptoss_precision_fast;
-  if (!o.backend.empty()) mo.backend = o.backend.c_str();
-  if (!o.tokenizer_json.empty()) mo.tokenizer_path = o.tokenizer_json.c_str();
+  const gptoss_model_options mo = model_options(o);
   const gptoss::model loaded = gptoss::model::load(o.model, &mo, "loading the model");
   const gptoss_model_info info = loaded.info();
 
