@@ -182,13 +182,15 @@ def read_sse(res, on_event=None):
             check(line == "", f"malformed SSE line {line[:200]!r}")
 
 
-def stream_response(server, body, on_event=None, timeout=None):
+def stream_response(server, body, on_event=None, timeout=None, on_sent=None):
     """(status, events) of one streamed /v1/responses request; events stop where the stream
-    stopped (a crash cuts them)."""
+    stopped (a crash cuts them). on_sent() runs once the request is on the connection."""
     conn = server.connection(timeout)
     events = []
     try:
         conn.request("POST", "/v1/responses", json.dumps(body), {"Content-Type": "application/json"})
+        if on_sent:
+            on_sent()
         res = conn.getresponse()
         if res.status != 200:
             return res.status, [json.loads(res.read() or b"null")]

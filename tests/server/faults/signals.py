@@ -17,14 +17,20 @@ def drain(tmp, max_tokens, drain_timeout, expect_cut):
                           "--drain-timeout", str(drain_timeout)])
     results = [None] * 8
     created = threading.Semaphore(0)
+    sent = threading.Semaphore(0)
 
     def client(i):
         results[i] = stream_response(server, response_body(max_tokens, seed=i + 1),
-                                     lambda e: e["type"] == "response.created" and created.release())
+                                     lambda e: e["type"] == "response.created" and created.release(),
+                                     on_sent=sent.release)
 
     threads = [threading.Thread(target=client, args=(i,), daemon=True) for i in range(8)]
     for t in threads:
         t.start()
+    # Every request is on its connection before SIGTERM: on a loaded machine a client thread
+    # can otherwise first connect after the drain ended and the server exited (refused).
+    for _ in range(8):
+        check(sent.acquire(timeout=30), "the requests were not sent")
     for _ in range(4):
         check(created.acquire(timeout=30), "the streams did not start")
     t0 = time.monotonic()
