@@ -119,9 +119,14 @@ class Soak:
         frames = [line[6:] for line in text.split("\n") if line.startswith("data: ")]
         if res.status != 200 or not frames or frames[-1] != "[DONE]":
             return False, f"chat stream {res.status} {text[-200:]}"
-        args = "".join(tc["function"].get("arguments", "") for f in frames[:-1] for ch in json.loads(f)["choices"]
-                       for tc in (ch["delta"].get("tool_calls") or []))
-        return "city" in json.loads(args), f"streamed arguments {args[:200]}"
+        # A model may call several tools at once: each call's arguments stream under its index.
+        args = {}
+        for f in frames[:-1]:
+            for ch in json.loads(f)["choices"]:
+                for tc in ch["delta"].get("tool_calls") or []:
+                    args[tc["index"]] = args.get(tc["index"], "") + tc["function"].get("arguments", "")
+        calls = [json.loads(args[i]) for i in sorted(args)]
+        return bool(calls) and all("city" in c for c in calls), f"streamed arguments {args}"
 
     def completions(self, rng):
         status, _, r = self.server.request("POST", "/v1/completions", {"model": MODEL_NAME, "prompt": "Once",
