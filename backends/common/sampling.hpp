@@ -88,6 +88,7 @@ inline uint32_t sample_choose(const SampleTruncation& p, double uniform, const f
     return work[a] > work[b] || (work[a] == work[b] && a < b);
   };
   size_t n = (p.top_k > 0 && p.top_k < V) ? p.top_k : V;
+  size_t ranked = n;  // how many of the candidates `order` holds in rank order
   if (n < V) {
     std::partial_sort(order.begin(), order.begin() + std::ptrdiff_t(n), order.end(), by_logit);
   } else {
@@ -105,7 +106,8 @@ inline uint32_t sample_choose(const SampleTruncation& p, double uniform, const f
     const bool head_enough = (p.top_p >= 1.0f || head_mass >= double(p.top_p) * all_mass) &&
                              (p.min_p <= 0.0f || head == V ||
                               std::exp((work[order[head - 1]] - top) / p.temperature) < p.min_p);
-    if (!head_enough) std::sort(order.begin(), order.end(), by_logit);
+    if (head_enough) ranked = head;
+    else std::sort(order.begin(), order.end(), by_logit);
   }
   std::vector<double>& probs = s.probs;
   probs.resize(n);
@@ -114,6 +116,11 @@ inline uint32_t sample_choose(const SampleTruncation& p, double uniform, const f
   double sum = 0.0;
   for (size_t i = 0; i < n; ++i) sum += probs[i] = std::exp((work[order[i]] - top) / p.temperature);
   for (size_t i = 0; i < n; ++i) probs[i] /= sum;
+  // The walks below read only ranked candidates: past the head, `order` is in no particular
+  // order. The head's test passed, yet the probabilities summed one by one can stop a few ulps
+  // short of top_p at its end (rounding); the head is then what is kept (the tokens past it
+  // carry at most the rounding's worth of mass), as the GPU sampler does.
+  n = std::min(n, ranked);
   // min-p: keep the candidates at least min_p times as likely as the best.
   if (p.min_p > 0.0f) {
     size_t keep = 1;

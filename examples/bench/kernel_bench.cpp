@@ -115,7 +115,7 @@ int run_kernel_bench(const Options& o) {
   const Weight mlp1 = make_weight(gptoss_dtype_mxfp4, 8 * 2 * I, H, 1);
   Weight dense = make_weight(gptoss_dtype_bf16, 32768, H, 2);  // 189 MB (unembedding-like)
   const Weight dense_q8 = make_weight(gptoss_dtype_q8_0, 65536, H, 9);  // 200 MB, Q8_0 GGUFs
-  const auto x1 = floats(H, 3), x64 = floats(64 * H, 4);
+  const auto x1 = floats(H, 3), x64 = floats(64 * H, 4), x256 = floats(256 * H, 10);
   std::vector<float> y(64 * 8 * 2 * I);
   // Attention: 4096 cached positions, f32, 64 query heads over 8 KV heads.
   const size_t ctx = 4096, P = 16;
@@ -167,6 +167,16 @@ int run_kernel_bench(const Options& o) {
     s = time_best(reps, [&] { cpu::op_linear(&st, x64.data(), &one_expert, nullptr, 64, H, 2 * I, y.data()); });
     rows.push_back({name, "qGEMM mxfp4 (MoE prefill)", "5760x2880, 64 tok", s,
                     double(2 * I) * H * 17.0 / 32.0, 2.0 * 64 * double(2 * I) * H});
+    // A dense projection's prefill (fp32 activations: the attention's bf16 matrices in both
+    // precisions): the first 2048 rows of `dense`, 256 tokens.
+    Weight dense_rows = dense;
+    dense_rows.shape[0] = 2048;
+    dense_rows.rows = 2048;
+    s = time_best(reps, [&] {
+      cpu::op_linear(&st, x256.data(), &dense_rows, nullptr, 256, H, 2048, y.data());
+    });
+    rows.push_back({name, "GEMM bf16 (dense prefill)", "2048x2880, 256 tok", s, 2048.0 * H * 2.0,
+                    2.0 * 256 * 2048.0 * H});
     s = time_best(reps, [&] { cpu::op_linear(&st, x1.data(), &dense, nullptr, 1, H, dense.rows, y.data()); });
     rows.push_back({name, "GEMV bf16 (unembedding)", "32768x2880, 1 tok", s, double(dense.rows) * H * 2.0,
                     2.0 * double(dense.rows) * H});

@@ -4,78 +4,14 @@
 // kept from an earlier run. Both precisions and both KV dtypes here; tests/CMakeLists.txt runs
 // the tag again at every CPU kernel level and over two CPU devices. Random prompts and token
 // counts come from a fresh seed, printed on failure.
-#include <cstring>
 #include <random>
 
-#include "support/c_api.hpp"
+#include "runtime/invariance_support.hpp"
 
 using namespace gptoss::test;
+using namespace gptoss::test::invariance;
 
 namespace {
-
-struct Config {
-  gptoss_precision precision;
-  gptoss_kv_dtype kv;
-};
-constexpr Config kConfigs[] = {{gptoss_precision_exact, gptoss_kv_dtype_f32},
-                               {gptoss_precision_exact, gptoss_kv_dtype_bf16},
-                               {gptoss_precision_fast, gptoss_kv_dtype_f32},
-                               {gptoss_precision_fast, gptoss_kv_dtype_bf16}};
-
-uint64_t fresh_seed() {
-  std::random_device rd;
-  return (uint64_t(rd()) << 32) | rd();
-}
-
-std::vector<uint32_t> random_tokens(std::mt19937_64& rng, size_t n) {
-  std::uniform_int_distribution<uint32_t> id(0, 199997);  // below the special tokens
-  std::vector<uint32_t> out(n);
-  for (auto& t : out) t = id(rng);
-  return out;
-}
-
-// Bit equality, with what differs said on failure.
-void require_same_bits(const std::vector<float>& got, const std::vector<float>& want) {
-  REQUIRE(got.size() == want.size());
-  if (std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) == 0) return;
-  size_t first = 0, n = 0;
-  for (size_t i = got.size(); i-- > 0;)
-    if (std::memcmp(&got[i], &want[i], sizeof(float)) != 0) first = i, ++n;
-  FAIL(n << " of " << got.size() << " logits differ (first at " << first << ": " << got[first]
-         << " vs " << want[first] << ", max |d| " << max_abs_diff(got, want) << ")");
-}
-
-std::string describe(const Config& c) {
-  return std::string(c.precision == gptoss_precision_fast ? "fast" : "exact") +
-         (c.kv == gptoss_kv_dtype_bf16 ? ", bf16 KV" : ", f32 KV");
-}
-
-KvPtr make_pool(gptoss_model_t m, size_t tokens, size_t sequences, gptoss_kv_dtype dtype) {
-  gptoss_kvcache_options ko;
-  gptoss_kvcache_options_init(&ko);
-  ko.capacity_tokens = tokens;
-  ko.max_sequences = sequences;
-  ko.dtype = dtype;
-  gptoss_kvcache_t kv = nullptr;
-  GPTOSS_REQUIRE_OK(gptoss_kvcache_create(m, &ko, &kv));
-  return KvPtr(kv);
-}
-
-// The logits after each of `steps` (the first: the prompt; then one token each), the sequence
-// alone in its own context, its prompt processed whole.
-std::vector<std::vector<float>> run_alone(gptoss_model_t m, const Config& c,
-                                          const std::vector<std::vector<uint32_t>>& steps) {
-  size_t total = 0;
-  for (const auto& s : steps) total += s.size();
-  auto ctx = make_context(m, total + 16, 1024, nullptr, c.kv);
-  std::vector<std::vector<float>> out;
-  for (const auto& s : steps) {
-    GPTOSS_REQUIRE_OK(gptoss_context_append_tokens(ctx.get(), s.size(), s.data()));
-    GPTOSS_REQUIRE_OK(gptoss_context_process(ctx.get()));
-    out.push_back(logits_of(ctx.get()));
-  }
-  return out;
-}
 
 // One sequence alone, then with `others` sequences in every step of a shared pool: they
 // prefill prompts of random lengths (some past the 128-position window) and then, step by

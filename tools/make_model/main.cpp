@@ -1,7 +1,7 @@
 // gptoss-make-model: writes a synthetic gpt-oss checkpoint (seeded random weights at the real
 // shapes) as a Hugging Face directory and/or a GGUF file holding identical weights.
 //
-//   gptoss-make-model --preset tiny|conformance|20b|120b|micro --out DIR [--format hf|gguf|both]
+//   gptoss-make-model --preset tiny|conformance|wide|20b|120b|micro --out DIR [--format hf|gguf|both]
 //                     [--seed N] [--tokenizer-json PATH] [--layers N] [--shard-mb N]
 //                     [--gguf-dense bf16|f16|q8_0]
 #include <cerrno>
@@ -20,7 +20,7 @@ namespace {
 
 void usage(std::FILE* to) {
   std::fputs(
-      "usage: gptoss-make-model --preset tiny|conformance|20b|120b|micro --out DIR\n"
+      "usage: gptoss-make-model --preset tiny|conformance|wide|20b|120b|micro --out DIR\n"
       "                         [--format hf|gguf|both] [--seed N] [--tokenizer-json PATH]\n"
       "                         [--layers N] [--shard-mb N] [--gguf-dense bf16|f16|q8_0]\n"
       "Writes DIR/model-hf/ (config.json, safetensors, tokenizer.json) and/or DIR/model.gguf with\n"

@@ -19,6 +19,18 @@ Preset preset(const std::string& name, uint32_t num_layers) {
     c.num_kv_heads = 1;
     c.intermediate_size = 64;
     sharded = false;
+  } else if (name == "wide") {
+    // The batch-invariance tests' second shape, generated afresh per seed: the attention
+    // output's and the MoE down projection's K (576) past the CPU panels' 512-wide chunks, 18
+    // MXFP4 blocks a row (not a multiple of the int8 kernels' 16 chains), 3 KV heads; the
+    // tiny preset's hidden size keeps the full vocabulary's tables small.
+    c.num_layers = 2;
+    c.hidden_size = 64;
+    c.num_heads = 9;
+    c.num_kv_heads = 3;
+    c.num_experts = 8;
+    c.intermediate_size = 576;
+    sharded = false;
   } else if (name == "micro") {
     // The smallest checkpoint with every tensor kind and both attention kinds, every row a
     // multiple of 32 wide (Q8_0), about 20 KB: seeds for the loader fuzzers. Its 16-token
@@ -37,7 +49,7 @@ Preset preset(const std::string& name, uint32_t num_layers) {
     sharded = false;
   } else {
     fail(gptoss_status_invalid_argument,
-         "unknown preset \"{}\" (tiny, conformance, 20b, 120b, micro)", name);
+         "unknown preset \"{}\" (tiny, conformance, wide, 20b, 120b, micro)", name);
   }
   if (num_layers > 0) c.num_layers = num_layers;
   c.layer_is_sliding.clear();
