@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -143,8 +144,10 @@ int run_kernel_bench(const Options& o) {
   std::vector<float> out(512 * Q);
 
   std::vector<Row> rows;
+  // GPTOSS_CPU_ISA names one level to time alone (the level it selects), for A/B runs.
+  const bool one_level = std::getenv("GPTOSS_CPU_ISA") != nullptr;
   for (Isa isa : cpu::kAllIsas) {
-    if (!cpu::isa_supported(isa)) continue;
+    if (!cpu::isa_supported(isa) || (one_level && isa != cpu::isa_selected())) continue;
     cpu::Device dev(threads, isa);
     cpu::Stream st{&dev};
     const int reps = isa == Isa::scalar ? 2 : 5;
