@@ -14,7 +14,8 @@
 # shapes, 12.1 GB), made once with gptoss-make-model under $GPTOSS_BENCH_MODELS (default
 # ~/.cache/gptoss-bench) and reused. Environment: GPTOSS_BUILD (default: build/ of this
 # checkout), THREADS (2), ROUNDS (2), TOKENIZER_JSON (the one gptoss-make-model embeds;
-# default third_party/tokenizer/tokenizer.json), RAW (a folder to keep every tool's output in).
+# default third_party/tokenizer/tokenizer.json), RAW (a folder to keep every tool's output in;
+# RAW/table.md holds the table over the rounds done so far, after each round).
 set -euo pipefail
 
 if [ $# -lt 1 ] || [ $# -gt 2 ] || [ "$1" = "-h" ] || [ "$1" = "--help" ]; then
@@ -58,20 +59,9 @@ cmd_lbb=("$llama_bin/llama-batched-bench" -m "$model" -c 1024 -npp 16 -ntg 32 -n
          --output-format jsonl)
 cmd_gbb=("$gptoss_bin/gptoss-bench" -m "$model" -p 16 -n 32 -b 8 -t "$threads" -r 1 -o json)
 
-for r in $(seq 1 "$rounds"); do
-  echo "round $r of $rounds: llama-bench ..." >&2
-  read_bw > "$raw/r$r-llama-bw-before.json"
-  "${cmd_lb[@]}" > "$raw/r$r-llama-bench.json" 2> "$raw/r$r-llama-bench.log"
-  read_bw > "$raw/r$r-llama-bw-after.json"
-  echo "round $r of $rounds: gptoss-bench ..." >&2
-  "${cmd_gb[@]}" > "$raw/r$r-gptoss-bench.json" 2> "$raw/r$r-gptoss-bench.log"
-  echo "round $r of $rounds: llama-batched-bench ..." >&2
-  "${cmd_lbb[@]}" > "$raw/r$r-llama-batched.jsonl" 2>&1  # its result line may go to either
-  echo "round $r of $rounds: gptoss-bench -b 8 ..." >&2
-  "${cmd_gbb[@]}" > "$raw/r$r-gptoss-batched.json" 2> "$raw/r$r-gptoss-batched.log"
-done
-
-python3 - "$raw" "$rounds" "${cmd_lb[*]}" "${cmd_gb[*]}" "${cmd_lbb[*]}" "${cmd_gbb[*]}" <<'EOF'
+# The table over rounds 1..$1 (after each round into $raw/table.md: a cut-short run keeps its rounds).
+summarize() {
+  python3 - "$raw" "$1" "${cmd_lb[*]}" "${cmd_gb[*]}" "${cmd_lbb[*]}" "${cmd_gbb[*]}" <<'EOF'
 import json, sys
 
 raw, rounds = sys.argv[1], int(sys.argv[2])
@@ -133,3 +123,20 @@ print(f"{rounds} round(s), each tool in turn; ratios are per round. Commands:")
 for c in cmds:
     print("    " + c)
 EOF
+}
+
+for r in $(seq 1 "$rounds"); do
+  echo "round $r of $rounds: llama-bench ..." >&2
+  read_bw > "$raw/r$r-llama-bw-before.json"
+  "${cmd_lb[@]}" > "$raw/r$r-llama-bench.json" 2> "$raw/r$r-llama-bench.log"
+  read_bw > "$raw/r$r-llama-bw-after.json"
+  echo "round $r of $rounds: gptoss-bench ..." >&2
+  "${cmd_gb[@]}" > "$raw/r$r-gptoss-bench.json" 2> "$raw/r$r-gptoss-bench.log"
+  echo "round $r of $rounds: llama-batched-bench ..." >&2
+  "${cmd_lbb[@]}" > "$raw/r$r-llama-batched.jsonl" 2>&1  # its result line may go to either
+  echo "round $r of $rounds: gptoss-bench -b 8 ..." >&2
+  "${cmd_gbb[@]}" > "$raw/r$r-gptoss-batched.json" 2> "$raw/r$r-gptoss-batched.log"
+  summarize "$r" > "$raw/table.md"
+done
+cat "$raw/table.md"
+
