@@ -103,7 +103,7 @@ for r in range(1, rounds + 1):
           f"tg64 {gb['decode_tok_s']['mean']:.2f} ({gb['bandwidth_pct']['mean']:.0f} % of "
           f"{gb['bandwidth_gbs']:.1f} GB/s) 8 seq {gbb['batched_decode_tok_s']:.2f}")
 
-def span(v, fmt="{:.1f}"):
+def span(v, fmt="{:.2f}"):
     lo, hi = min(v), max(v)
     return fmt.format(lo) if fmt.format(lo) == fmt.format(hi) else fmt.format(lo) + "–" + fmt.format(hi)
 
