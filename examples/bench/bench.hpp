@@ -18,6 +18,7 @@ struct Options {
   unsigned threads = 0;  // 0 = all cores
   bool json = false;
   bool kernels = false;
+  bool read_bw = false;     // --read-bw: the read test alone
   bool read_probe = false;  // --read-probe: decode against pure loads of its bytes
   bool constrained = false;  // --constrained: mask time per token beside decode time
   bool speculative = false;  // --speculative: verify cost and the oracle drafter's ceiling

@@ -6,7 +6,9 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <functional>
 #include <memory>
 #include <new>
@@ -23,6 +25,7 @@
 #include "formats.hpp"
 #include "kernels.hpp"
 #include "ops.hpp"
+#include "q8_storage.hpp"
 
 namespace gptoss::bench {
 namespace {
@@ -105,6 +108,60 @@ struct Row {
   double seconds, bytes, flops;
 };
 
+// This thread's CPU time: time the other processes of a shared machine take from it does not
+// count (the same core's other hardware thread still does).
+double thread_seconds() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
+}
+
+// What a GEMV kernel computes per core when memory does not bound it: one thread, weights that
+// stay in L2 (under 400 KB), best of 5 samples of 200 calls, in CPU time; the decode kernels'
+// rows above are bound by memory wherever this rate is well above the read bandwidth's share
+// of one core. Rows appended to `rows`.
+void compute_rates(Isa isa, const std::vector<float>& x4, std::vector<float>& y,
+                   std::vector<Row>& rows) {
+  const cpu::Kernels& k = cpu::kernels_for(isa);
+  const size_t H = 2880;
+  const char* name = cpu::isa_name(isa);
+  auto best = [](const std::function<void()>& f) {
+    f();
+    double b = 1e30;
+    for (int r = 0; r < 5; ++r) {
+      const double t0 = thread_seconds();
+      for (int i = 0; i < 200; ++i) f();
+      b = std::min(b, (thread_seconds() - t0) / 200);
+    }
+    return b;
+  };
+  const Weight m = make_weight(gptoss_dtype_mxfp4, 128, H, 11);
+  const Weight b = make_weight(gptoss_dtype_bf16, 64, H, 12);
+  const Weight q = make_weight(gptoss_dtype_q8_0, 128, H, 13);
+  const double mb = 128.0 * H * 17.0 / 32.0;
+  if (k.quantize_q8 != nullptr && k.matmul_mxfp4_q8 != nullptr) {
+    cpu::Q8Storage mem;
+    cpu::Q8Acts& xq = mem.prepare(4, H);
+    k.quantize_q8(x4.data(), H, 4, xq);
+    double s = best([&] { k.matmul_mxfp4_q8(m, 0, m.rows, xq, 0, 1, y.data(), m.rows); });
+    rows.push_back(
+        {name, "compute: int8 MXFP4 GEMV, L2, 1 thread", "128x2880, 1 tok", s, mb, 2.0 * 128 * H});
+    if (k.gemv_mxfp4_q8 != nullptr) {
+      s = best([&] { k.gemv_mxfp4_q8(m, 0, m.rows, xq, 0, 4, y.data(), m.rows); });
+      rows.push_back({name, "compute: int8 MXFP4 step, L2, 1 thread", "128x2880, 4 tok", s, mb,
+                      8.0 * 128 * H});
+    }
+  }
+  if (k.fp32 != nullptr) {
+    double s = best([&] { k.fp32->gemv(b, 0, b.rows, x4.data(), H, 1, y.data(), b.rows); });
+    rows.push_back({name, "compute: bf16 GEMV, L2, 1 thread", "64x2880, 1 tok", s, 64.0 * H * 2.0,
+                    2.0 * 64 * H});
+    s = best([&] { k.fp32->gemv(q, 0, q.rows, x4.data(), H, 1, y.data(), q.rows); });
+    rows.push_back({name, "compute: Q8_0 GEMV, L2, 1 thread", "128x2880, 1 tok", s,
+                    128.0 * H * 34.0 / 32.0, 2.0 * 128 * H});
+  }
+}
+
 }  // namespace
 
 int run_kernel_bench(const Options& o) {
@@ -143,8 +200,10 @@ int run_kernel_bench(const Options& o) {
   std::vector<float> out(512 * Q);
 
   std::vector<Row> rows;
+  // GPTOSS_CPU_ISA names one level to time alone (the level it selects), for A/B runs.
+  const bool one_level = std::getenv("GPTOSS_CPU_ISA") != nullptr;
   for (Isa isa : cpu::kAllIsas) {
-    if (!cpu::isa_supported(isa)) continue;
+    if (!cpu::isa_supported(isa) || (one_level && isa != cpu::isa_selected())) continue;
     cpu::Device dev(threads, isa);
     cpu::Stream st{&dev};
     const int reps = isa == Isa::scalar ? 2 : 5;
@@ -223,6 +282,7 @@ int run_kernel_bench(const Options& o) {
     for (const auto& tk : win) win_keys += double(tk.pos - tk.kv_start + 1);
     rows.push_back({name, "attention prefill (window 128)", "512 tok, 64/8 heads", s, 2.0 * 512 * KV * 4,
                     4.0 * 64 * HD * win_keys});
+    compute_rates(isa, x64, y, rows);
   }
 
   // The machine's bandwidth drifts: the ceiling is the higher of two measurements, before
@@ -245,8 +305,13 @@ int run_kernel_bench(const Options& o) {
                 r.kernel.c_str(), r.shape.c_str(), 1e3 * r.seconds, r.bytes / 1e6,
                 r.bytes / r.seconds / 1e9, 100.0 * r.bytes / r.seconds / 1e9 / bw, r.flops / 1e9,
                 r.flops / r.seconds / 1e9);
-  std::printf("\nbytes: weights/KV that must stream from memory per call (MXFP4 = 17 bytes, Q8_0 = 34 bytes per 32 values);"
-              " a memory-bound kernel should approach the read bandwidth.\n");
+  std::printf(
+      "\nbytes: weights/KV that must stream from memory per call (MXFP4 = 17 bytes, Q8_0 = 34 "
+      "bytes per 32 values);"
+      " a memory-bound kernel should approach the read bandwidth.\n"
+      "compute rows: one thread over weights resident in L2, in CPU time (what one core computes "
+      "when"
+      " memory does not bound it; %% of read BW compares one core with all threads' reads).\n");
   return 0;
 }
 

@@ -4,6 +4,7 @@
 //   gptoss-bench -m MODEL [-p 512] [-n 128] [-t THREADS] [-r 5] [--tokenizer-json PATH]
 //                [--precision fast|exact] [--kv f32|bf16] [-b N] [--mmap 0|1] [--output md|json]
 //   gptoss-bench --kernels [-t THREADS] [--output md|json]
+//   gptoss-bench --read-bw [-t THREADS] [--output md|json]
 //   gptoss-bench --read-probe -m MODEL [-n 128] [-t THREADS] [--output md|json]
 //   gptoss-bench --constrained -m MODEL [-n 128] [-t THREADS] [--output md|json]
 //   gptoss-bench --speculative -m MODEL [-p 128] [-n 64] [-r 3] [--draft-max 16]
@@ -16,26 +17,30 @@
 
 namespace {
 void usage() {
-  std::fprintf(stderr,
-               "usage: gptoss-bench -m MODEL [-p N_PROMPT=512] [-n N_GEN=128] [-t THREADS]\n"
-               "                    [-r REPS=5] [--tokenizer-json PATH] [--precision fast|exact]\n"
-               "                    [--kv f32|bf16 (KV cache dtype; default f32)]\n"
-               "                    [-b N (also: N sequences decoding together, aggregate t/s)]\n"
-               "                    [--mmap 0|1 (1: map the files; 0: read them into huge pages)]\n"
-               "                    [--backend auto|cpu|cuda|hip] [--peak-gbps G (a device's memory\n"
-               "                     bandwidth: decode as %% of it, instead of a host read test)]\n"
-               "                    [-v (library log on stderr; with GPTOSS_CPU_PROFILE=1 also\n"
-               "                     time and weight GB/s per op)]\n"
-               "                    [--output md|json]\n"
-               "       gptoss-bench --kernels [-t THREADS] [--output md|json]\n"
-               "       gptoss-bench --read-probe -m MODEL [-n TOKENS=128] [-t THREADS]\n"
-               "                    [--output md|json]\n"
-               "                    (decode against pure loads of its bytes after every token:\n"
-               "                     a 1 GiB buffer, the model's own files)\n"
-               "       gptoss-bench --constrained -m MODEL [-n TOKENS=128] [-t THREADS]\n"
-               "                    [--output md|json]\n"
-               "                    (allowed-token mask time per token under a Harmony grammar\n"
-               "                     and a nested JSON Schema, beside the decode time per token)\n");
+  std::fprintf(
+      stderr,
+      "usage: gptoss-bench -m MODEL [-p N_PROMPT=512] [-n N_GEN=128] [-t THREADS]\n"
+      "                    [-r REPS=5] [--tokenizer-json PATH] [--precision fast|exact]\n"
+      "                    [--kv f32|bf16 (KV cache dtype; default f32)]\n"
+      "                    [-b N (also: N sequences decoding together, aggregate t/s)]\n"
+      "                    [--mmap 0|1 (1: map the files; 0: read them into huge pages)]\n"
+      "                    [--backend auto|cpu|cuda|hip] [--peak-gbps G (a device's memory\n"
+      "                     bandwidth: decode as %% of it, instead of a host read test)]\n"
+      "                    [-v (library log on stderr; with GPTOSS_CPU_PROFILE=1 also\n"
+      "                     time and weight GB/s per op)]\n"
+      "                    [--output md|json]\n"
+      "       gptoss-bench --kernels [-t THREADS] [--output md|json]\n"
+      "                    (every level the CPU has; GPTOSS_CPU_ISA=L: level L alone)\n"
+      "       gptoss-bench --read-bw [-t THREADS] [--output md|json]\n"
+      "                    (the read test alone, e.g. beside another program's decode)\n"
+      "       gptoss-bench --read-probe -m MODEL [-n TOKENS=128] [-t THREADS]\n"
+      "                    [--output md|json]\n"
+      "                    (decode against pure loads of its bytes after every token:\n"
+      "                     a 1 GiB buffer, the model's own files)\n"
+      "       gptoss-bench --constrained -m MODEL [-n TOKENS=128] [-t THREADS]\n"
+      "                    [--output md|json]\n"
+      "                    (allowed-token mask time per token under a Harmony grammar\n"
+      "                     and a nested JSON Schema, beside the decode time per token)\n");
   std::fputs(
       "       gptoss-bench --speculative -m MODEL [-p N_PROMPT] [-n N_GEN] [-r REPS]\n"
       "                    [--draft-max K=16] [--precision fast|exact] [--output md|json]\n"
@@ -83,6 +88,7 @@ int main(int argc, char** argv) {
       }
     }
     else if (a == "--kernels") o.kernels = true;
+    else if (a == "--read-bw") o.read_bw = true;
     else if (a == "--read-probe") o.read_probe = true;
     else if (a == "--constrained") o.constrained = true;
     else if (a == "--speculative") o.speculative = true;
@@ -140,6 +146,12 @@ int main(int argc, char** argv) {
     }
   }
   if (o.kernels) return gptoss::bench::run_kernel_bench(o);
+  if (o.read_bw) {
+    const double gbs =
+        gptoss::bench::measure_read_bandwidth(gptoss::bench::threads_or_all(o.threads));
+    std::printf(o.json ? "{\"read_bandwidth_gbs\": %.3f}\n" : "read bandwidth %.2f GB/s\n", gbs);
+    return 0;
+  }
   if (o.draft_max < 1 || o.draft_max > 256) {
     std::fprintf(stderr, "gptoss-bench: --draft-max must be 1..256\n");
     return 2;

@@ -8,6 +8,7 @@ GPTOSS_TEST_TOKENIZER (tokenizer.json)."""
 import json
 import os
 import subprocess
+import tempfile
 import unittest
 from pathlib import Path
 
@@ -129,6 +130,61 @@ class BenchTest(unittest.TestCase):
         table = run("--constrained", "-m", MODEL, "--tokenizer-json", TOKENIZER, "-n", "4", "-t", "2")
         self.assertEqual(table.returncode, 0, table.stderr)
         self.assertIn("| grammar | steps |", table.stdout)
+
+    def test_read_bandwidth_alone(self):
+        r = run("--read-bw", "-t", "2", "--output", "json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertGreater(json.loads(r.stdout)["read_bandwidth_gbs"], 0.1)
+        r = run("--read-bw", "-t", "2")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertRegex(r.stdout, r"^read bandwidth [0-9.]+ GB/s$")
+
+    def test_side_by_side_script(self):
+        # examples/bench/vs_llama_cpp.sh with stand-ins for llama.cpp's two tools (their JSON
+        # output as llama.cpp d32676d writes it) and gptoss-bench on the conformance GGUF: the
+        # table's rows, the ratios of each round's pair, decode against the read test.
+        script = REPO / "examples/bench/vs_llama_cpp.sh"
+        gguf = str(Path(MODEL).parent / "model.gguf")
+        with tempfile.TemporaryDirectory() as tmp:
+            fake = Path(tmp) / "llama/bin"
+            fake.mkdir(parents=True)
+            (fake / "llama-bench").write_text(
+                "#!/bin/sh\necho 'llama_model_load: ...' >&2\n"
+                "echo '[{\"n_prompt\": 512, \"n_gen\": 0, \"avg_ts\": 2.5}, "
+                "{\"n_prompt\": 0, \"n_gen\": 64, \"avg_ts\": 0.5}]'\n")
+            (fake / "llama-batched-bench").write_text(
+                "#!/bin/sh\necho 'main: n_kv_max = 1024'\n"
+                "echo '{\"n_kv_max\": 1024, \"pp\": 16, \"tg\": 32, \"pl\": 8, \"speed_tg\": 0.3}'\n")
+            for tool in fake.iterdir():
+                tool.chmod(0o755)
+            env = dict(os.environ, GPTOSS_BUILD=str(Path(BENCH).resolve().parents[1]), ROUNDS="2",
+                       RAW=str(Path(tmp) / "raw"))
+            r = subprocess.run(["bash", str(script), str(fake.parent), gguf], capture_output=True, text=True,
+                               timeout=600, env=env)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            rows = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:5]]
+                    for line in r.stdout.splitlines() if line.startswith("| ") and "---" not in line}
+            self.assertEqual(rows["prefill pp512 tok/s"][0], "2.50")
+            self.assertEqual(rows["decode tg64 tok/s"][0], "0.50")
+            for name in ("prefill pp512 tok/s", "decode tg64 tok/s"):
+                gptoss = [float(v) for v in rows[name][1].split("–")]
+                ratio = [float(v) for v in rows[name][2].rstrip("×").split("–")]
+                llama = float(rows[name][0])
+                self.assertAlmostEqual(min(gptoss) / llama, min(ratio), delta=0.01 * min(ratio) + 0.01)
+            b8 = next(v for k, v in rows.items() if k.startswith("8 sequences"))
+            self.assertEqual(b8[0], "0.30")
+            self.assertGreater(float(b8[1].split("–")[0]), 0.3)
+            pct = rows["decode as % of the read test beside it"]
+            self.assertTrue(pct[0].endswith("%") and pct[1].endswith("%"), pct)
+            self.assertTrue((Path(tmp) / "raw/table.md").is_file())
+            # Missing tools, a missing model: exit 1 with a message.
+            r = subprocess.run(["bash", str(script), tmp, gguf], capture_output=True, text=True, env=env)
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("llama-bench", r.stderr)
+            r = subprocess.run(["bash", str(script), str(fake.parent), "/nonexistent.gguf"], capture_output=True,
+                               text=True, env=env)
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("nonexistent", r.stderr)
 
     def test_bad_arguments(self):
         for args in (["-m"], ["-m", MODEL, "-p", "x"], ["-m", MODEL, "--precision", "half"],

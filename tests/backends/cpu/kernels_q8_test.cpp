@@ -8,9 +8,10 @@
 //   - the reference is within the quantization bound of the exact dot product:
 //       |ref - w.x| <= sum_b (d_b / 2) sum_k |w_k| * (1 + 1e-5) + 1e-6 * sum |w x|
 //     since each activation moves by at most half a step d_b of its block.
-#include <catch2/catch.hpp>
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
+#include <random>
 #include <utility>
 #include <vector>
 
@@ -20,6 +21,7 @@
 #include "formats.hpp"
 #include "kernels.hpp"
 #include "q8_storage.hpp"
+#include "row_streams.hpp"
 
 namespace gptoss::cpu::test {
 namespace {
@@ -76,10 +78,11 @@ void check_quantize(Isa isa, size_t n_tok, size_t cols) {
 using MatmulQ8 = decltype(Kernels::matmul_mxfp4_q8);
 
 void check_matmul_fn(const char* name, MatmulQ8 matmul, size_t rows, size_t cols, size_t n_tok,
-                     size_t first = 0, size_t count = 0) {
+                     size_t first = 0, size_t count = 0, uint32_t seed = 0) {
   if (count == 0) count = rows;
-  const Weight w = random_weight(gptoss_dtype_mxfp4, rows, cols, uint32_t(rows * 13 + cols), 0, -12);
-  const auto x = activations(n_tok, cols, uint32_t(cols * 3 + n_tok));
+  const Weight w =
+      random_weight(gptoss_dtype_mxfp4, rows, cols, uint32_t(rows * 13 + cols) + seed, 0, -12);
+  const auto x = activations(n_tok, cols, uint32_t(cols * 3 + n_tok) + seed);
   Q8Storage mem;
   Q8Acts& q = mem.prepare(n_tok + 2, cols);
   // Two extra leading tokens: the kernels must honour t0.
@@ -136,6 +139,11 @@ void check_matmul(Isa isa, size_t rows, size_t cols, size_t n_tok, size_t first 
   check_matmul_fn(isa_name(isa), kernels_for(isa).matmul_mxfp4_q8, rows, cols, n_tok, first, count);
 }
 
+uint64_t fresh_seed() {
+  std::random_device rd;
+  return (uint64_t(rd()) << 32) | rd();
+}
+
 }  // namespace
 
 TEST_CASE("q8: quantization is bit-identical to the reference", "[cpu-kernels][q8]") {
@@ -159,6 +167,31 @@ TEST_CASE("q8: MXFP4 x int8 matmul at real gpt-oss shapes", "[cpu-kernels][q8]")
     check_matmul(isa, 5760, 2880, 1, 5700, 60);
     check_matmul(isa, 2880, 2880, 12, 2850, 30);
     check_matmul(isa, 2880, 2880, 64, 0, 48);
+  }
+}
+
+// Fresh random shapes, weights and activations each run (the seed is printed on failure), at
+// every level this CPU has: the matmul (any token count: GEMV, panels) and the decode step's
+// several-token GEMV against the scalar reference, within the contract's bound.
+TEST_CASE("q8: every level against the reference on fresh random shapes", "[cpu-kernels][q8]") {
+  const uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  std::mt19937_64 rng(seed);
+  auto pick = [&](size_t lo, size_t hi) {
+    return std::uniform_int_distribution<size_t>(lo, hi)(rng);
+  };
+  for (int round = 0; round < 12; ++round) {
+    const size_t cols = 32 * pick(1, 100), rows = pick(1, 80), first = pick(0, rows - 1);
+    const size_t count = pick(1, rows - first), n_tok = pick(1, 20);
+    const uint32_t s = uint32_t(rng());
+    INFO("round " << round << ": " << rows << "x" << cols << ", rows " << first << "+" << count
+                  << ", " << n_tok << " tokens");
+    for (Isa isa : q8_isas()) {
+      const Kernels& k = kernels_for(isa);
+      check_matmul_fn(isa_name(isa), k.matmul_mxfp4_q8, rows, cols, n_tok, first, count, s);
+      if (k.gemv_mxfp4_q8 != nullptr && n_tok <= kGemvStepTokens)
+        check_matmul_fn(isa_name(isa), k.gemv_mxfp4_q8, rows, cols, n_tok, first, count, s);
+    }
   }
 }
 

@@ -241,9 +241,14 @@ void gemv_token(const Weight& w, size_t r0, size_t n_rows, const Q8Acts& x, size
 }
 
 // 2 to 4 tokens of a decode step (those of several sequences that chose the same expert): 2 rows
-// half the range apart (6T registers per row).
+// half the range apart (6T registers per row), but one row at a time for 4 tokens: 2 rows of 4
+// spill, and one row computes a quarter faster (docs/performance.md, "Several sequences' step").
 template <int T>
 void gemv_tokens(const Weight& w, size_t r0, size_t n_rows, const TokenActs* x, float* y, size_t ldy) {
+  if constexpr (T == 4) {
+    for (size_t i = 0; i < n_rows; ++i) gemv_rows<1, T>(w, r0 + i, 1, x, y + i, ldy);
+    return;
+  }
   for_each_row_pair(
       n_rows, [&](size_t i, size_t step) { gemv_rows<2, T>(w, r0 + i, step, x, y + i, ldy); },
       [&](size_t i) { gemv_rows<1, T>(w, r0 + i, 1, x, y + i, ldy); });
