@@ -854,6 +854,48 @@ GPTOSS_API enum gptoss_status gptoss_speculator_step(gptoss_speculator_t specula
                                                      uint32_t* tokens_out, size_t capacity,
                                                      size_t* n_tokens_out);
 
+/* The same step in two halves around the processing of the context, so that a host that
+ * batches several sequences (a server's continuous batching) verifies all their drafts in one
+ * forward step: gptoss_speculator_draft proposes as gptoss_speculator_step does (at most
+ * capacity - 1 tokens), drops what the constraint forbids and what follows a stop token, and
+ * appends the rest to the context (*n_draft_out of them; 0 appends nothing). The next
+ * gptoss_contexts_process that reaches the context's end (alone or with other contexts)
+ * computes the pending token and the draft in one step and keeps their logits;
+ * gptoss_speculator_verify then gives what gptoss_speculator_step gives (processing the context
+ * first if that is still to do) and rolls the rejected tokens back. Between the two, the
+ * context must not be appended to, truncated or sampled, and the speculator serves no other
+ * context. The result equals gptoss_speculator_step's whatever else the processing batched
+ * when the backend is batch invariant (gptoss_model_info.batch_invariant).
+ * gptoss_speculator_abandon_draft forgets a pending draft (when the processing that would verify
+ * it failed) and takes its tokens out of the context; the sampler never saw them.
+ * draft returns as gptoss_speculator_step does, and invalid_state when a draft is pending.
+ * verify returns success; invalid_argument (NULL arguments); buffer_too_small (capacity below
+ * the draft's length + 1, *n_tokens_out = that; nothing is done); invalid_state (no draft
+ * pending, or the context changed since); insufficient_resources (no KV pages while
+ * processing: the draft is dropped, the context keeps its tokens before it). */
+GPTOSS_API enum gptoss_status gptoss_speculator_draft(gptoss_speculator_t speculator,
+                                                      gptoss_context_t context,
+                                                      gptoss_sampler_t sampler,
+                                                      const struct gptoss_draft_options* options,
+                                                      size_t capacity, size_t* n_draft_out);
+GPTOSS_API enum gptoss_status gptoss_speculator_verify(gptoss_speculator_t speculator,
+                                                       gptoss_context_t context,
+                                                       gptoss_sampler_t sampler,
+                                                       const struct gptoss_draft_options* options,
+                                                       uint32_t* tokens_out, size_t capacity,
+                                                       size_t* n_tokens_out);
+/* Returns success (also when no draft is pending); invalid_argument (NULL arguments). */
+GPTOSS_API enum gptoss_status gptoss_speculator_abandon_draft(gptoss_speculator_t speculator,
+                                                              gptoss_context_t context);
+/* The log-probabilities of token `index` of the last step (gptoss_speculator_step or _verify),
+ * as gptoss_sampler_get_last_logprobs would have given them right after plain decoding sampled
+ * that token (the sampler's last ones are those of the step's last token). Returns success;
+ * invalid_argument (NULL speculator, index beyond the step's tokens); buffer_too_small
+ * (alternatives non-NULL with capacity below their number, which *n_out gets). */
+GPTOSS_API enum gptoss_status gptoss_speculator_get_logprobs(
+    gptoss_speculator_t speculator, size_t index, struct gptoss_token_logprob* chosen,
+    struct gptoss_token_logprob* alternatives, size_t capacity, size_t* n_out);
+
 struct gptoss_speculator_stats { /* since 0.3 */
   size_t struct_size;            /* set by the caller: sizeof(struct gptoss_speculator_stats) */
   uint64_t steps;                /* verification steps since create/reset */

@@ -16,6 +16,7 @@
 #                                          the deterministic-serving part on that CPU kernel
 #                                          level instead of the machine's best one (below);
 #                                          DETERMINISM_SEED=N SURFACES_SEED=N repeat a run
+#   SPECULATIVE_SEED=N scripts/test-server.sh  repeats the speculative decoding part's requests
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -161,6 +162,24 @@ if [ $load_only -eq 0 ]; then
     GPTOSS_LIBRARY_PATH="$build/lib" GPTOSS_TEST_MODEL="$model" GPTOSS_TEST_TOKENIZER="$tokenizer" \
     python3 "$root/tests/server/surfaces_test.py"
   stop_server
+
+  # Speculative decoding is exact (tests/server/speculative_test.mjs): a server with the default
+  # drafting (prompt lookup and jump-forward) and one with a draft model (a one-layer model of
+  # the same tokenizer) answer as one started with --draft none, one by one and all at once;
+  # usage.speculative and /metrics' counters agree. SPECULATIVE_SEED=N repeats a run.
+  echo "== speculative decoding: drafted answers equal --draft none's"
+  "$build/bin/gptoss-make-model" --preset conformance --layers 1 --out "$tmp/draft-model" --format hf \
+    --tokenizer-json "$tokenizer" >/dev/null
+  start_server --store "$tmp/spec-off.sqlite3" --draft none
+  off_url="$server_url" off_pid="$server_pid"
+  start_server --store "$tmp/spec-model.sqlite3" --draft-model "$tmp/draft-model/model-hf"
+  model_url="$server_url" model_pid="$server_pid"
+  start_server --store "$tmp/spec-on.sqlite3"
+  node "$root/tests/server/speculative_test.mjs" --on "$server_url" --off "$off_url" \
+    --draft-model-url "$model_url" --model model-hf ${SPECULATIVE_SEED:+--seed "$SPECULATIVE_SEED"}
+  stop_server
+  server_pid="$model_pid" stop_server
+  server_pid="$off_pid" stop_server
 fi
 
 echo "== load test: 16 streaming clients for ${load_seconds} s"

@@ -117,8 +117,19 @@ std::unique_ptr<Engine> load_engine(const ServerOptions& o, Metrics& metrics) {
   engine->kernels = info.kernels != nullptr ? info.kernels : "";
   engine->tokenizer = engine->model.get_tokenizer();
   engine->grammars = std::make_unique<GrammarCache>(engine->tokenizer.get(), 64);
+  SchedulerConfig config = o.engine;
+  if (!o.draft_model_path.empty()) {
+    engine->draft_model = gptoss::model::load(o.draft_model_path, &mo, "loading the draft model");
+    const gptoss_model_info draft = engine->draft_model.info();
+    if (draft.vocab_size != info.vocab_size)
+      throw UsageError("--draft-model " + o.draft_model_path + " has a vocabulary of " +
+                       std::to_string(draft.vocab_size) + " tokens; the model's has " +
+                       std::to_string(info.vocab_size) +
+                       ": a draft model must share the tokenizer");
+    config.speculation.draft_model = engine->draft_model.get();
+  }
   try {
-    engine->scheduler = std::make_unique<Scheduler>(model, o.engine, metrics);
+    engine->scheduler = std::make_unique<Scheduler>(model, config, metrics);
   } catch (const gptoss::error& e) {
     if (e.status() != gptoss_status_insufficient_memory) throw;
     throw std::runtime_error(kv_cache_refusal(model, o, e.what()));
@@ -187,6 +198,14 @@ int serve(const ServerOptions& o) {
     spdlog::info("model '{}' ready in {:.1f} s ({} running, {} queued, context {}, KV {} tokens)", o.model_name,
                  std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), o.engine.max_running,
                  o.engine.max_queue, o.engine.context_length, o.engine.kv_tokens);
+    const auto& spec = o.engine.speculation;
+    spdlog::info("speculative decoding: {}",
+                 !spec.on
+                     ? std::string("off (--draft none)")
+                     : fmt::format("jump-forward and {}, up to {} drafted tokens a step",
+                                   o.draft_model_path.empty() ? "prompt lookup"
+                                                              : "draft model " + o.draft_model_path,
+                                   spec.draft_max));
     std::fprintf(stderr, "gptoss-server: ready on %s\n", url.c_str());
   } catch (const std::exception& e) {
     spdlog::error("cannot start: {}", e.what());

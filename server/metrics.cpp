@@ -26,7 +26,8 @@ void Histogram::write(std::string& out, const std::string& name) const {
 Metrics::Metrics()
     : ttft_({0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}),
       itl_({0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 1, 2.5}),
-      step_seconds_({0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}) {}
+      step_seconds_({0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}),
+      step_token_counts_({1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096}) {}
 
 void Metrics::count_request(const std::string& endpoint, int status) {
   std::lock_guard lock(mutex_);
@@ -55,12 +56,20 @@ void Metrics::count_preemption() {
   ++preemptions_;
 }
 
+void Metrics::add_speculation(uint64_t drafted, uint64_t accepted, uint64_t forced) {
+  std::lock_guard lock(mutex_);
+  drafted_ += drafted;
+  accepted_ += accepted;
+  forced_ += forced;
+}
+
 void Metrics::observe_step(size_t sequences, size_t tokens, double seconds) {
   std::lock_guard lock(mutex_);
   ++steps_;
   step_sequences_ += sequences;
   step_tokens_ += tokens;
   step_seconds_.observe(seconds);
+  step_token_counts_.observe(double(tokens));
 }
 
 std::string Metrics::prometheus(const EngineGauges& g) const {
@@ -89,8 +98,18 @@ std::string Metrics::prometheus(const EngineGauges& g) const {
          step_sequences_);
   single("gptoss_forward_step_tokens_total", "counter", "Tokens in forward steps (decode and prompt chunks).",
          step_tokens_);
+  single("gptoss_speculative_drafted_tokens_total", "counter",
+         "Drafted tokens verified (prompt lookup or the draft model, and jump-forward).", drafted_);
+  single("gptoss_speculative_accepted_tokens_total", "counter",
+         "Drafted tokens kept (each an output token without a forward step of its own).",
+         accepted_);
+  single("gptoss_speculative_forced_tokens_total", "counter",
+         "Kept drafted tokens that the constraint forced (jump-forward).", forced_);
   metric("gptoss_forward_step_seconds", "histogram", "Time of one forward step.");
   step_seconds_.write(out, "gptoss_forward_step_seconds");
+  // How full the steps are against --step-tokens (decode tokens, drafts, prompt chunks).
+  metric("gptoss_forward_step_size_tokens", "histogram", "Tokens in one forward step.");
+  step_token_counts_.write(out, "gptoss_forward_step_size_tokens");
   single("gptoss_queue_length", "gauge", "Generations waiting for a running slot.", g.queued);
   single("gptoss_running_sequences", "gauge", "Generations running.", g.running);
   single("gptoss_kv_pages_used", "gauge", "Full-attention KV pages in use (running and cached sequences).",

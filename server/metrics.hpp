@@ -40,6 +40,9 @@ class Metrics {
   void observe_time_to_first_token(double seconds);
   void observe_inter_token_latency(double seconds);
   void count_preemption();
+  // Speculative decoding: drafted tokens verified, accepted, and of the accepted the ones
+  // jump-forward forced.
+  void add_speculation(uint64_t drafted, uint64_t accepted, uint64_t forced);
   // One forward step (gptoss_contexts_process) over `sequences` contexts and `tokens` tokens.
   void observe_step(size_t sequences, size_t tokens, double seconds);
   std::string prometheus(const EngineGauges& gauges) const;
@@ -49,7 +52,8 @@ class Metrics {
   std::map<std::pair<std::string, int>, uint64_t> requests_;
   uint64_t prompt_tokens_ = 0, cached_tokens_ = 0, output_tokens_ = 0, preemptions_ = 0;
   uint64_t steps_ = 0, step_sequences_ = 0, step_tokens_ = 0;
-  Histogram ttft_, itl_, step_seconds_;
+  uint64_t drafted_ = 0, accepted_ = 0, forced_ = 0;
+  Histogram ttft_, itl_, step_seconds_, step_token_counts_;
 };
 
 }  // namespace gptoss_server

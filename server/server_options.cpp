@@ -93,13 +93,27 @@ const std::map<std::string, Setter>& value_flags() {
       {"-m", [](O& o, S v) { o.model_path = v; }},
       {"--model-name", [](O& o, S v) { o.model_name = v; }},
       {"--tokenizer", [](O& o, S v) { o.tokenizer_path = v; }},
-      {"--backend", [](O& o, S v) { o.backend = one_of("--backend", v, {"auto", "cpu", "cuda", "hip"}); }},
+      {"--backend",
+       [](O& o, S v) {
+         o.backend = one_of("--backend", v, {"auto", "cpu", "cuda", "hip"});
+       }},
       {"--threads", [](O& o, S v) { o.threads = parse_number<uint32_t>("--threads", v, 0, 4096); }},
-      {"--precision", [](O& o, S v) { o.exact = one_of("--precision", v, {"fast", "exact"}) == "exact"; }},
-      {"--max-running", [](O& o, S v) { o.engine.max_running = parse_number<size_t>("--max-running", v, 1, 1024); }},
-      {"--max-queue", [](O& o, S v) { o.engine.max_queue = parse_number<size_t>("--max-queue", v, 0, 1 << 20); }},
-      {"--step-tokens", [](O& o, S v) { o.engine.step_tokens = parse_number<size_t>("--step-tokens", v, 2, 1 << 16); }},
-      {"--context", [](O& o, S v) { o.engine.context_length = parse_number<size_t>("--context", v, 16, kMaxCount); }},
+      {"--precision",
+       [](O& o, S v) {
+         o.exact = one_of("--precision", v, {"fast", "exact"}) == "exact";
+       }},
+      {"--max-running",
+       [](O& o, S v) { o.engine.max_running = parse_number<size_t>("--max-running", v, 1, 1024); }},
+      {"--max-queue",
+       [](O& o, S v) { o.engine.max_queue = parse_number<size_t>("--max-queue", v, 0, 1 << 20); }},
+      {"--step-tokens",
+       [](O& o, S v) {
+         o.engine.step_tokens = parse_number<size_t>("--step-tokens", v, 2, 1 << 16);
+       }},
+      {"--context",
+       [](O& o, S v) {
+         o.engine.context_length = parse_number<size_t>("--context", v, 16, kMaxCount);
+       }},
       {"--kv-tokens",
        [](O& o, S v) {
          o.engine.kv_tokens = parse_number<size_t>("--kv-tokens", v, 16, kMaxCount);
@@ -110,26 +124,51 @@ const std::map<std::string, Setter>& value_flags() {
          o.engine.kv_dtype = one_of("--kv-dtype", v, {"f32", "bf16"}) == "bf16" ? gptoss_kv_dtype_bf16 : gptoss_kv_dtype_f32;
        }},
       {"--prefix-cache",
-       [](O& o, S v) { o.engine.prefix_cache_entries = parse_number<size_t>("--prefix-cache", v, 0, 4096); }},
+       [](O& o, S v) {
+         o.engine.prefix_cache_entries = parse_number<size_t>("--prefix-cache", v, 0, 4096);
+       }},
       {"--reasoning-budget", [](O& o, S v) { parse_reasoning_budget(o, v); }},
+      {"--draft",
+       [](O& o, S v) {
+         o.engine.speculation.on = one_of("--draft", v, {"ngram", "none"}) == "ngram";
+       }},
+      {"--draft-max",
+       [](O& o, S v) {
+         o.engine.speculation.draft_max = parse_number<uint32_t>("--draft-max", v, 0, 256);
+       }},
+      {"--draft-model", [](O& o, S v) { o.draft_model_path = v; }},
       {"--date", [](O& o, S v) { o.conversation_date = parse_date(v); }},
       {"--host", [](O& o, S v) { o.host = v; }},
       {"--port", [](O& o, S v) { o.port = parse_number<int>("--port", v, 0, 65535); }},
       {"--api-key", [](O& o, S v) { o.api_key = v; }},
       {"--api-key-file", [](O& o, S v) { o.api_key = read_key_file(v); }},
-      {"--max-body-bytes", [](O& o, S v) { o.max_body_bytes = parse_number<size_t>("--max-body-bytes", v, 1024, kMaxCount); }},
-      {"--read-timeout", [](O& o, S v) { o.read_timeout_s = parse_number<int>("--read-timeout", v, 1, 86400); }},
-      {"--write-timeout", [](O& o, S v) { o.write_timeout_s = parse_number<int>("--write-timeout", v, 1, 86400); }},
+      {"--max-body-bytes",
+       [](O& o, S v) {
+         o.max_body_bytes = parse_number<size_t>("--max-body-bytes", v, 1024, kMaxCount);
+       }},
+      {"--read-timeout",
+       [](O& o, S v) { o.read_timeout_s = parse_number<int>("--read-timeout", v, 1, 86400); }},
+      {"--write-timeout",
+       [](O& o, S v) { o.write_timeout_s = parse_number<int>("--write-timeout", v, 1, 86400); }},
       {"--keep-alive-timeout",
-       [](O& o, S v) { o.keep_alive_timeout_s = parse_number<int>("--keep-alive-timeout", v, 1, 3600); }},
-      {"--http-threads", [](O& o, S v) { o.http_threads = parse_number<size_t>("--http-threads", v, 4, 65536); }},
-      {"--drain-timeout", [](O& o, S v) { o.drain_timeout_s = parse_number<int>("--drain-timeout", v, 0, 86400); }},
+       [](O& o, S v) {
+         o.keep_alive_timeout_s = parse_number<int>("--keep-alive-timeout", v, 1, 3600);
+       }},
+      {"--http-threads",
+       [](O& o, S v) { o.http_threads = parse_number<size_t>("--http-threads", v, 4, 65536); }},
+      {"--drain-timeout",
+       [](O& o, S v) { o.drain_timeout_s = parse_number<int>("--drain-timeout", v, 0, 86400); }},
       {"--store", [](O& o, S v) { o.store = v; }},
       {"--data-dir", [](O& o, S v) { o.data_dir = v; }},
       {"--log-file", [](O& o, S v) { o.log_file = v; }},
-      {"--log-format", [](O& o, S v) { o.log_json = one_of("--log-format", v, {"text", "json"}) == "json"; }},
+      {"--log-format",
+       [](O& o, S v) {
+         o.log_json = one_of("--log-format", v, {"text", "json"}) == "json";
+       }},
       {"--log-level",
-       [](O& o, S v) { o.log_level = one_of("--log-level", v, {"trace", "debug", "info", "warn", "error", "off"}); }},
+       [](O& o, S v) {
+         o.log_level = one_of("--log-level", v, {"trace", "debug", "info", "warn", "error", "off"});
+       }},
   };
   return flags;
 }
@@ -147,20 +186,24 @@ std::vector<std::string> known_flags() {
 void print_server_usage(std::FILE* out) {
   std::fputs(
       "usage: gptoss-server --model PATH [options]\n"
-      "OpenAI Responses, Chat Completions and Completions over continuous batching (docs/server.md).\n"
+      "OpenAI Responses, Chat Completions and Completions over continuous batching "
+      "(docs/server.md).\n"
       "\n"
       "model:   --model PATH  --model-name NAME  --tokenizer PATH  --backend auto|cpu|cuda|hip\n"
       "         --threads N (0 = every core)  --precision fast|exact\n"
-      "engine:  --max-running N (16)  --max-queue N (64)  --step-tokens N (256)  --context N (8192)\n"
+      "engine:  --max-running N (16)  --max-queue N (64)  --step-tokens N (256)  --context N "
+      "(8192)\n"
       "         --kv-tokens N (4 x context)  --kv-dtype f32|bf16  --prefix-cache N (8)\n"
       "         --reasoning-budget N | low=N,medium=N,high=N  --no-constrain\n"
+      "         --draft ngram|none (ngram)  --draft-max N (8)  --draft-model PATH\n"
       "         --date YYYY-MM-DD (the prompts' current date; default today, UTC)\n"
       "http:    --host ADDR (127.0.0.1)  --port N (8000; 0 = any free port)\n"
       "         --api-key KEY | --api-key-file FILE  --insecure-no-auth\n"
       "         --max-body-bytes N  --read-timeout S  --write-timeout S  --keep-alive-timeout S\n"
       "         --http-threads N  --drain-timeout S (600)  --enable-bench\n"
       "store:   --store PATH | postgresql://...  --data-dir DIR\n"
-      "logs:    --log-file PATH  --log-format text|json  --log-level trace|debug|info|warn|error|off\n"
+      "logs:    --log-file PATH  --log-format text|json  --log-level "
+      "trace|debug|info|warn|error|off\n"
       "         --help  --version\n",
       out);
   // The three commands a newcomer needs, last, where the eye lands.
@@ -219,6 +262,14 @@ std::optional<ServerOptions> parse_server_options(int argc, char** argv) {
                      std::to_string(o.engine.context_length) + ")");
   if (o.engine.step_tokens <= o.engine.max_running)
     throw UsageError("--step-tokens must exceed --max-running (each step holds a decode token per running sequence)");
+  if (!o.draft_model_path.empty()) {
+    if (!o.engine.speculation.on)
+      throw UsageError(
+          "--draft-model drafts for speculative decoding, which --draft none turns off");
+    std::error_code ec;
+    if (!std::filesystem::exists(o.draft_model_path, ec))
+      throw UsageError("--draft-model: no such file or directory: " + o.draft_model_path);
+  }
   if (o.http_threads == 0) o.http_threads = o.engine.max_running + o.engine.max_queue + 8;
   if (o.model_name.empty()) {
     std::filesystem::path p(o.model_path);

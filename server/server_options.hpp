@@ -30,6 +30,8 @@ struct ServerOptions {
   SchedulerConfig engine;
   bool kv_tokens_given = false; // else 4 contexts' worth (at least max_running pages)
   bool constrain = true;        // --no-constrain: no grammar (structure, tools, formats unenforced)
+  // --draft-model: a second model with the same tokenizer drafts instead of prompt lookup.
+  std::string draft_model_path;
   // Default max_reasoning_tokens per reasoning effort (low, medium, high); < 0: no limit.
   int64_t reasoning_budget[3] = {-1, -1, -1};
   // --date: the "Current date" every prompt's system message states (YYYY-MM-DD); empty: today

@@ -14,6 +14,12 @@ served from the prefix cache and skip its prefill in one level but not another.
 /v1/chat/completions instead (with a real model: on random weights, unconstrained Harmony
 output streams nothing until it ends).
 
+With speculative decoding on (the server's default) the table adds the drafted and accepted
+tokens of the level's requests (their usage.speculative). Random weights never repeat their
+prompt, so prompt lookup finds little to draft; --frequency-penalty -1.5 makes them repeat what
+they have seen (an answer that restates its input, as agent loops and code edits do), the case
+prompt lookup is for. Compare a server with and one without (--draft none) in alternation.
+
   python3 examples/bench/server_bench.py --url http://127.0.0.1:8000 --model NAME \
       [--users 1,2,4,8,16] [--requests 2] [--max-tokens 64] [--prompt-tokens 128] [--json]
 
@@ -41,9 +47,10 @@ def percentile(values, p):
     return s[lo] + (s[hi] - s[lo]) * (k - lo)
 
 
-def stream_once(url, headers, body, endpoint):
+def stream_once(url, headers, body, endpoint, speculative=None):
     """One streaming request: (first-token delay, gaps between chunks, output tokens, prompt
-    tokens, prompt tokens served from the prefix cache)."""
+    tokens, prompt tokens served from the prefix cache). `speculative`, a dict, gets the
+    usage's drafted_tokens and accepted_tokens added when the server reports them."""
     u = urllib.parse.urlparse(url)
     conn = http.client.HTTPConnection(u.hostname, u.port or 80, timeout=600)
     path = "/v1/completions" if endpoint == "completions" else "/v1/chat/completions"
@@ -64,6 +71,9 @@ def stream_once(url, headers, body, endpoint):
             usage = chunk["usage"]
             tokens, prompt = usage["completion_tokens"], usage["prompt_tokens"]
             cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens", 0)
+            if speculative is not None and usage.get("speculative"):
+                for k in ("drafted_tokens", "accepted_tokens"):
+                    speculative[k] = speculative.get(k, 0) + usage["speculative"][k]
         choices = chunk.get("choices") or []
         if not choices:
             continue
@@ -89,6 +99,7 @@ def run_level(args, users, tag):
     prompt = " ".join(PROMPT_WORDS[i % len(PROMPT_WORDS)] for i in range(args.prompt_tokens))
     ttft, itl, errors = [], [], []
     counts = {"output": 0, "prompt": 0, "cached": 0}
+    speculative = {}
     lock = threading.Lock()
 
     def user(index):
@@ -96,12 +107,15 @@ def run_level(args, users, tag):
             body = {"model": args.model, "max_tokens": args.max_tokens, "stream": True,
                     "stream_options": {"include_usage": True}, "seed": index * 1000 + r,
                     "temperature": args.temperature}
+            if args.frequency_penalty:
+                body["frequency_penalty"] = args.frequency_penalty
             if args.endpoint == "completions":
                 body["prompt"] = f"{tag} {index} {r} {prompt}"
             else:
                 body["messages"] = [{"role": "user", "content": f"{tag} {index} {r} {prompt}"}]
             try:
-                first, gaps, n, n_prompt, n_cached = stream_once(args.url, headers, body, args.endpoint)
+                spec = {}
+                first, gaps, n, n_prompt, n_cached = stream_once(args.url, headers, body, args.endpoint, spec)
             except Exception as e:  # reported, and the run fails
                 with lock:
                     errors.append(str(e))
@@ -113,6 +127,8 @@ def run_level(args, users, tag):
                 counts["output"] += n
                 counts["prompt"] += n_prompt
                 counts["cached"] += n_cached
+                for k, v in spec.items():
+                    speculative[k] = speculative.get(k, 0) + v
 
     threads = [threading.Thread(target=user, args=(i,)) for i in range(users)]
     start = time.perf_counter()
@@ -127,7 +143,8 @@ def run_level(args, users, tag):
             "aggregate_tokens_per_second": counts["output"] / wall if wall > 0 else 0.0,
             "ttft_p50_ms": 1000 * percentile(ttft, 50), "ttft_p99_ms": 1000 * percentile(ttft, 99),
             "itl_p50_ms": 1000 * percentile(itl, 50), "itl_p99_ms": 1000 * percentile(itl, 99),
-            "errors": errors}
+            "drafted_tokens": speculative.get("drafted_tokens"),
+            "accepted_tokens": speculative.get("accepted_tokens"), "errors": errors}
 
 
 def main():
@@ -140,6 +157,8 @@ def main():
     p.add_argument("--max-tokens", type=int, default=64)
     p.add_argument("--prompt-tokens", type=int, default=128, help="prompt length in words (about tokens)")
     p.add_argument("--temperature", type=float, default=1.0)
+    p.add_argument("--frequency-penalty", type=float, default=0.0,
+                   help="negative: random weights repeat what they have seen (prompt lookup drafts it)")
     p.add_argument("--endpoint", choices=["completions", "chat"], default="completions")
     p.add_argument("--json", action="store_true", help="print JSON instead of a markdown table")
     args = p.parse_args()
@@ -164,13 +183,15 @@ def main():
         print(json.dumps(results, indent=2))
     else:
         print("| users | aggregate tok/s | x first | TTFT p50 ms | TTFT p99 ms | ITL p50 ms | ITL p99 ms "
-              "| prompt tokens cached | errors |")
-        print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+              "| prompt tokens cached | drafted / accepted | errors |")
+        print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
         for r in results:
             cached = f"{r['cached_prompt_tokens']} of {r['prompt_tokens']}"
+            spec = ("off" if r["drafted_tokens"] is None
+                    else f"{r['drafted_tokens']} / {r['accepted_tokens']} of {r['output_tokens']}")
             print(f"| {r['users']} | {r['aggregate_tokens_per_second']:.1f} | {r['speedup_vs_first']:.2f} | "
                   f"{r['ttft_p50_ms']:.0f} | {r['ttft_p99_ms']:.0f} | {r['itl_p50_ms']:.0f} | "
-                  f"{r['itl_p99_ms']:.0f} | {cached} | {len(r['errors'])} |")
+                  f"{r['itl_p99_ms']:.0f} | {cached} | {spec} | {len(r['errors'])} |")
     errors = [e for r in results for e in r["errors"]]
     for e in errors[:5]:
         print(f"error: {e}", file=sys.stderr)

@@ -9,6 +9,7 @@ using namespace gptoss;
 struct gptoss_speculator : gptoss::api::RefCounted {
   explicit gptoss_speculator(speculative::SpeculatorOptions o) : speculator(std::move(o)) {}
   speculative::Speculator speculator;
+  std::vector<speculative::TokenLogprobs> logprobs;  // of the last step's tokens
 };
 
 namespace {
@@ -148,9 +149,85 @@ GPTOSS_API enum gptoss_status gptoss_speculator_step(gptoss_speculator_t specula
     api::require(tokens_out, "tokens_out");
     const std::span<const uint32_t> stop = stop_tokens_of(options);
     const SamplerParts p = parts_of(sampler);
-    const auto r = speculator->speculator.step(*context->ctx, sampler->sampler, p.constraint,
-                                               p.mask, stop, capacity);
+    speculator->logprobs.clear();
+    speculator->speculator.draft(*context->ctx, p.constraint, stop, capacity);
+    auto r = speculator->speculator.verify(*context->ctx, sampler->sampler, p.constraint, p.mask,
+                                           stop, true);
+    speculator->logprobs = std::move(r.logprobs);
     write_out(r, tokens_out, n_tokens_out);
+  });
+}
+
+GPTOSS_API enum gptoss_status gptoss_speculator_draft(gptoss_speculator_t speculator,
+                                                      gptoss_context_t context,
+                                                      gptoss_sampler_t sampler,
+                                                      const struct gptoss_draft_options* options,
+                                                      size_t capacity, size_t* n_draft_out) {
+  return api::guard([&] {
+    api::require(speculator, "speculator");
+    api::require(context, "context");
+    api::require(sampler, "sampler");
+    api::require(n_draft_out, "n_draft_out");
+    if (capacity == 0) fail(gptoss_status_invalid_argument, "capacity must be at least 1");
+    const std::span<const uint32_t> stop = stop_tokens_of(options);
+    const SamplerParts p = parts_of(sampler);
+    *n_draft_out = speculator->speculator.draft(*context->ctx, p.constraint, stop, capacity);
+  });
+}
+
+GPTOSS_API enum gptoss_status gptoss_speculator_verify(gptoss_speculator_t speculator,
+                                                       gptoss_context_t context,
+                                                       gptoss_sampler_t sampler,
+                                                       const struct gptoss_draft_options* options,
+                                                       uint32_t* tokens_out, size_t capacity,
+                                                       size_t* n_tokens_out) {
+  return api::guard([&] {
+    api::require(speculator, "speculator");
+    api::require(context, "context");
+    api::require(sampler, "sampler");
+    api::require(n_tokens_out, "n_tokens_out");
+    api::require(tokens_out, "tokens_out");
+    const std::span<const uint32_t> stop = stop_tokens_of(options);
+    const SamplerParts p = parts_of(sampler);
+    const size_t need = speculator->speculator.pending_tokens();
+    if (need > 0 && capacity < need) {
+      *n_tokens_out = need;
+      fail(gptoss_status_buffer_too_small,
+           "the pending draft can give {} tokens back; capacity is {}", need, capacity);
+    }
+    speculator->logprobs.clear();
+    auto r = speculator->speculator.verify(*context->ctx, sampler->sampler, p.constraint, p.mask,
+                                           stop, true);
+    speculator->logprobs = std::move(r.logprobs);
+    write_out(r, tokens_out, n_tokens_out);
+  });
+}
+
+GPTOSS_API enum gptoss_status gptoss_speculator_abandon_draft(gptoss_speculator_t speculator,
+                                                              gptoss_context_t context) {
+  return api::guard([&] {
+    api::require(speculator, "speculator");
+    api::require(context, "context");
+    speculator->speculator.abandon(*context->ctx);
+  });
+}
+
+GPTOSS_API enum gptoss_status gptoss_speculator_get_logprobs(
+    gptoss_speculator_t speculator, size_t index, struct gptoss_token_logprob* chosen,
+    struct gptoss_token_logprob* alternatives, size_t capacity, size_t* n_out) {
+  return api::guard([&] {
+    api::require(speculator, "speculator");
+    const auto& all = speculator->logprobs;
+    if (index >= all.size())
+      fail(gptoss_status_invalid_argument, "token {} of a step that gave {}", index, all.size());
+    const speculative::TokenLogprobs& t = all[index];
+    if (n_out) *n_out = t.top.size();
+    if (capacity < t.top.size() && alternatives != nullptr)
+      fail(gptoss_status_buffer_too_small, "{} alternatives, capacity {}", t.top.size(), capacity);
+    if (chosen) *chosen = {t.chosen.token, t.chosen.logprob};
+    if (alternatives)
+      for (size_t i = 0; i < t.top.size(); ++i)
+        alternatives[i] = {t.top[i].token, t.top[i].logprob};
   });
 }
 

@@ -39,7 +39,10 @@ void Context::append(std::span<const uint32_t> tokens) {
       fail(gptoss_status_invalid_argument, "token {} (at index {}) is outside the vocabulary of {}",
            tokens[i], i, vocab);
   tokens_.insert(tokens_.end(), tokens.begin(), tokens.end());
-  if (!tokens.empty()) logits_state_ = LogitsState::none;
+  if (!tokens.empty()) {
+    logits_state_ = LogitsState::none;
+    cancel_kept_rows();
+  }
 }
 
 void Context::release_pages_from(PageGroup g, size_t first_page) {
@@ -98,37 +101,46 @@ void Context::run_steps(std::span<Context* const> contexts, const SampleRequest*
   // Contexts drawing on one pool run in the same forward steps.
   std::map<KvPool*, std::vector<Context*>> by_pool;
   for (Context* c : contexts) by_pool[c->pool_.get()].push_back(c);
+  const uint32_t V = contexts[0]->model_->config().vocab_size;
   for (auto& [pool, group] : by_pool) {
     for (;;) {
       std::vector<SequenceChunk> chunks;
       for (Context* c : group) {
-        const size_t p0 = c->n_processed_, total = c->tokens_.size();
+        const size_t p0 = c->n_processed_, total = c->tokens_.size(), rows = c->keep_rows_;
         if (p0 >= total) continue;
-        const size_t p1 = std::min(total, p0 + c->max_batch_tokens_);
-        chunks.push_back({c, p0, p1, p1 == total, p1 == total ? request : nullptr});
+        size_t p1 = std::min(total, p0 + c->max_batch_tokens_);
+        // Kept rows come from one step: the one before it stops short of them.
+        if (rows > 0 && p1 < total) p1 = p0 + std::min(c->max_batch_tokens_, total - p0 - rows);
+        SequenceChunk chunk{c, p0, p1, p1 == total, p1 == total ? request : nullptr};
+        if (rows > 0 && p1 == total) {
+          c->kept_rows_.resize(rows * V);
+          chunk.sample = nullptr;
+          chunk.logit_rows = rows;
+          chunk.host_rows = c->kept_rows_.data();
+        }
+        chunks.push_back(chunk);
       }
       if (chunks.empty()) break;
       run_forward_step(*pool, chunks);
+      for (const SequenceChunk& ch : chunks)
+        if (ch.host_rows != nullptr) ch.context->keep_rows_ = 0;  // kept_rows_ holds them
     }
   }
 }
 
-void Context::process_rows(size_t rows, std::vector<float>& out) {
-  const size_t total = tokens_.size();
-  if (rows == 0 || rows > total - n_processed_ || rows > max_batch_tokens_)
-    fail(gptoss_status_internal, "process_rows: {} rows of {} pending tokens (batch {})", rows,
-         total - n_processed_, max_batch_tokens_);
-  // Ordinary steps up to where the last step holds the rows (and at most max_batch_tokens).
-  while (total - n_processed_ > max_batch_tokens_) {
-    const size_t n = std::min(max_batch_tokens_, total - n_processed_ - rows);
-    const SequenceChunk chunk{this, n_processed_, n_processed_ + n, false};
-    run_forward_step(*pool_, std::span(&chunk, 1));
-  }
-  out.resize(rows * size_t(model_->config().vocab_size));
-  SequenceChunk chunk{this, n_processed_, total, true};
-  chunk.logit_rows = rows;
-  chunk.host_rows = out.data();
-  run_forward_step(*pool_, std::span(&chunk, 1));
+void Context::keep_rows(size_t rows) {
+  const size_t pending = tokens_.size() - n_processed_;
+  if (rows > pending || rows > max_batch_tokens_)
+    fail(gptoss_status_internal, "keep_rows: {} rows of {} pending tokens (batch {})", rows,
+         pending, max_batch_tokens_);
+  kept_rows_.clear();
+  keep_rows_ = rows;
+}
+
+std::vector<float> Context::take_kept_rows() {
+  std::vector<float> rows;
+  if (keep_rows_ == 0) rows.swap(kept_rows_);
+  return rows;
 }
 
 void Context::rollback(size_t n, std::span<const float> last_logits) {
@@ -136,6 +148,7 @@ void Context::rollback(size_t n, std::span<const float> last_logits) {
   if (n == 0 || n > n_processed_ || n_processed_ != tokens_.size() || last_logits.size() != V)
     fail(gptoss_status_internal, "rollback to {} with {} of {} tokens processed", n, n_processed_,
          tokens_.size());
+  cancel_kept_rows();
   if (n == tokens_.size()) return;
   if (!window_held(n)) {
     truncate(n);
@@ -206,25 +219,29 @@ void Context::sample_stored_logits(const SampleRequest& request) {
   }
 }
 
-uint32_t Context::sample(Sampler& sampler, std::span<const uint32_t> mask) {
-  if (tokens_.empty()) fail(gptoss_status_invalid_state, "the context has no tokens");
+void Context::check_mask(std::span<const uint32_t> mask) const {
   const size_t words = (size_t(model_->config().vocab_size) + 31) / 32;
   if (!mask.empty() && mask.size() != words)
     fail(gptoss_status_invalid_argument, "the token mask has {} words; the vocabulary needs {}",
          mask.size(), words);
+}
+
+uint32_t Context::sample(Sampler& sampler, std::span<const uint32_t> mask) {
+  if (tokens_.empty()) fail(gptoss_status_invalid_state, "the context has no tokens");
+  check_mask(mask);
+  cancel_kept_rows();
   if (!samples_on_device(sampler)) {
     process();
     return sampler.sample(host_logits(), tokens_, mask);
   }
+  if (n_processed_ == tokens_.size()) {
+    if (!has_logits()) fail(gptoss_status_invalid_state, "no logits to sample from");
+    return sample_on_device(sampler, mask);
+  }
   gptoss_sample_result result{};
   const SampleRequest request{&sampler, mask, &result};
-  if (n_processed_ < tokens_.size()) {
-    Context* self = this;
-    run_steps(std::span<Context* const>(&self, 1), &request);
-  } else {
-    if (!has_logits()) fail(gptoss_status_invalid_state, "no logits to sample from");
-    sample_stored_logits(request);
-  }
+  Context* self = this;
+  run_steps(std::span<Context* const>(&self, 1), &request);
   if (result.token == UINT32_MAX)
     fail(gptoss_status_invalid_state, "the token mask allows none of the {} tokens",
          model_->config().vocab_size);
@@ -236,7 +253,40 @@ uint32_t Context::sample(Sampler& sampler, std::span<const uint32_t> mask) {
   return result.token;
 }
 
+uint32_t Context::sample_on_device(Sampler& sampler, std::span<const uint32_t> mask) {
+  gptoss_sample_result result{};
+  sample_stored_logits(SampleRequest{&sampler, mask, &result});
+  if (result.token == UINT32_MAX)
+    fail(gptoss_status_invalid_state, "the token mask allows none of the {} tokens",
+         model_->config().vocab_size);
+  if (sampler.params().temperature > 0.0f) sampler.skip_uniform();
+  std::vector<TokenLogprob> top;
+  for (uint32_t i = 0; i < std::min<uint32_t>(result.n_top, GPTOSS_SAMPLE_MAX_TOP); ++i)
+    top.push_back({result.top[i].token, result.top[i].logprob});
+  sampler.record(result.token, result.logprob, std::move(top));
+  return result.token;
+}
+
+uint32_t Context::sample_logits(Sampler& sampler, std::span<const float> logits, size_t history,
+                                std::span<const uint32_t> mask) {
+  const size_t V = model_->config().vocab_size;
+  if (logits.size() != V || history > tokens_.size())
+    fail(gptoss_status_internal, "sample_logits: {} logits, history {} of {} tokens", logits.size(),
+         history, tokens_.size());
+  check_mask(mask);
+  if (!samples_on_device(sampler))
+    return sampler.sample(logits, std::span(tokens_).first(history), mask);
+  const uint32_t out = model_->placement().output_device();
+  const BackendDevice& dev = model_->device(out);
+  const gptoss_backend_stream_t s = pool_->runner().stream(out);
+  logits_state_ = LogitsState::none;
+  dev.check(dev.api().buffer_write(s, logits_buf_, 0, logits.data(), V * 4), "logits write");
+  logits_state_ = LogitsState::on_device;
+  return sample_on_device(sampler, mask);
+}
+
 void Context::reset() {
+  cancel_kept_rows();
   release_pages_from(PageGroup::full, 0);
   release_pages_from(PageGroup::sliding, 0);
   tokens_.clear();
@@ -271,6 +321,7 @@ void Context::truncate(size_t n) {
   if (n > tokens_.size())
     fail(gptoss_status_invalid_argument, "cannot truncate to {} tokens: the context has {}", n,
          tokens_.size());
+  cancel_kept_rows();
   if (n == tokens_.size()) return;
   tokens_.resize(n);
   logits_state_ = LogitsState::none;

@@ -50,10 +50,21 @@ class Context {
   // Whether sample() would run on the device for `sampler`.
   bool samples_on_device(const Sampler& sampler) const;
 
-  // Speculative verification (libgptoss/speculative): processes every pending token, the
-  // last `rows` of them (1..max_batch_tokens, at most the pending ones) in one forward step
-  // whose logits, rows * vocab floats, land in `out`; earlier ones in ordinary steps.
-  void process_rows(size_t rows, std::vector<float>& out);
+  // Speculative verification (libgptoss/speculative): the next processing that reaches the
+  // end of the tokens (process(), or process_all() with other contexts, so that several
+  // sequences' drafts verify in one batched step) computes the last `rows` positions
+  // (1..max_batch_tokens, at most the pending tokens) in one forward step and keeps their
+  // logits, rows * vocab floats, for take_kept_rows(); earlier tokens go in ordinary steps
+  // before it. append, truncate, rollback, reset and sample cancel the request.
+  void keep_rows(size_t rows);
+  // The rows the last processing kept (moved out; empty when none were kept since).
+  std::vector<float> take_kept_rows();
+  // Samples `logits` as sample() samples the context's last logits when its tokens end at
+  // position `history` (penalties over the tokens before it): on the device when sample()
+  // would, so that the token and its log-probabilities are the ones plain decoding records.
+  // Leaves `logits` as the context's last logits on the device.
+  uint32_t sample_logits(Sampler& sampler, std::span<const float> logits, size_t history,
+                         std::span<const uint32_t> mask = {});
   // Drops the tokens from position n on, all of whose KV a step computed (a rejected draft),
   // keeping the first n processed: no token is processed again. `last_logits` (vocab floats,
   // those of position n - 1, which the step computed) become the context's logits, as if the
@@ -82,6 +93,13 @@ class Context {
   int32_t page_at(PageGroup g, size_t pos) const { return pages_[int(g)][pos / KvPool::kPageSize]; }
   static void run_steps(std::span<Context* const> contexts, const SampleRequest* request);
   void sample_stored_logits(const SampleRequest& request);
+  // sample()'s device path on logits_buf_: the result recorded in the sampler.
+  uint32_t sample_on_device(Sampler& sampler, std::span<const uint32_t> mask);
+  void check_mask(std::span<const uint32_t> mask) const;
+  void cancel_kept_rows() {
+    keep_rows_ = 0;
+    kept_rows_.clear();
+  }
 
   std::shared_ptr<const Model> model_;
   std::shared_ptr<KvPool> pool_;
@@ -94,6 +112,8 @@ class Context {
   LogitsState logits_state_ = LogitsState::none;
   std::vector<float> logits_;  // host copy when on_host
   size_t checkpoint_ = 0;  // 0 = none
+  size_t keep_rows_ = 0;   // rows the next processing to the end keeps (keep_rows)
+  std::vector<float> kept_rows_;
 };
 
 }  // namespace gptoss

@@ -47,6 +47,7 @@ Speculator::Speculator(SpeculatorOptions options)
 void Speculator::reset() {
   length_.reset();
   stats_ = {};
+  drafted_ = false;
 }
 
 SpeculatorStats Speculator::stats() const {
@@ -70,11 +71,12 @@ void Speculator::forced_tokens(const constrain::Constraint& constraint, size_t m
   }
 }
 
-VerifyResult Speculator::step(Context& ctx, Sampler& sampler, constrain::Constraint* constraint,
-                              constrain::TokenMask* scratch, std::span<const uint32_t> stop,
-                              size_t max_tokens) {
+size_t Speculator::draft(Context& ctx, const constrain::Constraint* constraint,
+                         std::span<const uint32_t> stop, size_t max_tokens) {
   if (max_tokens == 0)
     fail(gptoss_status_invalid_argument, "a step must be allowed at least one token");
+  if (drafted_)
+    fail(gptoss_status_invalid_state, "a draft is pending: verify it before drafting again");
   // Room for the draft: one step, the context, what the caller wants back.
   const size_t room = std::min(
       {ctx.max_batch_tokens() - 1, ctx.max_tokens() - ctx.tokens().size(), max_tokens - 1});
@@ -100,18 +102,44 @@ VerifyResult Speculator::step(Context& ctx, Sampler& sampler, constrain::Constra
     sequence_.insert(sequence_.end(), draft_.begin(), draft_.end());
     drafter_->propose(sequence_, asked, draft_);
   }
-  const size_t proposed = draft_.size() - forced;
-  VerifyResult r = verify(ctx, sampler, constraint, scratch, draft_, stop);
+  pending_ = append_draft(ctx, constraint, draft_, stop);
+  forced_ = forced;
+  proposed_ = draft_.size() - forced;
+  drafted_ = true;
+  return pending_.used;
+}
+
+void Speculator::abandon(Context& ctx) {
+  if (!drafted_) return;
+  drafted_ = false;
+  const std::vector<uint32_t>& tokens = ctx.tokens();
+  if (pending_.used > 0 && tokens.size() == pending_.begin + pending_.used)
+    ctx.truncate(pending_.begin);
+}
+
+VerifyResult Speculator::verify(Context& ctx, Sampler& sampler, constrain::Constraint* constraint,
+                                constrain::TokenMask* scratch, std::span<const uint32_t> stop,
+                                bool logprobs) {
+  if (!drafted_) fail(gptoss_status_invalid_state, "no draft is pending: draft first");
+  drafted_ = false;
+  VerifyResult r = finish_draft(ctx, sampler, constraint, scratch, pending_, stop, logprobs);
   // Forced tokens are always kept (the grammar leaves the sampler no choice); what the drafter
   // proposed after them counts for its acceptance.
-  const size_t drafter_verified = r.drafted > forced ? r.drafted - forced : 0;
-  const size_t drafter_kept = r.accepted > forced ? r.accepted - forced : 0;
-  length_.update(proposed == 0 ? 0 : std::max<size_t>(drafter_verified, 1), drafter_kept);
+  const size_t drafter_verified = r.drafted > forced_ ? r.drafted - forced_ : 0;
+  const size_t drafter_kept = r.accepted > forced_ ? r.accepted - forced_ : 0;
+  length_.update(proposed_ == 0 ? 0 : std::max<size_t>(drafter_verified, 1), drafter_kept);
   ++stats_.steps;
   stats_.drafted += r.drafted;
   stats_.accepted += r.accepted;
-  stats_.forced += std::min(forced, r.accepted);
+  stats_.forced += std::min(forced_, r.accepted);
   return r;
+}
+
+VerifyResult Speculator::step(Context& ctx, Sampler& sampler, constrain::Constraint* constraint,
+                              constrain::TokenMask* scratch, std::span<const uint32_t> stop,
+                              size_t max_tokens) {
+  draft(ctx, constraint, stop, max_tokens);
+  return verify(ctx, sampler, constraint, scratch, stop);
 }
 
 }  // namespace gptoss::speculative

@@ -55,6 +55,20 @@ class Speculator {
   VerifyResult step(Context& ctx, Sampler& sampler, constrain::Constraint* constraint,
                     constrain::TokenMask* scratch, std::span<const uint32_t> stop,
                     size_t max_tokens);
+  // The same step in two halves around the processing of `ctx`, which may batch it with other
+  // contexts (a server's continuous batching): draft() proposes and appends the draft
+  // (append_draft) and returns its length; verify() finishes it (finish_draft, the processing
+  // included if still to do), with each token's log-probabilities when `logprobs`.
+  size_t draft(Context& ctx, const constrain::Constraint* constraint,
+               std::span<const uint32_t> stop, size_t max_tokens);
+  VerifyResult verify(Context& ctx, Sampler& sampler, constrain::Constraint* constraint,
+                      constrain::TokenMask* scratch, std::span<const uint32_t> stop,
+                      bool logprobs = false);
+  // Forgets the pending draft, taking it out of `ctx` (its context) when it is there: the
+  // processing that would verify it failed. The sampler never saw it.
+  void abandon(Context& ctx);
+  // Most tokens the pending draft's verify() gives back (0: none pending).
+  size_t pending_tokens() const { return drafted_ ? pending_.used + 1 : 0; }
   // A new sequence: forgets the measured acceptance and the counts.
   void reset();
   SpeculatorStats stats() const;
@@ -70,6 +84,9 @@ class Speculator {
   DraftLength length_;
   SpeculatorStats stats_;
   std::vector<uint32_t> draft_, sequence_;
+  PendingDraft pending_;
+  size_t forced_ = 0, proposed_ = 0;  // of the pending draft, before the grammar's filter
+  bool drafted_ = false;              // draft() ran; verify() has not
 };
 
 }  // namespace gptoss::speculative

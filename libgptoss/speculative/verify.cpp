@@ -37,9 +37,8 @@ size_t usable_prefix(const constrain::Constraint* constraint, std::span<const ui
 
 }  // namespace
 
-VerifyResult verify(Context& ctx, Sampler& sampler, constrain::Constraint* constraint,
-                    constrain::TokenMask* scratch, std::span<const uint32_t> draft,
-                    std::span<const uint32_t> stop) {
+PendingDraft append_draft(Context& ctx, const constrain::Constraint* constraint,
+                          std::span<const uint32_t> draft, std::span<const uint32_t> stop) {
   const uint32_t vocab = ctx.model().config().vocab_size;
   if (ctx.tokens().empty()) fail(gptoss_status_invalid_state, "the context has no tokens");
   for (size_t i = 0; i < draft.size(); ++i)
@@ -59,48 +58,73 @@ VerifyResult verify(Context& ctx, Sampler& sampler, constrain::Constraint* const
     fail(gptoss_status_invalid_state,
          "the sampler's constraint is finished: nothing more may be generated");
 
+  PendingDraft p;
+  p.begin = ctx.tokens().size();
+  p.used = usable_prefix(constraint, draft, stop);
+  if (p.used == 0) return p;
+  // The row of position begin - 1 (what predicts the first drafted token): from the step, or
+  // kept from the last one when every token is processed already.
+  if (ctx.num_processed() == p.begin) {
+    if (!ctx.has_logits()) fail(gptoss_status_invalid_state, "no logits to sample from");
+    p.first_row = ctx.host_logits();
+  }
+  ctx.append(draft.first(p.used));
+  ctx.keep_rows(p.used + (p.first_row.empty() ? 1 : 0));
+  return p;
+}
+
+VerifyResult finish_draft(Context& ctx, Sampler& sampler, constrain::Constraint* constraint,
+                          constrain::TokenMask* scratch, const PendingDraft& pending,
+                          std::span<const uint32_t> stop, bool logprobs) {
   VerifyResult r;
-  r.drafted = usable_prefix(constraint, draft, stop);
-  if (r.drafted == 0) {  // plain decoding, on the device where it samples there
+  auto record = [&] {
+    if (logprobs) r.logprobs.push_back({sampler.last_chosen(), sampler.last_alternatives()});
+  };
+  const size_t L = pending.begin;
+  if (pending.used == 0) {  // plain decoding, on the device where it samples there
+    if (ctx.tokens().size() != L)
+      fail(gptoss_status_invalid_state, "the context changed since its draft was appended");
     r.tokens.push_back(sample_one(ctx, sampler, constraint, scratch));
+    record();
     return r;
   }
-  const std::span<const uint32_t> used = draft.first(r.drafted);
-  const size_t L = ctx.tokens().size();
-  // The row of position L - 1 (what predicts the first drafted token): from this step, or
-  // kept from the last one when every token is processed already.
-  std::vector<float> first_row;
-  if (ctx.num_processed() == L) {
-    if (!ctx.has_logits()) fail(gptoss_status_invalid_state, "no logits to sample from");
-    first_row = ctx.host_logits();
+  const std::vector<uint32_t>& tokens = ctx.tokens();
+  if (tokens.size() != L + pending.used)
+    fail(gptoss_status_invalid_state, "the context changed since its draft was appended");
+  if (ctx.num_processed() < tokens.size()) {
+    try {
+      ctx.process();
+    } catch (...) {
+      ctx.truncate(L);
+      throw;
+    }
   }
-  const size_t rows = used.size() + (first_row.empty() ? 1 : 0);
-  std::vector<float> logits;
-  ctx.append(used);
-  try {
-    ctx.process_rows(rows, logits);
-  } catch (...) {
-    ctx.truncate(L);
-    throw;
-  }
+  const std::vector<float> logits = ctx.take_kept_rows();
+  const uint32_t vocab = ctx.model().config().vocab_size;
+  const size_t rows = pending.used + (pending.first_row.empty() ? 1 : 0);
+  if (logits.size() != rows * vocab)
+    fail(gptoss_status_invalid_state,
+         "the draft's logits were not kept: the context changed since its draft was appended");
+  r.drafted = pending.used;
+  const std::span<const uint32_t> used = std::span(tokens).subspan(L, pending.used);
   auto row = [&](size_t i) -> std::span<const float> {  // predicts the token at L + i
-    if (!first_row.empty()) {
-      if (i == 0) return first_row;
+    if (!pending.first_row.empty()) {
+      if (i == 0) return pending.first_row;
       --i;
     }
     return std::span<const float>(logits).subspan(i * vocab, vocab);
   };
-  const std::vector<uint32_t>& tokens = ctx.tokens();
   for (size_t i = 0; i <= used.size(); ++i) {
     std::span<const uint32_t> mask;
     if (constraint != nullptr) {
       constraint->fill_mask(*scratch);
       mask = std::span<const uint32_t>(scratch->words(), scratch->num_words());
     }
-    // Penalties see the tokens before this position, as plain decoding's would.
-    const uint32_t y = sampler.sample(row(i), std::span(tokens).first(L + i), mask);
+    // Sampled as Context::sample samples position L + i: penalties over the tokens before it.
+    const uint32_t y = ctx.sample_logits(sampler, row(i), L + i, mask);
     if (constraint != nullptr) constraint->accept(y);
     r.tokens.push_back(y);
+    record();
     const bool ends = (constraint != nullptr && constraint->finished()) ||
                       std::find(stop.begin(), stop.end(), y) != stop.end();
     if (i == used.size() || y != used[i] || ends) break;
@@ -108,6 +132,13 @@ VerifyResult verify(Context& ctx, Sampler& sampler, constrain::Constraint* const
   }
   ctx.rollback(L + r.accepted, row(r.accepted));
   return r;
+}
+
+VerifyResult verify(Context& ctx, Sampler& sampler, constrain::Constraint* constraint,
+                    constrain::TokenMask* scratch, std::span<const uint32_t> draft,
+                    std::span<const uint32_t> stop) {
+  const PendingDraft pending = append_draft(ctx, constraint, draft, stop);
+  return finish_draft(ctx, sampler, constraint, scratch, pending, stop);
 }
 
 }  // namespace gptoss::speculative

@@ -10,12 +10,18 @@ const char* finish_reason_name(FinishReason reason) {
   return reason == FinishReason::length ? "length" : "stop";
 }
 
+json speculative_usage(const Usage& u) {
+  return {{"drafted_tokens", u.drafted_tokens}, {"accepted_tokens", u.accepted_tokens}};
+}
+
 json chat_usage(const Usage& u) {
-  return {{"prompt_tokens", u.prompt_tokens},
-          {"completion_tokens", u.output_tokens},
-          {"total_tokens", u.prompt_tokens + u.output_tokens},
-          {"prompt_tokens_details", {{"cached_tokens", u.cached_tokens}}},
-          {"completion_tokens_details", {{"reasoning_tokens", u.reasoning_tokens}}}};
+  json usage = {{"prompt_tokens", u.prompt_tokens},
+                {"completion_tokens", u.output_tokens},
+                {"total_tokens", u.prompt_tokens + u.output_tokens},
+                {"prompt_tokens_details", {{"cached_tokens", u.cached_tokens}}},
+                {"completion_tokens_details", {{"reasoning_tokens", u.reasoning_tokens}}}};
+  if (u.speculative) usage["speculative"] = speculative_usage(u);  // extension (docs/server.md)
+  return usage;
 }
 
 ChatChoice::ChatChoice(gptoss_tokenizer_t tokenizer, int index, bool logprobs)

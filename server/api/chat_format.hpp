@@ -61,5 +61,7 @@ class CompletionChoice {
 
 const char* finish_reason_name(FinishReason reason);
 json chat_usage(const Usage& usage);
+// The extension field usage.speculative of every endpoint: {drafted_tokens, accepted_tokens}.
+json speculative_usage(const Usage& usage);
 
 }  // namespace gptoss_server

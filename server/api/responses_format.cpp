@@ -1,5 +1,6 @@
 #include "api/responses_format.hpp"
 
+#include "api/chat_format.hpp"
 #include "api/ids.hpp"
 #include "api/logprobs.hpp"
 #include "api/output_kind.hpp"
@@ -135,6 +136,7 @@ std::vector<json> ResponsesFormatter::finish(const Finish& finish) {
                         {"output_tokens", u.output_tokens},
                         {"output_tokens_details", {{"reasoning_tokens", u.reasoning_tokens}}},
                         {"total_tokens", u.prompt_tokens + u.output_tokens}};
+  if (u.speculative) response_["usage"]["speculative"] = speculative_usage(u);  // extension
   // Extension: the token limit closed a structured answer (docs/server.md).
   response_["closed_by_budget"] = finish.closed_by_budget;
   switch (finish.reason) {

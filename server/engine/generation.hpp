@@ -72,6 +72,11 @@ struct Usage {
   size_t cached_tokens = 0;  // prompt tokens whose KV came from the prefix cache
   size_t output_tokens = 0;
   size_t reasoning_tokens = 0;  // output tokens of analysis messages
+  // Speculative decoding (extension, usage.speculative): drafted tokens verified, and of them
+  // the ones kept (each a forward step saved). Absent when the server does not speculate.
+  bool speculative = false;
+  size_t drafted_tokens = 0;
+  size_t accepted_tokens = 0;
 };
 
 struct Finish {

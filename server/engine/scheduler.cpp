@@ -108,7 +108,8 @@ void Scheduler::run() {
     }
     for (auto& job : fresh) {
       try {
-        waiting_.push_back(std::make_unique<Sequence>(job, tokenizer_.get(), config_.context_length, metrics_));
+        waiting_.push_back(std::make_unique<Sequence>(job, tokenizer_.get(), config_.context_length,
+                                                      metrics_, config_.speculation));
       } catch (const gptoss::error& e) {
         --queued_;
         job->finish({FinishReason::error, e.what(), {}});
@@ -234,6 +235,23 @@ void Scheduler::step() {
       batch.push_back(s.get());
       budget -= std::min(budget, s->appended - s->processed);
     }
+  // Drafts: what the decode tokens left of the budget, at most half of it while prompts wait,
+  // in admission order; the speculator drafts as many as pay, up to that.
+  if (config_.speculation.on) {
+    const bool prompts_wait = std::any_of(running_.begin(), running_.end(), [](const auto& s) {
+      return s->appended < s->tokens().size();
+    });
+    size_t for_drafts = prompts_wait ? budget / 2 : budget;
+    for (Sequence* s : batch) {
+      try {
+        const size_t n = s->draft(std::min<size_t>(for_drafts, config_.speculation.draft_max));
+        for_drafts -= n;
+        budget -= n;
+      } catch (const gptoss::error& e) {
+        s->finish(FinishReason::error, e.what());
+      }
+    }
+  }
   // Then prompt chunks, in admission order.
   for (auto& s : running_) {
     if (s->appended == s->tokens().size()) continue;
@@ -262,11 +280,13 @@ void Scheduler::step() {
   std::vector<gptoss_context_t> contexts;
   for (Sequence* s : batch) contexts.push_back(s->context.get());
   size_t step_tokens = 0;
-  for (Sequence* s : batch) step_tokens += s->appended - s->processed;
+  for (Sequence* s : batch) step_tokens += gptoss::num_tokens(s->context.get()) - s->processed;
   const auto start = std::chrono::steady_clock::now();
   const gptoss_status status = gptoss_contexts_process(contexts.data(), contexts.size());
   metrics_.observe_step(batch.size(), step_tokens,
                         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  if (status != gptoss_status_success)
+    for (Sequence* s : batch) s->drop_draft();
   if (status == gptoss_status_insufficient_resources) {
     if (!free_pages_for(batch)) {
       const std::string message = gptoss_get_last_error_message();

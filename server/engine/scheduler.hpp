@@ -3,6 +3,9 @@
 // sequence. Each step batches the decode token of every running sequence with chunks of
 // prompts still being prefilled (under a per-step token budget) into one
 // gptoss_contexts_process. HTTP threads submit jobs and read their events through Job.
+// With speculation, a decoding sequence's pending token comes with its draft, all drafts are
+// verified in that same step, and drafted tokens count against the budget (drafts shrink to
+// fit it; while prompts wait, they take at most half of what the decode tokens leave).
 //
 // When the pool runs out of pages: prefix-cache entries go first, then the most recently
 // admitted running sequence is preempted (its pages freed, its tokens recomputed when it is
@@ -32,6 +35,7 @@ struct SchedulerConfig {
   size_t kv_tokens = 32768;        // full-attention KV capacity of the pool
   gptoss_kv_dtype kv_dtype = gptoss_kv_dtype_f32;
   size_t prefix_cache_entries = 8; // finished sequences kept for prefix reuse
+  Speculation speculation;         // drafts verified in the decode steps (on by default)
 };
 
 // submit() past max_queue (HTTP 429).

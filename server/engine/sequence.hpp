@@ -18,10 +18,19 @@ namespace gptoss_server {
 // sequence would have; -1 when the grammar cannot be finished. Throws gptoss::error.
 int64_t shortest_output_tokens(const Grammar& grammar, int64_t max_reasoning_tokens);
 
+// Speculative decoding (docs/speculative.md): the library's speculator, one per sequence.
+struct Speculation {
+  bool on = true;          // prompt lookup (or the draft model) and jump-forward
+  uint32_t draft_max = 8;  // drafter tokens per step at most; 0: jump-forward only
+  gptoss_model_t draft_model =
+      nullptr;  // instead of prompt lookup; borrowed, outlives the sequences
+};
+
 class Sequence {
  public:
   // Throws gptoss::error for sampling options the library refuses.
-  Sequence(std::shared_ptr<Job> job, gptoss_tokenizer_t tokenizer, size_t context_length, Metrics& metrics);
+  Sequence(std::shared_ptr<Job> job, gptoss_tokenizer_t tokenizer, size_t context_length,
+           Metrics& metrics, const Speculation& speculation = {.on = false});
 
   Job& job() { return *job_; }
   const std::vector<uint32_t>& tokens() const { return tokens_; }
@@ -37,8 +46,15 @@ class Sequence {
 
   // Appends tokens()[appended, appended + n) to the context.
   void append(size_t n);
-  // After a forward pass that processed every token: samples the next one, emits its events
-  // and either appends it or finishes. Returns true when finished.
+  // Before a forward pass in which this sequence decodes (one token pending): drafts at most
+  // `max_draft` tokens and appends them to the context, to be verified by advance() after the
+  // pass. Returns the tokens appended (0 when speculation is off or nothing was proposed).
+  size_t draft(size_t max_draft);
+  // The pass failed: the draft leaves the context (the sampler never saw it). Never throws.
+  void drop_draft();
+  // After a forward pass that processed every token: samples the next one (or verifies the
+  // draft: the tokens plain decoding gives, one or more), emits their events and either
+  // appends the last or finishes. Returns true when finished.
   bool advance();
   // Ends the generation (closing open messages for stop/length); idempotent.
   void finish(FinishReason reason, const std::string& error = {});
@@ -62,6 +78,17 @@ class Sequence {
   Usage usage_;
   size_t generated_ = 0;
   std::chrono::steady_clock::time_point last_token_at_;
+  gptoss::speculator speculator_;  // null when speculation is off
+  gptoss_draft_options draft_options_{};
+  std::vector<uint32_t> verified_;  // a verification's tokens
+  size_t drafted_ = 0;              // tokens of the pending draft (draft() ran; advance() has not)
+  bool draft_pending_ = false;
+  gptoss_speculator_stats counted_{};  // the speculator's counts already in usage and metrics
+
+  // One generated token: events, then finish or keep it. `in_context`: an accepted drafted
+  // token, which the context holds already. Returns true when finished.
+  bool take(uint32_t token, const TokenLogprob* logprob, bool in_context);
+  void count_speculation();
   bool finished_ = false;
   FinishReason reason_ = FinishReason::stop;
 };

@@ -52,6 +52,9 @@ inline json total_usage(const ChoicesRun<Choice>& run) {
     }
     total.output_tokens += u.output_tokens;
     total.reasoning_tokens += u.reasoning_tokens;
+    total.speculative |= u.speculative;
+    total.drafted_tokens += u.drafted_tokens;
+    total.accepted_tokens += u.accepted_tokens;
   }
   return chat_usage(total);
 }

@@ -28,6 +28,7 @@ namespace gptoss_server {
 // The loaded model and the scheduler that runs it.
 struct Engine {
   gptoss::model model;
+  gptoss::model draft_model;  // --draft-model (null without); outlives the scheduler's speculators
   gptoss::tokenizer tokenizer;
   std::unique_ptr<Scheduler> scheduler;
   std::unique_ptr<GrammarCache> grammars;

@@ -56,6 +56,31 @@ TEST_CASE("server options: defaults and derived values", "[server][options]") {
   CHECK(o->conversation_date.empty());
   CHECK(parse({"--model", "x", "--date", "2026-11-26"})->conversation_date == "2026-11-26");
   CHECK(parse({"--model", "x", "--date=2024-02-29"})->conversation_date == "2024-02-29");
+  // Speculative decoding: prompt lookup and jump-forward by default.
+  CHECK(o->engine.speculation.on);
+  CHECK(o->engine.speculation.draft_max == 8);
+  CHECK(o->draft_model_path.empty());
+  const auto off = parse({"--model", "x", "--draft", "none"});
+  CHECK_FALSE(off->engine.speculation.on);
+  const auto k = parse({"--model", "x", "--draft=ngram", "--draft-max", "0", "--draft-model", "/"});
+  CHECK(k->engine.speculation.on);
+  CHECK(k->engine.speculation.draft_max == 0);
+  CHECK(k->draft_model_path == "/");
+}
+
+TEST_CASE("server options: bad speculative decoding flags", "[server][options][bad-input]") {
+  CHECK_THAT(error_of({"--model", "x", "--draft", "model"}),
+             Catch::Contains("--draft must be one of ngram, none"));
+  CHECK_THAT(error_of({"--model", "x", "--draft", ""}), Catch::Contains("--draft"));
+  CHECK_THAT(error_of({"--model", "x", "--draft-max", "-1"}), Catch::Contains("--draft-max"));
+  CHECK_THAT(error_of({"--model", "x", "--draft-max", "257"}),
+             Catch::Contains("--draft-max must be between 0 and 256"));
+  CHECK_THAT(error_of({"--model", "x", "--draft-max", "8x"}), Catch::Contains("--draft-max"));
+  CHECK_THAT(error_of({"--model", "x", "--draft-model"}), Catch::Contains("needs a value"));
+  CHECK_THAT(error_of({"--model", "x", "--draft-model", "/nonexistent/draft"}),
+             Catch::Contains("--draft-model: no such file or directory"));
+  CHECK_THAT(error_of({"--model", "x", "--draft", "none", "--draft-model", "/"}),
+             Catch::Contains("--draft none"));
 }
 
 TEST_CASE("server options: mistakes name the flag", "[server][options][bad-input]") {

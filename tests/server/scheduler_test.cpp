@@ -6,7 +6,9 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
+#include <random>
 #include <thread>
 
 #include "api/harmony_conversation.hpp"
@@ -43,6 +45,8 @@ SchedulerConfig config(size_t max_running, size_t kv_tokens, size_t context, siz
   c.context_length = context;
   c.prefix_cache_entries = prefix_cache;
   c.step_tokens = 64;
+  c.speculation.on =
+      false;  // the step counts below are plain decoding's; speculation has its own tests
   return c;
 }
 
@@ -129,6 +133,125 @@ TEST_CASE("batched sequences produce what each produces alone", "[server][schedu
     CHECK(alone.text == together[i].text);
   }
   CHECK(eventually(*e.scheduler, [&](const EngineGauges&) { return e.scheduler->idle(); }));
+}
+
+namespace {
+// A negative frequency penalty makes random weights repeat themselves, so prompt lookup's
+// drafts are kept; the penalty also makes every position sample on the host.
+GenerationSpec repetitive(std::vector<uint32_t> prompt, size_t max_tokens, uint64_t seed,
+                          double temperature) {
+  GenerationSpec s = spec(std::move(prompt), max_tokens, seed);
+  s.sampling.temperature = temperature;
+  s.sampling.frequency_penalty = -1.5;
+  s.sampling.logprobs = 2;
+  return s;
+}
+
+struct Tokens {
+  std::vector<TokenLogprob> logprobs;
+  Finish finish;
+};
+Tokens wait_tokens(Job& job) {
+  Tokens out;
+  for (;;) {
+    std::vector<OutputEvent> events;
+    auto finish = job.take(events, std::chrono::milliseconds(100));
+    for (const auto& e : events)
+      out.logprobs.insert(out.logprobs.end(), e.logprobs.begin(), e.logprobs.end());
+    if (finish) {
+      out.finish = *finish;
+      return out;
+    }
+  }
+}
+bool same(const Tokens& a, const Tokens& b) {
+  if (a.logprobs.size() != b.logprobs.size()) return false;
+  for (size_t i = 0; i < a.logprobs.size(); ++i)
+    if (a.logprobs[i].token != b.logprobs[i].token ||
+        a.logprobs[i].logprob != b.logprobs[i].logprob || a.logprobs[i].top != b.logprobs[i].top)
+      return false;
+  return true;
+}
+}  // namespace
+
+TEST_CASE(
+    "speculation: batched drafts give plain decoding's tokens and logprobs within the step budget",
+    "[server][scheduler][speculative]") {
+  const uint64_t seed = std::random_device{}();
+  std::printf("speculation scheduler test seed %llu\n", static_cast<unsigned long long>(seed));
+  INFO("seed " << seed);
+  // A budget of 32 tokens for 6 decoding sequences: drafts must shrink to what is left.
+  SchedulerConfig on = config(8, 4096, 512, 0);
+  on.step_tokens = 32;
+  on.speculation.on = true;
+  SchedulerConfig off = on;
+  off.speculation.on = false;
+  Engine spec_engine(on), plain_engine(off);
+  std::vector<std::shared_ptr<Job>> on_jobs, off_jobs;
+  size_t prompt_tokens = 0;
+  for (uint32_t i = 0; i < 6; ++i) {
+    const size_t n = 12 + (seed >> (4 * i)) % 40;
+    prompt_tokens += n;
+    const double temperature = i % 2 == 0 ? 0.0 : 1.0;
+    on_jobs.push_back(
+        spec_engine.scheduler->submit(repetitive(prompt(n, 3 * i), 40, seed + i, temperature)));
+    off_jobs.push_back(
+        plain_engine.scheduler->submit(repetitive(prompt(n, 3 * i), 40, seed + i, temperature)));
+  }
+  size_t drafted = 0, accepted = 0;
+  for (uint32_t i = 0; i < 6; ++i) {
+    INFO("job " << i);
+    const Tokens a = wait_tokens(*on_jobs[i]), b = wait_tokens(*off_jobs[i]);
+    REQUIRE(a.finish.reason == FinishReason::length);
+    CHECK(a.logprobs.size() == 40);
+    CHECK(same(a, b));
+    CHECK(a.finish.usage.speculative);
+    CHECK_FALSE(b.finish.usage.speculative);
+    CHECK(a.finish.usage.accepted_tokens <= a.finish.usage.drafted_tokens);
+    drafted += a.finish.usage.drafted_tokens;
+    accepted += a.finish.usage.accepted_tokens;
+  }
+  const std::string metrics = spec_engine.metrics.prometheus(spec_engine.scheduler->gauges());
+  INFO(metrics);
+  CHECK(accepted > 0);
+  CHECK(counter(metrics, "gptoss_speculative_drafted_tokens_total") == double(drafted));
+  CHECK(counter(metrics, "gptoss_speculative_accepted_tokens_total") == double(accepted));
+  // Every token a step processed: the prompts, one pending token per decode step (40 - 1
+  // sampled tokens a sequence, less those that came as accepted drafts), and every draft.
+  CHECK(counter(metrics, "gptoss_forward_step_tokens_total") ==
+        double(prompt_tokens + 6 * 39 - accepted + drafted));
+  // No step went past the budget.
+  CHECK(counter(metrics, "gptoss_forward_step_size_tokens_bucket{le=\"32\"}") ==
+        counter(metrics, "gptoss_forward_step_size_tokens_count"));
+}
+
+TEST_CASE("speculation: preemption and prefix reuse keep plain decoding's tokens",
+          "[server][scheduler][speculative]") {
+  // 256 tokens of KV for four sequences: preempted mid-draft; then each prompt again, resumed
+  // from the prefix cache that holds the first run's context (its KV past rejected drafts gone).
+  SchedulerConfig squeezed = config(4, 256, 256, 4);
+  squeezed.speculation.on = true;
+  SchedulerConfig roomy = config(4, 4096, 256, 0);
+  Engine e(squeezed), plain(roomy);
+  for (int round = 0; round < 2; ++round) {
+    std::vector<std::shared_ptr<Job>> jobs;
+    for (uint32_t i = 0; i < 4; ++i)
+      jobs.push_back(e.scheduler->submit(repetitive(prompt(40, 30 * i), 120, 7 + i, 0.0)));
+    for (uint32_t i = 0; i < 4; ++i) {
+      INFO("round " << round << ", job " << i);
+      const Tokens a = wait_tokens(*jobs[i]);
+      const Tokens b =
+          wait_tokens(*plain.scheduler->submit(repetitive(prompt(40, 30 * i), 120, 7 + i, 0.0)));
+      INFO(a.finish.error);
+      REQUIRE(a.finish.reason == FinishReason::length);
+      CHECK(same(a, b));
+    }
+  }
+  const std::string metrics = e.metrics.prometheus(e.scheduler->gauges());
+  INFO(metrics);
+  CHECK(metrics.find("gptoss_preemptions_total 0\n") == std::string::npos);
+  CHECK(counter(metrics, "gptoss_speculative_accepted_tokens_total") > 0);
+  CHECK(counter(metrics, "gptoss_cached_prompt_tokens_total") > 0);
 }
 
 TEST_CASE("a pool too small for every sequence preempts and still finishes each identically",
