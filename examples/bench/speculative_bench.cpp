@@ -21,11 +21,6 @@
 namespace gptoss::bench {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v.empty() ? 0.0 : v[v.size() / 2];
@@ -39,22 +34,13 @@ int run_speculative_bench(const Options& o) {
   const gptoss_model_info info = loaded.info();
 
   const size_t K = o.draft_max;
-  gptoss_context_options co;
-  gptoss_context_options_init(&co);
-  co.context_length = o.n_prompt + o.n_gen + K + 32;
-  co.max_batch_tokens = std::max<size_t>({o.n_prompt, K + 1, 17});
+  const gptoss_context_options co = decode_context_options(
+      o, o.n_prompt + o.n_gen + K + 32, std::max<size_t>({o.n_prompt, K + 1, 17}));
   const gptoss::context context = gptoss::context::create(loaded.get(), &co, "creating a context");
   const gptoss_context_t ctx = context.get();
-  gptoss_sampler_options so;
-  gptoss_sampler_options_init(&so);
-  so.temperature = 0.0f;
-  const gptoss::sampler greedy = gptoss::sampler::create(&so, "creating a sampler");
+  const gptoss::sampler greedy = greedy_sampler();
   const gptoss_sampler_t sampler = greedy.get();
-
-  std::vector<uint32_t> prompt(o.n_prompt);
-  const size_t id_range = std::min<size_t>(info.vocab_size, 199000) - 1000;
-  for (size_t i = 0; i < prompt.size(); ++i)
-    prompt[i] = uint32_t(1000 + (i * 7919 + 13) % id_range);
+  const std::vector<uint32_t> prompt = bench_prompt(o.n_prompt, info.vocab_size);
   gptoss::check(gptoss_context_append_tokens(ctx, prompt.size(), prompt.data()), "append");
   gptoss::check(gptoss_context_process(ctx), "prefill");
 
