@@ -23,6 +23,8 @@ struct Options {
   bool constrained = false;  // --constrained: mask time per token beside decode time
   bool speculative = false;  // --speculative: verify cost and the oracle drafter's ceiling
   size_t draft_max = 16;     // --draft-max K: tokens the oracle drafts per step
+  bool logit_rows = false;   // --logit-rows: --speculative also times a plain forward of k
+  bool prompt_lookup = false;  // --prompt-lookup: prompt lookup on a restated file, free text
   bool exact = false;  // --precision exact
   bool use_mmap = true;
   bool kv_bf16 = false;  // --kv bf16
@@ -145,6 +147,8 @@ int run_read_probe(const Options& o);
 int run_constrained_bench(const Options& o);
 // --speculative (speculative_bench.cpp).
 int run_speculative_bench(const Options& o);
+// --prompt-lookup (lookup_bench.cpp).
+int run_lookup_bench(const Options& o);
 
 // Peak resident set size of this process in bytes (VmHWM).
 size_t peak_rss_bytes();

@@ -53,18 +53,27 @@ int run_speculative_bench(const Options& o) {
 
   // 1. Verify cost. Each step starts from the prompt.
   const std::vector<size_t> ks = {1, 2, 4, 8, 16};
-  std::vector<std::vector<double>> step_s(ks.size());
+  std::vector<std::vector<double>> step_s(ks.size()), forward_s(ks.size());
   std::vector<uint32_t> draft(16), out(std::max<size_t>(17, K + 1));
   for (size_t i = 0; i < draft.size(); ++i) draft[i] = uint32_t(2000 + i * 31);  // rarely kept
   for (size_t r = 0; r <= o.reps; ++r) {  // repetition 0 warms up
     for (size_t j = 0; j < ks.size(); ++j) {
       restart();
       size_t n = 0;
-      const auto t0 = Clock::now();
+      auto t0 = Clock::now();
       gptoss::check(gptoss_context_sample_draft(ctx, sampler, draft.data(), ks[j] - 1, nullptr,
                                                 out.data(), out.size(), &n),
                     "verify");
       if (r > 0) step_s[j].push_back(seconds_since(t0));
+      if (!o.logit_rows) continue;
+      // The same k tokens as a plain forward pass: the last position's logits, one sample.
+      restart();
+      t0 = Clock::now();
+      if (ks[j] > 1)
+        gptoss::check(gptoss_context_append_tokens(ctx, ks[j] - 1, draft.data()), "append");
+      uint32_t t = 0;
+      gptoss::check(gptoss_context_sample(ctx, sampler, &t), "forward");
+      if (r > 0) forward_s[j].push_back(seconds_since(t0));
     }
   }
   const double E = double(info.num_experts), A = double(info.num_active_experts);
@@ -74,20 +83,27 @@ int run_speculative_bench(const Options& o) {
                 o.n_prompt, o.exact ? "exact" : "fast", o.reps);
     std::printf(
         "| k | step ms | x plain step | ms per token | distinct experts per layer (uniform "
-        "routing) |\n");
-    std::printf("| ---: | ---: | ---: | ---: | ---: |\n");
+        "routing) |%s\n",
+        o.logit_rows ? " forward of k, last row only, ms | logit rows: step - forward, ms |" : "");
+    std::printf("| ---: | ---: | ---: | ---: | ---: |%s\n", o.logit_rows ? " ---: | ---: |" : "");
   }
   const double plain_ms = 1e3 * median(step_s[0]);
   for (size_t j = 0; j < ks.size(); ++j) {
     const double ms = 1e3 * median(step_s[j]);
+    const double fwd = o.logit_rows ? 1e3 * median(forward_s[j]) : 0.0;
     const double experts = E * (1.0 - std::pow(1.0 - A / E, double(ks[j])));
-    if (o.json)
+    if (o.json) {
       std::printf(
-          "{\"bench\":\"verify\",\"k\":%zu,\"step_ms\":%.2f,\"ratio\":%.3f,\"experts\":%.1f}\n",
-          ks[j], ms, ms / plain_ms, experts);
-    else
-      std::printf("| %zu | %.1f | %.2f | %.1f | %.1f of %.0f |\n", ks[j], ms, ms / plain_ms,
+          "{\"bench\":\"verify\",\"k\":%zu,\"step_ms\":%.2f,\"ratio\":%.3f,\"experts\":%.1f", ks[j],
+          ms, ms / plain_ms, experts);
+      if (o.logit_rows) std::printf(",\"forward_ms\":%.2f", fwd);
+      std::printf("}\n");
+    } else {
+      std::printf("| %zu | %.1f | %.2f | %.1f | %.1f of %.0f |", ks[j], ms, ms / plain_ms,
                   ms / double(ks[j]), experts, E);
+      if (o.logit_rows) std::printf(" %.1f | %.1f |", fwd, ms - fwd);
+      std::printf("\n");
+    }
   }
 
   // 2. The oracle drafter's ceiling: an earlier greedy run, replayed K tokens per step.
