@@ -1,10 +1,10 @@
 // Speculative decoding's guarantee on models nobody picked: checkpoints of random weights that
 // gptoss-make-model writes from fresh seeds (the tiny preset: the full vocabulary, 128-position
-// sliding window, 2 to 4 layers), several per run. On each, in both precisions, greedy and
-// sampled: drafted decoding with random spoiled drafts gives plain decoding's tokens, one
-// rollback crosses position 128 and a page boundary, and afterwards the context's logits are
-// bit for bit a fresh context's over the same tokens; the speculator with prompt lookup gives
-// plain decoding's tokens.
+// sliding window, 2 to 4 layers), several per run, each with an f32 or bf16 KV cache. On each,
+// in both precisions, greedy and sampled: drafted decoding with random spoiled drafts gives plain
+// decoding's tokens, one rollback crosses position 128 and a page boundary, and afterwards the
+// context's logits are bit for bit a fresh context's over the same tokens; the speculator with
+// prompt lookup gives plain decoding's tokens.
 //
 // The seed is printed; GPTOSS_TEST_SEED=<seed> replays a run. GPTOSS_TEST_SPEC_MODELS=N makes
 // N models (default 3). Each model runs at one CPU kernel level drawn from the seed, unless
@@ -68,10 +68,11 @@ std::vector<uint32_t> random_tokens(std::mt19937& rng, size_t n) {
 
 // Processes the pending token of `c` and returns the logits; a fresh context over the same
 // tokens must give the same bits.
-void require_fresh_logits(gptoss_model_t m, gptoss_context_t c, size_t max_batch) {
+void require_fresh_logits(gptoss_model_t m, gptoss_context_t c, size_t max_batch,
+                          gptoss_kv_dtype kv) {
   GPTOSS_REQUIRE_OK(gptoss_context_process(c));
   const std::vector<uint32_t> tokens = tokens_of(c);
-  auto fresh = make_context(m, 1024, max_batch);
+  auto fresh = make_context(m, 1024, max_batch, nullptr, kv);
   GPTOSS_REQUIRE_OK(gptoss_context_append_tokens(fresh.get(), tokens.size(), tokens.data()));
   GPTOSS_REQUIRE_OK(gptoss_context_process(fresh.get()));
   CHECK(max_abs_diff(logits_of(c), logits_of(fresh.get())) == 0.0);
@@ -90,6 +91,7 @@ TEST_CASE("speculative decoding on fresh random models keeps plain decoding's to
     const uint64_t model_seed = rng();
     const uint32_t layers = 2 + rng() % 3;
     const std::string drawn_isa = kInvariantIsas[rng() % kInvariantIsas.size()];
+    const gptoss_kv_dtype kv = rng() % 2 ? gptoss_kv_dtype_bf16 : gptoss_kv_dtype_f32;
     TempDir dir;
     const std::string path = make_model(dir, model_seed, layers);
     const std::vector<std::string> isas =
@@ -107,36 +109,38 @@ TEST_CASE("speculative decoding on fresh random models keeps plain decoding's to
           const uint64_t sampler_seed = rng();
           INFO("fresh seed " << base << " (GPTOSS_TEST_SEED replays it): model " << k
                              << " (make-model --preset tiny --seed " << model_seed << " --layers "
-                             << layers << "), isa " << isa << ", precision " << int(precision)
-                             << ", prompt " << prompt_len << " tokens, max_batch " << max_batch
-                             << ", temperature " << temperature << ", sampler seed "
+                             << layers << "), isa " << isa << ", KV "
+                             << (kv == gptoss_kv_dtype_bf16 ? "bf16" : "f32") << ", precision "
+                             << int(precision) << ", prompt " << prompt_len << " tokens, max_batch "
+                             << max_batch << ", temperature " << temperature << ", sampler seed "
                              << sampler_seed);
           const size_t n = 40;
           auto ref_sampler = make_sampler(temperature, sampler_seed, temperature > 0 ? 8 : 0);
           const std::vector<uint32_t> ref =
-              plain(model.get(), prompt, n, ref_sampler.get(), max_batch);
+              plain(model.get(), prompt, n, ref_sampler.get(), max_batch, nullptr, kv);
           auto sampler = make_sampler(temperature, sampler_seed, temperature > 0 ? 8 : 0);
           DraftedRun run;
           run.straddle = kWindow;
+          run.kv = kv;
           const std::vector<uint32_t> got =
               drafted(model.get(), prompt, n, sampler.get(), ref, rng, max_batch, &run);
           CHECK(got == ref);
           CHECK(run.rejected > 0);
           CHECK(run.straddle_rollbacks > 0);  // kept at most 128 tokens of a step past it
           CHECK(run.page_rollbacks > 0);
-          require_fresh_logits(model.get(), run.context.get(), max_batch);
+          require_fresh_logits(model.get(), run.context.get(), max_batch, kv);
 
           // The speculator with prompt lookup, over a prompt that repeats itself.
           std::vector<uint32_t> twice(prompt.begin(), prompt.begin() + 48);
           twice.insert(twice.end(), prompt.begin(), prompt.begin() + 48);
           auto plain_sampler = make_sampler(temperature, sampler_seed, temperature > 0 ? 8 : 0);
           const std::vector<uint32_t> plain_out =
-              plain(model.get(), twice, n, plain_sampler.get(), max_batch);
+              plain(model.get(), twice, n, plain_sampler.get(), max_batch, nullptr, kv);
           gptoss_speculator_t raw = nullptr;
           GPTOSS_REQUIRE_OK(gptoss_speculator_create(nullptr, &raw));
           SpecPtr spec(raw);
           auto spec_sampler = make_sampler(temperature, sampler_seed, temperature > 0 ? 8 : 0);
-          auto c = make_context(model.get(), 1024, max_batch);
+          auto c = make_context(model.get(), 1024, max_batch, nullptr, kv);
           GPTOSS_REQUIRE_OK(gptoss_context_append_tokens(c.get(), twice.size(), twice.data()));
           std::vector<uint32_t> spec_out;
           while (spec_out.size() < n) {

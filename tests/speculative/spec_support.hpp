@@ -81,8 +81,9 @@ inline size_t processed_of(gptoss_context_t c) {
 // Plain decoding: n rounds of sample and append (fewer if `constraint` finishes).
 inline std::vector<uint32_t> plain(gptoss_model_t m, const std::vector<uint32_t>& prompt, size_t n,
                                    gptoss_sampler_t sampler, size_t max_batch = 512,
-                                   gptoss_constraint_t constraint = nullptr) {
-  auto c = make_context(m, 1024, max_batch);
+                                   gptoss_constraint_t constraint = nullptr,
+                                   gptoss_kv_dtype kv = gptoss_kv_dtype_f32) {
+  auto c = make_context(m, 1024, max_batch, nullptr, kv);
   GPTOSS_REQUIRE_OK(gptoss_context_append_tokens(c.get(), prompt.size(), prompt.data()));
   std::vector<uint32_t> out;
   for (size_t i = 0; i < n; ++i) {
@@ -103,6 +104,7 @@ inline std::vector<uint32_t> plain(gptoss_model_t m, const std::vector<uint32_t>
 // before it (0: none asked for).
 struct DraftedRun {
   size_t straddle = 0;  // a position to roll back across once (the sliding window: 128)
+  gptoss_kv_dtype kv = gptoss_kv_dtype_f32;  // of the context
   size_t rejected = 0, page_rollbacks = 0, straddle_rollbacks = 0;
   ContextPtr context;  // the context at the end: every kept token processed, the last pending
 };
@@ -119,7 +121,7 @@ inline std::vector<uint32_t> drafted(gptoss_model_t m, const std::vector<uint32_
                                      const std::vector<uint32_t>& oracle, std::mt19937& rng,
                                      size_t max_batch, DraftedRun* run) {
   const size_t P = GPTOSS_KV_PAGE_SIZE;
-  auto c = make_context(m, 1024, max_batch);
+  auto c = make_context(m, 1024, max_batch, nullptr, run->kv);
   GPTOSS_REQUIRE_OK(gptoss_context_append_tokens(c.get(), prompt.size(), prompt.data()));
   std::vector<uint32_t> out;
   bool straddled = run->straddle == 0;
