@@ -10,7 +10,9 @@
 //     per answer token. Every timed step starts at the end of the prompt, so both cases attend
 //     over the same KV (the answer's own positions are not in it); and the model keeps what it
 //     keeps of the draft rather than what the answer would, which changes only how many rows
-//     are sampled after the forward pass (0.1 ms each on the 20b).
+//     are sampled after the forward pass (0.1 ms each on the 20b). The same for an answer in
+//     prose that restates nothing of the prompt: what prompt lookup costs where it finds only
+//     chance matches.
 //  2. Free generation: the model's own greedy tokens after the bench prompt, plain decoding
 //     against gptoss_speculator_step with prompt lookup (what `gptoss --draft ngram` runs),
 //     whatever it finds to draft there.
@@ -86,6 +88,16 @@ Response HttpClient::send_with_retries(const Request& request) {
 }  // namespace net
 )";
 
+// An answer that restates nothing of the prompt.
+const char* kProse =
+    "Before changing the timeout, it is worth asking why requests take long enough to hit it. "
+    "A slow upstream, a saturated connection pool or retries that pile up behind one another "
+    "all look the same from the outside: a call that waits. Measure first: log how long each "
+    "attempt takes, how many attempts a request needs and which status codes come back. If most "
+    "of the time goes to a few slow endpoints, give those their own limit instead of raising "
+    "it for every call, and keep the default short so that a stuck server is noticed quickly. "
+    "Longer timeouts hide problems; they do not solve them.";
+
 const char* kEditFrom = "kTimeoutSeconds = 30;";
 const char* kEditTo = "kTimeoutSeconds = 45;";
 
@@ -142,12 +154,15 @@ int run_lookup_bench(const Options& o) {
       "there.<|end|><|start|>assistant<|channel|>final<|message|>";
   const std::vector<uint32_t> prompt = tok.encode(prompt_text, GPTOSS_ENCODE_ALLOW_SPECIAL);
   std::vector<uint32_t> answer = tok.encode("```cpp\n" + edited + "```");
-  const size_t edit_at = tok.encode("```cpp\n" + file.substr(0, file.find(kEditFrom))).size();
   if (o.n_gen > 0 && o.n_gen < answer.size()) answer.resize(o.n_gen);
+  std::vector<uint32_t> prose = tok.encode(kProse);
+  if (o.n_gen > 0 && o.n_gen < prose.size()) prose.resize(o.n_gen);
 
   const size_t K = o.draft_max;
   const size_t n_free = o.n_gen;
-  const size_t longest = std::max(prompt.size() + answer.size(), o.n_prompt + n_free) + K + 8;
+  const size_t longest =
+      std::max({prompt.size() + answer.size(), prompt.size() + prose.size(), o.n_prompt + n_free}) +
+      K + 8;
   const gptoss_context_options co =
       decode_context_options(o, longest, std::max<size_t>({prompt.size(), o.n_prompt, K + 1}));
   const gptoss::context context = gptoss::context::create(loaded.get(), &co, "creating a context");
@@ -169,16 +184,22 @@ int run_lookup_bench(const Options& o) {
     gptoss::check(gptoss_context_truncate(ctx, p.size()), "truncate");
   };
 
-  // 1. The restated file.
-  const std::vector<Step> steps = lookup_schedule(prompt, answer, K);
-  size_t drafted = 0, kept = 0;
-  for (const Step& st : steps) drafted += st.draft.size(), kept += st.kept;
-  start(prompt);
-  std::vector<double> plain_tps, lookup_tps;
+  // 1. Forced answers after the file's prompt: the file restated, and an answer in prose that
+  // restates nothing (what prompt lookup costs where it finds only chance matches).
+  struct Forced {
+    size_t tokens = 0, steps = 0, drafted = 0, kept = 0;
+    double plain_tps = 0, lookup_tps = 0;
+  };
   std::vector<uint32_t> out(K + 1);
-  // Warm-up, not counted (it pages the weights in and starts the threads): a decode step and
-  // the longest verification.
-  {
+  start(prompt);
+  auto forced = [&](const std::vector<uint32_t>& ans) {
+    Forced f;
+    f.tokens = ans.size();
+    const std::vector<Step> steps = lookup_schedule(prompt, ans, K);
+    f.steps = steps.size();
+    for (const Step& st : steps) f.drafted += st.draft.size(), f.kept += st.kept;
+    // Warm-up, not counted (it pages the weights in and starts the threads): a decode step and
+    // the longest verification.
     restart(prompt);
     uint32_t t = 0;
     gptoss::check(gptoss_context_sample(ctx, sampler, &t), "decode");
@@ -191,30 +212,32 @@ int run_lookup_bench(const Options& o) {
         gptoss_context_sample_draft(ctx, sampler, longest_step.draft.data(),
                                     longest_step.draft.size(), nullptr, out.data(), out.size(), &n),
         "verify");
-  }
-  for (size_t r = 0; r < o.reps; ++r) {
-    double plain_s = 0, lookup_s = 0;
-    for (size_t i = 0; i < answer.size(); ++i) {
-      restart(prompt);
-      uint32_t t = 0;
-      const auto t0 = Clock::now();
-      gptoss::check(gptoss_context_sample(ctx, sampler, &t), "decode");
-      plain_s += seconds_since(t0);
+    std::vector<double> plain_tps, lookup_tps;
+    for (size_t r = 0; r < o.reps; ++r) {
+      double plain_s = 0, lookup_s = 0;
+      for (size_t i = 0; i < ans.size(); ++i) {
+        restart(prompt);
+        const auto t0 = Clock::now();
+        gptoss::check(gptoss_context_sample(ctx, sampler, &t), "decode");
+        plain_s += seconds_since(t0);
+      }
+      for (const Step& st : steps) {
+        restart(prompt);
+        const auto t0 = Clock::now();
+        gptoss::check(gptoss_context_sample_draft(ctx, sampler, st.draft.data(), st.draft.size(),
+                                                  nullptr, out.data(), out.size(), &n),
+                      "verify");
+        lookup_s += seconds_since(t0);
+      }
+      plain_tps.push_back(double(ans.size()) / plain_s);
+      lookup_tps.push_back(double(ans.size()) / lookup_s);
     }
-    for (const Step& st : steps) {
-      restart(prompt);
-      size_t n = 0;
-      const auto t0 = Clock::now();
-      gptoss::check(gptoss_context_sample_draft(ctx, sampler, st.draft.data(), st.draft.size(),
-                                                nullptr, out.data(), out.size(), &n),
-                    "verify");
-      lookup_s += seconds_since(t0);
-    }
-    plain_tps.push_back(double(answer.size()) / plain_s);
-    lookup_tps.push_back(double(answer.size()) / lookup_s);
-  }
-  const double p1 = median(plain_tps), s1 = median(lookup_tps);
-  const double acc1 = drafted ? double(kept) / double(drafted) : 0.0;
+    f.plain_tps = median(plain_tps);
+    f.lookup_tps = median(lookup_tps);
+    return f;
+  };
+  const Forced restated = forced(answer);
+  const Forced unrelated = forced(prose);
 
   // 2. Free generation through the library's speculator.
   const std::vector<uint32_t> free_prompt = bench_prompt(o.n_prompt, info.vocab_size);
@@ -257,12 +280,18 @@ int run_lookup_bench(const Options& o) {
   const double acc2 =
       free_stats.drafted ? double(free_stats.accepted) / double(free_stats.drafted) : 0.0;
 
+  auto acceptance = [](size_t kept, size_t drafted) {
+    return drafted ? double(kept) / double(drafted) : 0.0;
+  };
   if (o.json) {
-    std::printf(
-        "{\"bench\":\"lookup_restated_file\",\"prompt_tokens\":%zu,\"answer_tokens\":%zu,"
-        "\"draft_max\":%zu,\"plain_tps\":%.3f,\"lookup_tps\":%.3f,\"speedup\":%.3f,"
-        "\"steps\":%zu,\"drafted\":%zu,\"accepted\":%zu,\"acceptance\":%.3f}\n",
-        prompt.size(), answer.size(), K, p1, s1, s1 / p1, steps.size(), drafted, kept, acc1);
+    for (const auto& [name, f] : {std::pair{"lookup_restated_file", restated},
+                                  std::pair{"lookup_unrelated_answer", unrelated}})
+      std::printf(
+          "{\"bench\":\"%s\",\"prompt_tokens\":%zu,\"answer_tokens\":%zu,\"draft_max\":%zu,"
+          "\"plain_tps\":%.3f,\"lookup_tps\":%.3f,\"speedup\":%.3f,\"steps\":%zu,"
+          "\"drafted\":%zu,\"accepted\":%zu,\"acceptance\":%.3f}\n",
+          name, prompt.size(), f.tokens, K, f.plain_tps, f.lookup_tps, f.lookup_tps / f.plain_tps,
+          f.steps, f.drafted, f.kept, acceptance(f.kept, f.drafted));
     if (n_free > 0)
       std::printf(
           "{\"bench\":\"lookup_free_generation\",\"tokens\":%zu,\"plain_tps\":%.3f,"
@@ -274,15 +303,21 @@ int run_lookup_bench(const Options& o) {
     return 0;
   }
   std::printf("## Prompt lookup, draft at most %zu (median of %zu, alternated)\n\n", K, o.reps);
-  std::printf("model %s, %s precision\n\n", o.model.c_str(), o.exact ? "exact" : "fast");
+  std::printf(
+      "model %s, %s precision, the forced answers after a %zu-token prompt (a file of "
+      "code and the request to return it with one edit)\n\n",
+      o.model.c_str(), o.exact ? "exact" : "fast", prompt.size());
   std::printf("| task | decode | tok/s | x plain | steps | drafted | accepted |\n");
   std::printf("| --- | --- | ---: | ---: | ---: | ---: | ---: |\n");
-  std::printf(
-      "| restated file (%zu-token prompt, %zu-token answer, the edit at token %zu, "
-      "forced) | plain | %.2f | 1.00 | %zu | | |\n",
-      prompt.size(), answer.size(), edit_at, p1, answer.size());
-  std::printf("| | prompt lookup | %.2f | %.2f | %zu | %zu | %zu (%.1f %%) |\n", s1, s1 / p1,
-              steps.size(), drafted, kept, 100.0 * acc1);
+  for (const auto& [name, f] :
+       {std::pair{"the file restated with its edit (forced)", restated},
+        std::pair{"an answer in prose that restates nothing (forced)", unrelated}}) {
+    std::printf("| %s, %zu tokens | plain | %.2f | 1.00 | %zu | | |\n", name, f.tokens, f.plain_tps,
+                f.tokens);
+    std::printf("| | prompt lookup | %.2f | %.2f | %zu | %zu | %zu (%.1f %%) |\n", f.lookup_tps,
+                f.lookup_tps / f.plain_tps, f.steps, f.drafted, f.kept,
+                100.0 * acceptance(f.kept, f.drafted));
+  }
   if (n_free > 0) {
     std::printf(
         "| free generation (%zu-token prompt, %zu tokens, the model's own) | plain | %.2f "

@@ -49,7 +49,8 @@ void usage() {
       "       gptoss-bench --prompt-lookup -m MODEL [-p N_PROMPT] [-n N_GEN] [-r REPS]\n"
       "                    [--draft-max K] [--precision fast|exact] [--output md|json]\n"
       "                    (prompt lookup against plain decoding: a file restated with one\n"
-      "                     edit, its first N_GEN tokens forced as the answer; the model's own\n"
+      "                     edit, its first N_GEN tokens forced as the answer, and a prose\n"
+      "                     answer that restates nothing; the model's own\n"
       "                     N_GEN tokens after an N_PROMPT-token prompt through the\n"
       "                     speculator; -n 0: the whole file, no free generation)\n",
       stderr);

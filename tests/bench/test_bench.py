@@ -156,6 +156,9 @@ class BenchTest(unittest.TestCase):
         self.assertGreater(restated["acceptance"], 0.3)
         self.assertLess(restated["steps"], 48)
         self.assertEqual(restated["steps"] + restated["accepted"], 48)  # a step: kept + 1
+        unrelated = rows["lookup_unrelated_answer"]
+        self.assertLess(unrelated["acceptance"], restated["acceptance"])
+        self.assertEqual(unrelated["steps"] + unrelated["accepted"], unrelated["answer_tokens"])
         free = rows["lookup_free_generation"]
         self.assertEqual(free["identical_runs"], 1)
         self.assertEqual(free["steps"] + free["accepted"], 48)
