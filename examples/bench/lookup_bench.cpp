@@ -214,20 +214,22 @@ int run_lookup_bench(const Options& o) {
         "verify");
     std::vector<double> plain_tps, lookup_tps;
     for (size_t r = 0; r < o.reps; ++r) {
+      // Alternated step by step: each verification, then the decode steps of the tokens it
+      // gives, so that the machine's drift reaches both alike.
       double plain_s = 0, lookup_s = 0;
-      for (size_t i = 0; i < ans.size(); ++i) {
-        restart(prompt);
-        const auto t0 = Clock::now();
-        gptoss::check(gptoss_context_sample(ctx, sampler, &t), "decode");
-        plain_s += seconds_since(t0);
-      }
       for (const Step& st : steps) {
         restart(prompt);
-        const auto t0 = Clock::now();
+        auto t0 = Clock::now();
         gptoss::check(gptoss_context_sample_draft(ctx, sampler, st.draft.data(), st.draft.size(),
                                                   nullptr, out.data(), out.size(), &n),
                       "verify");
         lookup_s += seconds_since(t0);
+        for (size_t i = 0; i <= st.kept; ++i) {
+          restart(prompt);
+          t0 = Clock::now();
+          gptoss::check(gptoss_context_sample(ctx, sampler, &t), "decode");
+          plain_s += seconds_since(t0);
+        }
       }
       plain_tps.push_back(double(ans.size()) / plain_s);
       lookup_tps.push_back(double(ans.size()) / lookup_s);
@@ -249,27 +251,38 @@ int run_lookup_bench(const Options& o) {
     gptoss_speculator_options so;
     gptoss_speculator_options_init(&so);
     so.max_draft = K;
-    for (size_t r = 0; r < o.reps; ++r) {  // warm from the restated file's runs
+    // Plain decoding on a second context, alternated step by step with the speculator's: each
+    // speculative step, then as many plain decode steps as it gave tokens.
+    const gptoss::context plain_context =
+        gptoss::context::create(loaded.get(), &co, "creating a context");
+    const gptoss_context_t pctx = plain_context.get();
+    gptoss::check(gptoss_context_append_tokens(pctx, free_prompt.size(), free_prompt.data()),
+                  "append");
+    gptoss::check(gptoss_context_process(pctx), "prefill");
+    gptoss::check(gptoss_context_set_checkpoint(pctx, free_prompt.size() - 1), "checkpoint");
+    for (size_t r = 0; r < o.reps; ++r) {  // warm from the forced answers' runs
       restart(free_prompt);
-      std::vector<uint32_t> plain_out;
-      auto t0 = Clock::now();
-      while (plain_out.size() < n_free) {
-        uint32_t t = 0;
-        gptoss::check(gptoss_context_sample(ctx, sampler, &t), "decode");
-        gptoss::check(gptoss_context_append_tokens(ctx, 1, &t), "append");
-        plain_out.push_back(t);
-      }
-      const double p = seconds_since(t0);
-      restart(free_prompt);
+      const uint32_t any = free_prompt.back();
+      gptoss::check(gptoss_context_append_tokens(pctx, 1, &any), "append");
+      gptoss::check(gptoss_context_truncate(pctx, free_prompt.size()), "truncate");
       const gptoss::speculator spec = gptoss::speculator::create(&so);
-      std::vector<uint32_t> spec_out;
-      t0 = Clock::now();
+      std::vector<uint32_t> plain_out, spec_out;
+      double p = 0, s = 0;
       while (spec_out.size() < n_free) {
+        auto t0 = Clock::now();
         const std::vector<uint32_t> got = spec.step(ctx, sampler, n_free - spec_out.size());
         spec_out.insert(spec_out.end(), got.begin(), got.end());
         gptoss::check(gptoss_context_append_tokens(ctx, 1, &got.back()), "append");
+        s += seconds_since(t0);
+        t0 = Clock::now();
+        while (plain_out.size() < spec_out.size()) {
+          uint32_t t = 0;
+          gptoss::check(gptoss_context_sample(pctx, sampler, &t), "decode");
+          gptoss::check(gptoss_context_append_tokens(pctx, 1, &t), "append");
+          plain_out.push_back(t);
+        }
+        p += seconds_since(t0);
       }
-      const double s = seconds_since(t0);
       free_plain.push_back(double(n_free) / p);
       free_spec.push_back(double(n_free) / s);
       free_stats = spec.stats();
