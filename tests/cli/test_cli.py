@@ -430,6 +430,18 @@ class ConstrainedTest(unittest.TestCase):
                 if m["channel"] == "analysis":
                     self.assertLessEqual(tokens.index(END, start) - start - 1, 5)
 
+    def test_draft_under_constraints_keeps_every_token(self):
+        """Speculative decoding under the Harmony grammar and a schema gives plain decoding's
+        tokens, the closing <|return|> included (the grammar finishes at a step's last token)."""
+        path = self.schema_file(SCHEMA)
+        for seed in ("1", "2"):
+            outs = [json.loads(ok("generate", "-i", "Numbers?", *MODEL_ARGS, "--seed", seed, "-q",
+                                  "--json-schema", path, "--max-tokens", "64", "--format", "json",
+                                  "--draft", draft).stdout)["tokens"]
+                    for draft in ("none", "ngram")]
+            self.assertEqual(outs[1], outs[0], seed)
+            self.assertEqual(outs[1][-1], RETURN, seed)
+
     def test_raw_json_schema_is_the_whole_output(self):
         path = self.schema_file(SCHEMA)
         out = json.loads(ok("generate", "-i", "JSON:", "--raw", *MODEL_ARGS, "--seed", "4", "-q",
