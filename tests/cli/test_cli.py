@@ -159,7 +159,7 @@ class GenerateTest(unittest.TestCase):
         # The diagnostics describe the model's own distribution: sampled freely, greedy picks
         # its top-1.
         result = ok("generate", "-i", "Hi", *MODEL_ARGS, *GREEDY, "--max-tokens", "5",
-                    "--verbose", "--format", "ids", "--no-constrain")
+                    "--verbose", "--format", "ids", "--no-constrain", "--draft", "none")
         ids = [int(t) for t in result.stdout.split()]
         lines = re.findall(r'\[token (\d+) ".*" p=([\d.]+) \| entropy ([\d.]+) nats \| '
                            r'top-1 (\d+) ".*" p=([\d.]+)\]', result.stderr)
@@ -177,7 +177,8 @@ class GenerateTest(unittest.TestCase):
         args = ["generate", "-i", "one two three one two three one two", *MODEL_ARGS, "--raw",
                 "--no-constrain", "--format", "ids", "--max-tokens", "16", "--quiet"]
         for temperature in ("0", "1"):
-            plain = ok(*args, "--temperature", temperature, "--seed", "3", env=env).stdout
+            plain = ok(*args, "--temperature", temperature, "--seed", "3", "--draft", "none",
+                       env=env).stdout
             for draft in ("ngram", MODEL):
                 # -v prints token bytes, not always UTF-8 on their own: read them as bytes.
                 got = subprocess.run([CLI, *args, "--temperature", temperature, "--seed", "3",
