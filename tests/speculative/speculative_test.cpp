@@ -233,7 +233,7 @@ TEST_CASE("a rejected draft rolls back across a page and keeps the sliding windo
   CHECK(free_before - free_after == (pages_now - pages_before) * P);
 }
 
-TEST_CASE("drafted tokens the grammar forbids are dropped; forced tokens are drafted",
+TEST_CASE("drafted tokens the grammar forbids are dropped, forced tokens are drafted",
           "[speculative][constrain]") {
   IsaScope scope("scalar");
   auto model = load(gptoss_precision_exact);
