@@ -1,6 +1,7 @@
 #pragma once
 // Pieces of gptoss-bench.
 #include <algorithm>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -23,6 +24,8 @@ struct Options {
   bool constrained = false;  // --constrained: mask time per token beside decode time
   bool speculative = false;  // --speculative: verify cost and the oracle drafter's ceiling
   size_t draft_max = 16;     // --draft-max K: tokens the oracle drafts per step
+  bool logit_rows = false;   // --logit-rows: --speculative also times a plain forward of k
+  bool prompt_lookup = false;  // --prompt-lookup: prompt lookup on a restated file, free text
   bool exact = false;  // --precision exact
   bool use_mmap = true;
   bool kv_bf16 = false;  // --kv bf16
@@ -145,6 +148,8 @@ int run_read_probe(const Options& o);
 int run_constrained_bench(const Options& o);
 // --speculative (speculative_bench.cpp).
 int run_speculative_bench(const Options& o);
+// --prompt-lookup (lookup_bench.cpp).
+int run_lookup_bench(const Options& o);
 
 // Peak resident set size of this process in bytes (VmHWM).
 size_t peak_rss_bytes();
@@ -154,6 +159,24 @@ bool reset_peak_rss();
 
 // The model options the command line asks for (threads, mmap, precision, tokenizer).
 gptoss_model_options model_options(const Options& o);
+
+// The decode benchmarks' common setup (model_bench.cpp, speculative_bench.cpp): one greedy
+// sequence after a fixed prompt, so that their figures compare.
+// A context of `context_length` tokens, steps of at most `max_batch_tokens`, KV in --kv's dtype.
+gptoss_context_options decode_context_options(const Options& o, size_t context_length,
+                                              size_t max_batch_tokens);
+gptoss::sampler greedy_sampler();
+// Ordinary text token ids are 1000 .. 1000 + text_id_range(vocab) - 1 (below the special tokens).
+inline size_t text_id_range(size_t vocab_size) {
+  return std::min<size_t>(vocab_size, 199000) - 1000;
+}
+// A fixed pseudo-random prompt of `n` ordinary text tokens.
+std::vector<uint32_t> bench_prompt(size_t n, size_t vocab_size);
+
+using Clock = std::chrono::steady_clock;
+inline double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
 
 // The benchmarks throw gptoss::error (include/gptoss.hpp) when a library call fails; main()
 // prints it and exits 1.

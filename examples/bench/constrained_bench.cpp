@@ -14,7 +14,6 @@
 namespace gptoss::bench {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 
 constexpr size_t kDenseMask = 100000;  // allowed tokens above which a step counts as "in text"

@@ -7,7 +7,8 @@
 //   gptoss-bench --read-bw [-t THREADS] [--output md|json]
 //   gptoss-bench --read-probe -m MODEL [-n 128] [-t THREADS] [--output md|json]
 //   gptoss-bench --constrained -m MODEL [-n 128] [-t THREADS] [--output md|json]
-//   gptoss-bench --speculative -m MODEL [-p 128] [-n 64] [-r 3] [--draft-max 16]
+//   gptoss-bench --speculative -m MODEL [-p 128] [-n 64] [-r 3] [--draft-max 16] [--logit-rows]
+//   gptoss-bench --prompt-lookup -m MODEL [-p 64] [-n 64] [-r 3] [--draft-max 8]
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -43,9 +44,20 @@ void usage() {
       "                     and a nested JSON Schema, beside the decode time per token)\n");
   std::fputs(
       "       gptoss-bench --speculative -m MODEL [-p N_PROMPT] [-n N_GEN] [-r REPS]\n"
-      "                    [--draft-max K=16] [--precision fast|exact] [--output md|json]\n"
+      "                    [--draft-max K=16] [--logit-rows] [--precision fast|exact]\n"
+      "                    [--output md|json]\n"
       "                    (one step verifying k = 1..16 tokens against a plain step; an\n"
-      "                     oracle drafter replaying a greedy run against plain decoding)\n",
+      "                     oracle drafter replaying a greedy run against plain decoding;\n"
+      "                     --logit-rows: also k tokens as a plain forward pass, so the\n"
+      "                     difference is what one logit row per position costs; -n 0: the\n"
+      "                     verify cost only)\n"
+      "       gptoss-bench --prompt-lookup -m MODEL [-p N_PROMPT] [-n N_GEN] [-r REPS]\n"
+      "                    [--draft-max K] [--precision fast|exact] [--output md|json]\n"
+      "                    (prompt lookup against plain decoding: a file restated with one\n"
+      "                     edit, its first N_GEN tokens forced as the answer, and a prose\n"
+      "                     answer that restates nothing; the model's own\n"
+      "                     N_GEN tokens after an N_PROMPT-token prompt through the\n"
+      "                     speculator; -n 0: the whole file, no free generation)\n",
       stderr);
 }
 }  // namespace
@@ -93,6 +105,8 @@ int main(int argc, char** argv) {
     else if (a == "--constrained") o.constrained = true;
     else if (a == "--speculative") o.speculative = true;
     else if (a == "--draft-max") o.draft_max = count();
+    else if (a == "--logit-rows") o.logit_rows = true;
+    else if (a == "--prompt-lookup") o.prompt_lookup = true;
     else if (a == "-v" || a == "--verbose") {
       // The library's log on stderr (with GPTOSS_CPU_PROFILE=1: time per op at the end).
       gptoss_set_log_callback(
@@ -163,6 +177,7 @@ int main(int argc, char** argv) {
   try {
     if (o.constrained) return gptoss::bench::run_constrained_bench(o);
     if (o.speculative) return gptoss::bench::run_speculative_bench(o);
+    if (o.prompt_lookup) return gptoss::bench::run_lookup_bench(o);
     return o.read_probe ? gptoss::bench::run_read_probe(o) : gptoss::bench::run_model_bench(o);
   } catch (const gptoss::error& e) {
     std::fprintf(stderr, "gptoss-bench: %s\n", e.what());

@@ -12,11 +12,6 @@
 namespace gptoss::bench {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
 // Bytes a decode step reads: the weights as the checkpoint stores them (the library counts
 // them: every dense tensor, the active experts' share, one embedding row; BF16, F16 or Q8_0
 // dense matrices alike) and the KV cache (f32 or bf16) at the mean context position of the
@@ -31,17 +26,6 @@ double decode_bytes_per_token(const gptoss_model_info& m, double mean_pos, doubl
 }
 
 }  // namespace
-
-gptoss_model_options model_options(const Options& o) {
-  gptoss_model_options mo;
-  gptoss_model_options_init(&mo);
-  mo.num_threads = o.threads;
-  mo.use_mmap = o.use_mmap ? 1 : 0;
-  mo.precision = o.exact ? gptoss_precision_exact : gptoss_precision_fast;
-  if (!o.backend.empty()) mo.backend = o.backend.c_str();
-  if (!o.tokenizer_json.empty()) mo.tokenizer_path = o.tokenizer_json.c_str();
-  return mo;
-}
 
 int run_model_bench(const Options& o) {
   // Read bandwidth drifts on a shared machine (by 2x within minutes): it is measured around
@@ -60,27 +44,18 @@ int run_model_bench(const Options& o) {
   const gptoss_model_options mo = model_options(o);
   const auto t_load = Clock::now();
   const gptoss::model loaded = gptoss::model::load(o.model, &mo, "loading the model");
-  const double load_s = since(t_load);
+  const double load_s = seconds_since(t_load);
   const gptoss_model_t model = loaded.get();
   const gptoss_model_info info = loaded.info();
 
-  gptoss_context_options co;
-  gptoss_context_options_init(&co);
-  co.context_length = o.n_prompt + o.n_gen + 8;
-  co.max_batch_tokens = std::max<size_t>(o.n_prompt, 1);
-  co.kv_dtype = o.kv_bf16 ? gptoss_kv_dtype_bf16 : gptoss_kv_dtype_f32;
+  const gptoss_context_options co =
+      decode_context_options(o, o.n_prompt + o.n_gen + 8, std::max<size_t>(o.n_prompt, 1));
   const gptoss::context context = gptoss::context::create(model, &co, "creating a context");
   const gptoss_context_t ctx = context.get();
-  gptoss_sampler_options so;
-  gptoss_sampler_options_init(&so);
-  so.temperature = 0.0f;
-  const gptoss::sampler greedy = gptoss::sampler::create(&so, "creating a sampler");
+  const gptoss::sampler greedy = greedy_sampler();
   const gptoss_sampler_t sampler = greedy.get();
-
-  // A fixed pseudo-random prompt of ordinary text tokens.
-  std::vector<uint32_t> prompt(o.n_prompt);
-  const size_t id_range = std::min<size_t>(info.vocab_size, 199000) - 1000;
-  for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = uint32_t(1000 + (i * 7919 + 13) % id_range);
+  const std::vector<uint32_t> prompt = bench_prompt(o.n_prompt, info.vocab_size);
+  const size_t id_range = text_id_range(info.vocab_size);
 
   // One repetition.
   auto run = [&](size_t n_prompt, size_t n_gen, double* prefill_s, double* ttft_s,
@@ -89,16 +64,16 @@ int run_model_bench(const Options& o) {
     gptoss::check(gptoss_context_append_tokens(ctx, n_prompt, prompt.data()), "append");
     const auto t0 = Clock::now();
     gptoss::check(gptoss_context_process(ctx), "prefill");
-    *prefill_s = since(t0);
+    *prefill_s = seconds_since(t0);
     uint32_t tok = 0;
     gptoss::check(gptoss_context_sample(ctx, sampler, &tok), "sample");
-    *ttft_s = since(t0);
+    *ttft_s = seconds_since(t0);
     const auto t1 = Clock::now();
     for (size_t i = 0; i < n_gen; ++i) {
       gptoss::check(gptoss_context_append_tokens(ctx, 1, &tok), "append");
       gptoss::check(gptoss_context_sample(ctx, sampler, &tok), "decode");
     }
-    *decode_s = since(t1);
+    *decode_s = seconds_since(t1);
   };
 
   // Warm-up (pages the weights in, starts the threads); not counted.
@@ -160,7 +135,7 @@ int run_model_bench(const Options& o) {
       for (size_t i = 0; i < o.batch; ++i)
         gptoss::check(gptoss_context_sample(cs[i], sampler, &next[i]), "sample");
     }
-    const double s = since(t0);
+    const double s = seconds_since(t0);
     batch_tok_s = double(o.batch * o.n_gen) / s;
     batch_ms_step = 1e3 * s / double(o.n_gen);
   }

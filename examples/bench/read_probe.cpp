@@ -15,7 +15,6 @@
 
 namespace gptoss::bench {
 namespace {
-using Clock = std::chrono::steady_clock;
 
 double median(std::vector<double> v) {
   if (v.empty()) return 0.0;

@@ -5,11 +5,12 @@
 //     time, the distinct experts a step of k tokens reads per layer when each token's top-4 is
 //     uniform over E experts (the synthetic models' random routers): E (1 - (1 - 4/E)^k).
 //  2. The ceiling: an oracle drafter replaying an earlier greedy run of the same prompt,
-//     drafting K tokens per step, against plain decoding, alternated. Kernels whose result for
-//     a token depends on the step's size (every CPU level but scalar today) make plain greedy
-//     decoding a poor oracle on random weights, whose near-flat logits flip on a rounding: the
-//     earlier run is then the greedy run of the same step schedule (each step of K + 1 tokens
-//     iterated to its fixed point), which the timed run replays whole. Both are reported.
+//     drafting K tokens per step, against plain decoding, alternated step by step. Kernels
+//     whose result for a token depends on the step's size (a backend that does not declare
+//     batch invariance) make plain greedy decoding a poor oracle on random weights, whose
+//     near-flat logits flip on a rounding: the earlier run is then the greedy run of the same
+//     step schedule (each step of K + 1 tokens iterated to its fixed point), which the timed
+//     run replays whole. Both are reported.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -20,11 +21,6 @@
 
 namespace gptoss::bench {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -39,22 +35,13 @@ int run_speculative_bench(const Options& o) {
   const gptoss_model_info info = loaded.info();
 
   const size_t K = o.draft_max;
-  gptoss_context_options co;
-  gptoss_context_options_init(&co);
-  co.context_length = o.n_prompt + o.n_gen + K + 32;
-  co.max_batch_tokens = std::max<size_t>({o.n_prompt, K + 1, 17});
+  const gptoss_context_options co = decode_context_options(
+      o, o.n_prompt + o.n_gen + K + 32, std::max<size_t>({o.n_prompt, K + 1, 17}));
   const gptoss::context context = gptoss::context::create(loaded.get(), &co, "creating a context");
   const gptoss_context_t ctx = context.get();
-  gptoss_sampler_options so;
-  gptoss_sampler_options_init(&so);
-  so.temperature = 0.0f;
-  const gptoss::sampler greedy = gptoss::sampler::create(&so, "creating a sampler");
+  const gptoss::sampler greedy = greedy_sampler();
   const gptoss_sampler_t sampler = greedy.get();
-
-  std::vector<uint32_t> prompt(o.n_prompt);
-  const size_t id_range = std::min<size_t>(info.vocab_size, 199000) - 1000;
-  for (size_t i = 0; i < prompt.size(); ++i)
-    prompt[i] = uint32_t(1000 + (i * 7919 + 13) % id_range);
+  const std::vector<uint32_t> prompt = bench_prompt(o.n_prompt, info.vocab_size);
   gptoss::check(gptoss_context_append_tokens(ctx, prompt.size(), prompt.data()), "append");
   gptoss::check(gptoss_context_process(ctx), "prefill");
 
@@ -67,18 +54,27 @@ int run_speculative_bench(const Options& o) {
 
   // 1. Verify cost. Each step starts from the prompt.
   const std::vector<size_t> ks = {1, 2, 4, 8, 16};
-  std::vector<std::vector<double>> step_s(ks.size());
+  std::vector<std::vector<double>> step_s(ks.size()), forward_s(ks.size());
   std::vector<uint32_t> draft(16), out(std::max<size_t>(17, K + 1));
   for (size_t i = 0; i < draft.size(); ++i) draft[i] = uint32_t(2000 + i * 31);  // rarely kept
   for (size_t r = 0; r <= o.reps; ++r) {  // repetition 0 warms up
     for (size_t j = 0; j < ks.size(); ++j) {
       restart();
       size_t n = 0;
-      const auto t0 = Clock::now();
+      auto t0 = Clock::now();
       gptoss::check(gptoss_context_sample_draft(ctx, sampler, draft.data(), ks[j] - 1, nullptr,
                                                 out.data(), out.size(), &n),
                     "verify");
       if (r > 0) step_s[j].push_back(seconds_since(t0));
+      if (!o.logit_rows) continue;
+      // The same k tokens as a plain forward pass: the last position's logits, one sample.
+      restart();
+      t0 = Clock::now();
+      if (ks[j] > 1)
+        gptoss::check(gptoss_context_append_tokens(ctx, ks[j] - 1, draft.data()), "append");
+      uint32_t t = 0;
+      gptoss::check(gptoss_context_sample(ctx, sampler, &t), "forward");
+      if (r > 0) forward_s[j].push_back(seconds_since(t0));
     }
   }
   const double E = double(info.num_experts), A = double(info.num_active_experts);
@@ -88,20 +84,27 @@ int run_speculative_bench(const Options& o) {
                 o.n_prompt, o.exact ? "exact" : "fast", o.reps);
     std::printf(
         "| k | step ms | x plain step | ms per token | distinct experts per layer (uniform "
-        "routing) |\n");
-    std::printf("| ---: | ---: | ---: | ---: | ---: |\n");
+        "routing) |%s\n",
+        o.logit_rows ? " forward of k, last row only, ms | logit rows: step - forward, ms |" : "");
+    std::printf("| ---: | ---: | ---: | ---: | ---: |%s\n", o.logit_rows ? " ---: | ---: |" : "");
   }
   const double plain_ms = 1e3 * median(step_s[0]);
   for (size_t j = 0; j < ks.size(); ++j) {
     const double ms = 1e3 * median(step_s[j]);
+    const double fwd = o.logit_rows ? 1e3 * median(forward_s[j]) : 0.0;
     const double experts = E * (1.0 - std::pow(1.0 - A / E, double(ks[j])));
-    if (o.json)
+    if (o.json) {
       std::printf(
-          "{\"bench\":\"verify\",\"k\":%zu,\"step_ms\":%.2f,\"ratio\":%.3f,\"experts\":%.1f}\n",
-          ks[j], ms, ms / plain_ms, experts);
-    else
-      std::printf("| %zu | %.1f | %.2f | %.1f | %.1f of %.0f |\n", ks[j], ms, ms / plain_ms,
+          "{\"bench\":\"verify\",\"k\":%zu,\"step_ms\":%.2f,\"ratio\":%.3f,\"experts\":%.1f", ks[j],
+          ms, ms / plain_ms, experts);
+      if (o.logit_rows) std::printf(",\"forward_ms\":%.2f", fwd);
+      std::printf("}\n");
+    } else {
+      std::printf("| %zu | %.1f | %.2f | %.1f | %.1f of %.0f |", ks[j], ms, ms / plain_ms,
                   ms / double(ks[j]), experts, E);
+      if (o.logit_rows) std::printf(" %.1f | %.1f |", fwd, ms - fwd);
+      std::printf("\n");
+    }
   }
 
   // 2. The oracle drafter's ceiling: an earlier greedy run, replayed K tokens per step.
@@ -145,36 +148,50 @@ int run_speculative_bench(const Options& o) {
   oracle.resize(o.n_gen);
   size_t same = 0;
   while (same < o.n_gen && oracle[same] == plain_greedy[same]) ++same;
+  // Plain decoding on a second context, alternated step by step with the oracle's: each
+  // verification step, then as many plain decode steps as it gave tokens, so that the
+  // machine's drift reaches both alike.
+  const gptoss::context plain_context =
+      gptoss::context::create(loaded.get(), &co, "creating a context");
+  const gptoss_context_t pctx = plain_context.get();
+  gptoss::check(gptoss_context_append_tokens(pctx, prompt.size(), prompt.data()), "append");
+  gptoss::check(gptoss_context_process(pctx), "prefill");
   std::vector<double> plain_tps, oracle_tps;
   size_t drafted = 0, kept = 0, steps = 0, matched = 0;
   for (size_t r = 0; r < o.reps; ++r) {
     restart();
-    auto t0 = Clock::now();
-    for (size_t i = 0; i < o.n_gen; ++i) {
-      uint32_t t = 0;
-      gptoss::check(gptoss_context_sample(ctx, sampler, &t), "sample");
-      gptoss::check(gptoss_context_append_tokens(ctx, 1, &t), "append");
-    }
-    plain_tps.push_back(double(o.n_gen) / seconds_since(t0));
-    restart();
+    const uint32_t any = prompt.back();
+    gptoss::check(gptoss_context_append_tokens(pctx, 1, &any), "append");
+    gptoss::check(gptoss_context_truncate(pctx, prompt.size()), "truncate");
     std::vector<uint32_t> got;
-    t0 = Clock::now();
+    size_t plain_n = 0;
+    double plain_s = 0, oracle_s = 0;
     while (got.size() < o.n_gen) {
       const size_t k = std::min(K, o.n_gen - got.size() - 1);
       std::vector<uint32_t> d;
       for (size_t i = 0; i < k && got.size() + i < oracle.size(); ++i)
         d.push_back(oracle[got.size() + i]);
       size_t n = 0;
+      auto t0 = Clock::now();
       gptoss::check(gptoss_context_sample_draft(ctx, sampler, d.data(), d.size(), nullptr,
                                                 out.data(), out.size(), &n),
                     "verify");
+      gptoss::check(gptoss_context_append_tokens(ctx, 1, &out[n - 1]), "append");
+      oracle_s += seconds_since(t0);
       drafted += d.size();
       kept += n - 1;
       ++steps;
       got.insert(got.end(), out.begin(), out.begin() + std::ptrdiff_t(n));
-      gptoss::check(gptoss_context_append_tokens(ctx, 1, &out[n - 1]), "append");
+      t0 = Clock::now();
+      for (; plain_n < std::min(got.size(), o.n_gen); ++plain_n) {
+        uint32_t t = 0;
+        gptoss::check(gptoss_context_sample(pctx, sampler, &t), "sample");
+        gptoss::check(gptoss_context_append_tokens(pctx, 1, &t), "append");
+      }
+      plain_s += seconds_since(t0);
     }
-    oracle_tps.push_back(double(o.n_gen) / seconds_since(t0));
+    plain_tps.push_back(double(o.n_gen) / plain_s);
+    oracle_tps.push_back(double(o.n_gen) / oracle_s);
     got.resize(o.n_gen);
     matched += got == oracle ? 1 : 0;
   }

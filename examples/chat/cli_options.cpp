@@ -219,7 +219,7 @@ void print_usage(std::FILE* out) {
       "  --show-reasoning          show it in generate too\n"
       "speculative decoding (same tokens, fewer forward steps; docs/speculative.md):\n"
       "  --draft none|ngram|PATH   draft by prompt lookup or with a smaller model of the\n"
-      "                            same tokenizer (default none)\n"
+      "                            same tokenizer (default ngram)\n"
       "  --draft-max K             most drafted tokens per step (default 8)\n"
       "output:\n"
       "  --format text|ids|json    generate/getp: answer text, token ids, or a JSON object\n"

@@ -58,8 +58,8 @@ struct Options {
   std::optional<int64_t> max_reasoning_tokens;
 
   // Speculative decoding (docs/speculative.md).
-  std::string draft = "none";  // --draft: none, ngram (prompt lookup) or a draft model's path
-  uint32_t draft_max = 8;      // --draft-max: most drafted tokens per step
+  std::string draft = "ngram";  // --draft: none, ngram (prompt lookup) or a draft model's path
+  uint32_t draft_max = 8;       // --draft-max: most drafted tokens per step
 
   // Input and output.
   std::optional<std::string> input;  // generate: the prompt ("-" = stdin); getp: prompts file

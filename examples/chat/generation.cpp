@@ -192,7 +192,10 @@ GenerationStats generate(gptoss_model_t model, gptoss_context_t context, gptoss_
       // The context's logits are those that chose the step's last token.
       if (diagnostics && j + 1 == step.size()) diagnostics->print(stderr, context, token, "");
       sink.on_token(token);
-      done = stop.contains(token) || finished(constraint) || i + 1 == options.max_tokens;
+      // The constraint has seen the whole step: it can only have finished at the step's last
+      // token (a verification ends at the token that finishes it).
+      done = stop.contains(token) || (j + 1 == step.size() && finished(constraint)) ||
+             i + 1 == options.max_tokens;
     }
     if (done) break;
     if (total + stats.generated_tokens > capacity) {

@@ -186,6 +186,39 @@ class BenchTest(unittest.TestCase):
             self.assertEqual(r.returncode, 1)
             self.assertIn("nonexistent", r.stderr)
 
+    def test_speculative_and_prompt_lookup(self):
+        """--speculative: the verify cost per k (with --logit-rows the plain forward beside it)
+        and the oracle, which keeps every draft; --prompt-lookup: the restated file's drafts are
+        mostly kept, in fewer steps than tokens, and the speculator's free generation is plain
+        decoding's (docs/speculative.md)."""
+        r = run("--speculative", *SMALL[:4], "-p", "16", "-n", "12", "-r", "2", "-t", "2",
+                "--draft-max", "4", "--logit-rows", "--output", "json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        rows = [json.loads(line) for line in r.stdout.splitlines()]
+        verify = [row for row in rows if row["bench"] == "verify"]
+        self.assertEqual([row["k"] for row in verify], [1, 2, 4, 8, 16])
+        for row in verify:
+            self.assertGreater(row["step_ms"], 0)
+            self.assertGreater(row["forward_ms"], 0)
+        oracle = [row for row in rows if row["bench"] == "oracle"][0]
+        self.assertEqual(oracle["acceptance"], 1.0)
+        self.assertEqual(oracle["identical_runs"], 2)
+        r = run("--prompt-lookup", *SMALL[:4], "-p", "16", "-n", "48", "-r", "1", "-t", "2",
+                "--output", "json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        rows = {row["bench"]: row for row in map(json.loads, r.stdout.splitlines())}
+        restated = rows["lookup_restated_file"]
+        self.assertEqual(restated["answer_tokens"], 48)
+        self.assertGreater(restated["acceptance"], 0.3)
+        self.assertLess(restated["steps"], 48)
+        self.assertEqual(restated["steps"] + restated["accepted"], 48)  # a step: kept + 1
+        unrelated = rows["lookup_unrelated_answer"]
+        self.assertLess(unrelated["acceptance"], restated["acceptance"])
+        self.assertEqual(unrelated["steps"] + unrelated["accepted"], unrelated["answer_tokens"])
+        free = rows["lookup_free_generation"]
+        self.assertEqual(free["identical_runs"], 1)
+        self.assertEqual(free["steps"] + free["accepted"], 48)
+
     def test_bad_arguments(self):
         for args in (["-m"], ["-m", MODEL, "-p", "x"], ["-m", MODEL, "--precision", "half"],
                      ["-m", MODEL, "--mmap", "2"], ["-m", MODEL, "--output", "xml"], ["--bogus"],
@@ -194,7 +227,8 @@ class BenchTest(unittest.TestCase):
                      ["-m", MODEL, "--peak-gbps", "0"], ["-m", MODEL, "--peak-gbps", "fast"],
                      ["-m", MODEL, "--backend"],
                      ["--read-probe"], ["--read-probe", "-m", MODEL, "-n", "0"],
-                     ["--constrained"], ["--constrained", "-m", MODEL, "-n", "0"]):
+                     ["--constrained"], ["--constrained", "-m", MODEL, "-n", "0"],
+                     ["--prompt-lookup"], ["--prompt-lookup", "-m", MODEL, "--draft-max", "0"]):
             r = run(*args)
             self.assertEqual(r.returncode, 2, args)
             self.assertTrue(r.stderr.strip(), args)

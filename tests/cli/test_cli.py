@@ -159,7 +159,7 @@ class GenerateTest(unittest.TestCase):
         # The diagnostics describe the model's own distribution: sampled freely, greedy picks
         # its top-1.
         result = ok("generate", "-i", "Hi", *MODEL_ARGS, *GREEDY, "--max-tokens", "5",
-                    "--verbose", "--format", "ids", "--no-constrain")
+                    "--verbose", "--format", "ids", "--no-constrain", "--draft", "none")
         ids = [int(t) for t in result.stdout.split()]
         lines = re.findall(r'\[token (\d+) ".*" p=([\d.]+) \| entropy ([\d.]+) nats \| '
                            r'top-1 (\d+) ".*" p=([\d.]+)\]', result.stderr)
@@ -177,7 +177,8 @@ class GenerateTest(unittest.TestCase):
         args = ["generate", "-i", "one two three one two three one two", *MODEL_ARGS, "--raw",
                 "--no-constrain", "--format", "ids", "--max-tokens", "16", "--quiet"]
         for temperature in ("0", "1"):
-            plain = ok(*args, "--temperature", temperature, "--seed", "3", env=env).stdout
+            plain = ok(*args, "--temperature", temperature, "--seed", "3", "--draft", "none",
+                       env=env).stdout
             for draft in ("ngram", MODEL):
                 # -v prints token bytes, not always UTF-8 on their own: read them as bytes.
                 got = subprocess.run([CLI, *args, "--temperature", temperature, "--seed", "3",
@@ -429,6 +430,18 @@ class ConstrainedTest(unittest.TestCase):
             for m, start in zip(out["messages"], [i for i, t in enumerate(tokens) if t == MESSAGE]):
                 if m["channel"] == "analysis":
                     self.assertLessEqual(tokens.index(END, start) - start - 1, 5)
+
+    def test_draft_under_constraints_keeps_every_token(self):
+        """Speculative decoding under the Harmony grammar and a schema gives plain decoding's
+        tokens, the closing <|return|> included (the grammar finishes at a step's last token)."""
+        path = self.schema_file(SCHEMA)
+        for seed in ("1", "2"):
+            outs = [json.loads(ok("generate", "-i", "Numbers?", *MODEL_ARGS, "--seed", seed, "-q",
+                                  "--json-schema", path, "--max-tokens", "64", "--format", "json",
+                                  "--draft", draft).stdout)["tokens"]
+                    for draft in ("none", "ngram")]
+            self.assertEqual(outs[1], outs[0], seed)
+            self.assertEqual(outs[1][-1], RETURN, seed)
 
     def test_raw_json_schema_is_the_whole_output(self):
         path = self.schema_file(SCHEMA)

@@ -45,6 +45,16 @@ class SpeculativeGenerateTest(unittest.TestCase):
                     self.assertEqual(counts.accepted, counts.drafted)
                     self.assertLess(counts.steps, len(plain))
 
+    def test_prompt_lookup_is_the_default(self):
+        # Without the trailing space the prompt's last token occurs earlier: lookup drafts.
+        prompt = REPEATED.rstrip()
+        gen = scalar_model().generate(prompt, max_tokens=24, harmony_format=False)
+        tokens = [t.id for t in gen]
+        self.assertIsNotNone(gen.speculator)
+        self.assertGreater(gen.speculator.stats().drafted, 0)
+        plain = scalar_model().generate(prompt, max_tokens=24, harmony_format=False, draft=None)
+        self.assertEqual(tokens, [t.id for t in plain])
+
     def test_sample_draft_low_level(self):
         m = scalar_model()
         with gptoss.Context(m, context_length=256) as ctx, gptoss.Sampler(temperature=0) as s:

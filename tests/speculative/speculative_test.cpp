@@ -16,141 +16,15 @@
 #include <tuple>
 #include <vector>
 
-#include "support/c_api.hpp"
+#include "speculative/spec_support.hpp"
 
 using namespace gptoss::test;
+using namespace gptoss::test::spec;
 
 namespace {
 
-// Every CPU kernel level is chunk- and batch-invariant (invariance.<level>); a level the
-// machine lacks runs as the best one it has.
-const std::vector<std::string> kInvariantIsas = {"scalar", "avx2",       "avx2vnni",
-                                                 "avx512", "avx512vnni", "avx512bf16"};
-
-std::vector<std::string> identity_isas() {
-  const char* env = std::getenv("GPTOSS_TEST_SPEC_ISAS");
-  if (env == nullptr || *env == '\0') return kInvariantIsas;
-  std::vector<std::string> out;
-  std::stringstream ss(env);
-  for (std::string isa; std::getline(ss, isa, ',');) out.push_back(isa);
-  return out;
-}
-
-// Sets GPTOSS_CPU_ISA while models are loaded (the CPU plugin reads it at device open).
-struct IsaScope {
-  explicit IsaScope(const std::string& isa) { setenv("GPTOSS_CPU_ISA", isa.c_str(), 1); }
-  ~IsaScope() { unsetenv("GPTOSS_CPU_ISA"); }
-};
-
-uint32_t fresh_seed() {
-  static const uint32_t seed = [] {
-    uint32_t s = 0;
-    if (const char* e = std::getenv("GPTOSS_TEST_SEED")) s = uint32_t(std::strtoul(e, nullptr, 10));
-    else s = uint32_t(std::random_device{}());
-    std::cout << "speculative_test: fresh seed " << s << " (GPTOSS_TEST_SEED=" << s
-              << " replays it)\n";
-    return s;
-  }();
-  return seed;
-}
-
-struct TokDeleter {
-  void operator()(gptoss_tokenizer* t) const { gptoss_tokenizer_release(t); }
-};
-struct GrammarDeleter {
-  void operator()(gptoss_grammar* g) const { gptoss_grammar_release(g); }
-};
-struct ConstraintDeleter {
-  void operator()(gptoss_constraint* c) const { gptoss_constraint_release(c); }
-};
-struct SpecDeleter {
-  void operator()(gptoss_speculator* s) const { gptoss_speculator_release(s); }
-};
-using TokPtr = std::unique_ptr<gptoss_tokenizer, TokDeleter>;
-using GrammarPtr = std::unique_ptr<gptoss_grammar, GrammarDeleter>;
-using ConstraintPtr = std::unique_ptr<gptoss_constraint, ConstraintDeleter>;
-using SpecPtr = std::unique_ptr<gptoss_speculator, SpecDeleter>;
-
 ModelPtr load(gptoss_precision precision, uint32_t num_layers = 0) {
   return load_conformance_model(Format::hf, num_layers, precision);
-}
-
-std::vector<uint32_t> tokens_of(gptoss_context_t c) {
-  std::vector<uint32_t> t(8192);
-  size_t n = 0;
-  GPTOSS_REQUIRE_OK(gptoss_context_get_tokens(c, t.data(), t.size(), &n));
-  t.resize(n);
-  return t;
-}
-
-size_t processed_of(gptoss_context_t c) {
-  size_t n = 0;
-  GPTOSS_REQUIRE_OK(gptoss_context_get_num_processed_tokens(c, &n));
-  return n;
-}
-
-// Plain decoding: n rounds of sample and append (fewer if `constraint` finishes).
-std::vector<uint32_t> plain(gptoss_model_t m, const std::vector<uint32_t>& prompt, size_t n,
-                            gptoss_sampler_t sampler, size_t max_batch = 512,
-                            gptoss_constraint_t constraint = nullptr) {
-  auto c = make_context(m, 1024, max_batch);
-  GPTOSS_REQUIRE_OK(gptoss_context_append_tokens(c.get(), prompt.size(), prompt.data()));
-  std::vector<uint32_t> out;
-  for (size_t i = 0; i < n; ++i) {
-    int32_t finished = 0;
-    if (constraint != nullptr)
-      GPTOSS_REQUIRE_OK(gptoss_constraint_is_finished(constraint, &finished));
-    if (finished) break;
-    uint32_t t = 0;
-    GPTOSS_REQUIRE_OK(gptoss_context_sample(c.get(), sampler, &t));
-    GPTOSS_REQUIRE_OK(gptoss_context_append_tokens(c.get(), 1, &t));
-    out.push_back(t);
-  }
-  return out;
-}
-
-// Decoding through gptoss_context_sample_draft with drafts taken from `oracle` (what plain
-// decoding gave) and spoiled at random: random lengths, a wrong token at a random place, so
-// every step keeps a different prefix and rolls back the rest. Checks the context after each
-// step: the kept tokens appended, all of them processed (no recomputation after a rollback).
-std::vector<uint32_t> drafted(gptoss_model_t m, const std::vector<uint32_t>& prompt, size_t n,
-                              gptoss_sampler_t sampler, const std::vector<uint32_t>& oracle,
-                              std::mt19937& rng, size_t max_batch, size_t* rejected) {
-  auto c = make_context(m, 1024, max_batch);
-  GPTOSS_REQUIRE_OK(gptoss_context_append_tokens(c.get(), prompt.size(), prompt.data()));
-  std::vector<uint32_t> out;
-  while (out.size() < n) {
-    const size_t room = std::min(n - out.size() - 1, max_batch - 1);
-    std::vector<uint32_t> draft;
-    // The first step always drafts and is always spoiled: every run rolls back at least once.
-    const size_t min_len = out.empty() ? std::min<size_t>(1, room) : 0;
-    const size_t len = std::uniform_int_distribution<size_t>(min_len, room)(rng);
-    for (size_t i = 0; i < len && out.size() + i < oracle.size(); ++i)
-      draft.push_back(oracle[out.size() + i]);
-    if (!draft.empty() && (out.empty() || rng() % 2 == 0)) {
-      const size_t at = rng() % draft.size();
-      draft[at] = (draft[at] + 1 + uint32_t(rng() % 201087)) % 201088;  // never the oracle's
-    }
-    const size_t before = tokens_of(c.get()).size();
-    std::vector<uint32_t> got(draft.size() + 1);
-    size_t n_got = 0;
-    GPTOSS_REQUIRE_OK(gptoss_context_sample_draft(c.get(), sampler, draft.data(), draft.size(),
-                                                  nullptr, got.data(), got.size(), &n_got));
-    REQUIRE(n_got >= 1);
-    REQUIRE(n_got <= draft.size() + 1);
-    got.resize(n_got);
-    const std::vector<uint32_t> now = tokens_of(c.get());
-    REQUIRE(now.size() == before + n_got - 1);  // kept drafted tokens appended, the last not
-    for (size_t i = 0; i + 1 < n_got; ++i) REQUIRE(now[before + i] == draft[i]);
-    if (n_got - 1 < draft.size()) {
-      ++*rejected;
-      REQUIRE(processed_of(c.get()) == now.size());  // rolled back, nothing to recompute
-    }
-    out.insert(out.end(), got.begin(), got.end());
-    GPTOSS_REQUIRE_OK(gptoss_context_append_tokens(c.get(), 1, &got.back()));
-  }
-  out.resize(n);
-  return out;
 }
 
 std::vector<uint32_t> prompt_of(const char* name, size_t n = 0) {
@@ -185,11 +59,11 @@ TEST_CASE("drafted decoding gives plain decoding's tokens, greedy and sampled", 
                   plain(model.get(), prompt, n, ref_sampler.get(), max_batch);
               auto sampler = make_sampler(temperature, s, temperature > 0 ? 8 : 0);
               std::mt19937 rng(uint32_t(s) ^ 0x5eedu);
-              size_t rejected = 0;
+              DraftedRun run;
               const std::vector<uint32_t> got =
-                  drafted(model.get(), prompt, n, sampler.get(), ref, rng, max_batch, &rejected);
+                  drafted(model.get(), prompt, n, sampler.get(), ref, rng, max_batch, &run);
               CHECK(got == ref);
-              CHECK(rejected > 0);
+              CHECK(run.rejected > 0);
             }
           }
         }
@@ -359,7 +233,7 @@ TEST_CASE("a rejected draft rolls back across a page and keeps the sliding windo
   CHECK(free_before - free_after == (pages_now - pages_before) * P);
 }
 
-TEST_CASE("drafted tokens the grammar forbids are dropped; forced tokens are drafted",
+TEST_CASE("drafted tokens the grammar forbids are dropped, forced tokens are drafted",
           "[speculative][constrain]") {
   IsaScope scope("scalar");
   auto model = load(gptoss_precision_exact);

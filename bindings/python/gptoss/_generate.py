@@ -197,7 +197,7 @@ def _run(model, prompt_tokens, *, max_tokens, use_harmony, context_length, sampl
 
 def generate(model, prompt, *, max_tokens=256, harmony_format=True, reasoning_effort=None,
              developer=None, context_length=8192, json_schema=None, tools=None, tool_choice=None,
-             max_reasoning_tokens=None, constrain=True, draft=None, draft_max=8,
+             max_reasoning_tokens=None, constrain=True, draft="ngram", draft_max=8,
              **sampler_options):
     """Yields Token objects as they are sampled.
 
@@ -218,9 +218,10 @@ def generate(model, prompt, *, max_tokens=256, harmony_format=True, reasoning_ef
     and valid within max_tokens (and the context); a max_tokens below the shortest complete
     answer raises InvalidArgumentError (a ValueError) naming that minimum.
 
-    Speculative decoding (docs/speculative.md): `draft` "ngram" drafts by prompt lookup, a
-    path (or a Model) with the same tokenizer drafts with that model; up to `draft_max` tokens
-    are verified per forward step. The tokens are those of plain decoding (draft=None).
+    Speculative decoding (docs/speculative.md): `draft` "ngram" (the default) drafts by prompt
+    lookup, a path (or a Model) with the same tokenizer drafts with that model, None decodes
+    plainly; up to `draft_max` tokens are verified per forward step. The tokens are those of
+    plain decoding (draft=None).
     """
     _check_max_tokens(max_tokens)
     tokenizer = model.tokenizer
