@@ -53,6 +53,26 @@ SamplerParts parts_of(gptoss_sampler_t sampler) {
   }
   return p;
 }
+
+// What a drafting or verifying call needs whatever its outputs.
+void require_step_handles(gptoss_speculator_t speculator, gptoss_context_t context,
+                          gptoss_sampler_t sampler) {
+  api::require(speculator, "speculator");
+  api::require(context, "context");
+  api::require(sampler, "sampler");
+}
+
+// Verifies the pending draft, keeps the tokens' log-probabilities for
+// gptoss_speculator_get_logprobs and writes the tokens out.
+void verify_into(gptoss_speculator_t speculator, gptoss_context_t context, gptoss_sampler_t sampler,
+                 std::span<const uint32_t> stop, uint32_t* tokens_out, size_t* n_tokens_out) {
+  const SamplerParts p = parts_of(sampler);
+  speculator->logprobs.clear();
+  auto r = speculator->speculator.verify(*context->ctx, sampler->sampler, p.constraint, p.mask,
+                                         stop, true);
+  speculator->logprobs = std::move(r.logprobs);
+  write_out(r, tokens_out, n_tokens_out);
+}
 }  // namespace
 
 extern "C" {
@@ -141,20 +161,13 @@ GPTOSS_API enum gptoss_status gptoss_speculator_step(gptoss_speculator_t specula
                                                      uint32_t* tokens_out, size_t capacity,
                                                      size_t* n_tokens_out) {
   return api::guard([&] {
-    api::require(speculator, "speculator");
-    api::require(context, "context");
-    api::require(sampler, "sampler");
+    require_step_handles(speculator, context, sampler);
     api::require(n_tokens_out, "n_tokens_out");
     if (capacity == 0) fail(gptoss_status_invalid_argument, "capacity must be at least 1");
     api::require(tokens_out, "tokens_out");
     const std::span<const uint32_t> stop = stop_tokens_of(options);
-    const SamplerParts p = parts_of(sampler);
-    speculator->logprobs.clear();
-    speculator->speculator.draft(*context->ctx, p.constraint, stop, capacity);
-    auto r = speculator->speculator.verify(*context->ctx, sampler->sampler, p.constraint, p.mask,
-                                           stop, true);
-    speculator->logprobs = std::move(r.logprobs);
-    write_out(r, tokens_out, n_tokens_out);
+    speculator->speculator.draft(*context->ctx, parts_of(sampler).constraint, stop, capacity);
+    verify_into(speculator, context, sampler, stop, tokens_out, n_tokens_out);
   });
 }
 
@@ -164,9 +177,7 @@ GPTOSS_API enum gptoss_status gptoss_speculator_draft(gptoss_speculator_t specul
                                                       const struct gptoss_draft_options* options,
                                                       size_t capacity, size_t* n_draft_out) {
   return api::guard([&] {
-    api::require(speculator, "speculator");
-    api::require(context, "context");
-    api::require(sampler, "sampler");
+    require_step_handles(speculator, context, sampler);
     api::require(n_draft_out, "n_draft_out");
     if (capacity == 0) fail(gptoss_status_invalid_argument, "capacity must be at least 1");
     const std::span<const uint32_t> stop = stop_tokens_of(options);
@@ -182,24 +193,17 @@ GPTOSS_API enum gptoss_status gptoss_speculator_verify(gptoss_speculator_t specu
                                                        uint32_t* tokens_out, size_t capacity,
                                                        size_t* n_tokens_out) {
   return api::guard([&] {
-    api::require(speculator, "speculator");
-    api::require(context, "context");
-    api::require(sampler, "sampler");
+    require_step_handles(speculator, context, sampler);
     api::require(n_tokens_out, "n_tokens_out");
     api::require(tokens_out, "tokens_out");
     const std::span<const uint32_t> stop = stop_tokens_of(options);
-    const SamplerParts p = parts_of(sampler);
     const size_t need = speculator->speculator.pending_tokens();
     if (need > 0 && capacity < need) {
       *n_tokens_out = need;
       fail(gptoss_status_buffer_too_small,
            "the pending draft can give {} tokens back; capacity is {}", need, capacity);
     }
-    speculator->logprobs.clear();
-    auto r = speculator->speculator.verify(*context->ctx, sampler->sampler, p.constraint, p.mask,
-                                           stop, true);
-    speculator->logprobs = std::move(r.logprobs);
-    write_out(r, tokens_out, n_tokens_out);
+    verify_into(speculator, context, sampler, stop, tokens_out, n_tokens_out);
   });
 }
 

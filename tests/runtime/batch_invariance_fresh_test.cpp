@@ -7,8 +7,6 @@
 // against a cold run. tests/CMakeLists.txt runs the tag at every CPU kernel level and over two
 // devices, so each CI run draws its seeds many times over. Every seed is printed;
 // GPTOSS_TEST_SEED=<seed> replays one (the model's weights and the prompts both follow from it).
-#include <sys/wait.h>
-
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -16,6 +14,7 @@
 #include <string>
 
 #include "runtime/invariance_support.hpp"
+#include "support/generated_model.hpp"
 #include "tests/model/model_test_util.hpp"
 
 using namespace gptoss::test;
@@ -31,32 +30,6 @@ uint64_t seed_for_run() {
   const char* env = std::getenv("GPTOSS_TEST_SEED");
   if (env != nullptr && *env != '\0') return std::strtoull(env, nullptr, 10);
   return fresh_seed();
-}
-
-// Writes the preset's checkpoint, its weights from `seed`, under dir; returns its HF directory.
-std::string generate(const TempDir& dir, const char* preset, uint64_t seed) {
-  const std::string tool = binary_dir() + "/bin/gptoss-make-model";
-  REQUIRE(std::filesystem::is_regular_file(tool));
-  const std::string cmd = "'" + tool + "' --preset " + preset + " --format hf --seed " +
-                          std::to_string(seed) + " --out '" + dir.path().string() + "' > '" +
-                          (dir / "log.txt") + "' 2>&1";
-  const int rc = std::system(cmd.c_str());
-  const auto log = read_bytes(dir / "log.txt");
-  INFO(std::string(log.begin(), log.end()));
-  REQUIRE((WIFEXITED(rc) && WEXITSTATUS(rc) == 0));
-  return dir / "model-hf";
-}
-
-ModelPtr load(const std::string& path, gptoss_precision precision) {
-  gptoss_model_options o;
-  gptoss_model_options_init(&o);
-  o.backend = test_backend();
-  o.precision = precision;
-  const std::string tok = tokenizer_json();  // the generator writes none
-  o.tokenizer_path = tok.c_str();
-  gptoss_model_t m = nullptr;
-  GPTOSS_REQUIRE_OK(gptoss_model_create_with_options(path.c_str(), &o, &m));
-  return ModelPtr(m);
 }
 
 // Ours alone, then in every step with `others` sequences of a shared pool that prefill
@@ -152,11 +125,12 @@ TEST_CASE("fresh random models: a sequence's logits do not depend on its steps o
       std::fflush(stdout);
       INFO("preset " << preset << ", seed " << seed << " (GPTOSS_TEST_SEED replays it)");
       TempDir dir;
-      const std::string path = generate(dir, preset, seed);
+      const std::string path = generate_model(
+          dir, std::string("--preset ") + preset + " --seed " + std::to_string(seed));
       std::mt19937_64 rng(seed);
       for (const Config& c : kConfigs) {
         INFO(describe(c));
-        auto model = load(path, c.precision);
+        auto model = load_generated_model(path, c.precision);
         check_company(model.get(), c, rng);
         check_chunks(model.get(), c, rng);
         check_prefix(model.get(), c, rng);

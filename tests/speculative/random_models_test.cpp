@@ -9,8 +9,6 @@
 // The seed is printed; GPTOSS_TEST_SEED=<seed> replays a run. GPTOSS_TEST_SPEC_MODELS=N makes
 // N models (default 3). Each model runs at one CPU kernel level drawn from the seed, unless
 // GPTOSS_TEST_SPEC_ISAS lists the levels to run every model at.
-#include <sys/wait.h>
-
 #include <cstdlib>
 #include <filesystem>
 #include <random>
@@ -18,6 +16,7 @@
 #include <vector>
 
 #include "speculative/spec_support.hpp"
+#include "support/generated_model.hpp"
 #include "tests/model/model_test_util.hpp"
 
 using namespace gptoss::test;
@@ -31,32 +30,6 @@ constexpr size_t kWindow = 128;
 size_t models_per_run() {
   const char* e = std::getenv("GPTOSS_TEST_SPEC_MODELS");
   return e != nullptr && *e != '\0' ? std::max<size_t>(1, std::strtoul(e, nullptr, 10)) : 3;
-}
-
-// Writes a tiny-preset checkpoint with `layers` layers and weights from `seed`; its directory.
-std::string make_model(const TempDir& dir, uint64_t seed, uint32_t layers) {
-  const std::string tool = binary_dir() + "/bin/gptoss-make-model";
-  REQUIRE(std::filesystem::is_regular_file(tool));
-  const std::string cmd = "'" + tool + "' --preset tiny --format hf --seed " +
-                          std::to_string(seed) + " --layers " + std::to_string(layers) +
-                          " --out '" + (dir / "m") + "' > '" + (dir / "log.txt") + "' 2>&1";
-  const int rc = std::system(cmd.c_str());
-  const std::vector<uint8_t> log = read_bytes(dir / "log.txt");
-  INFO("gptoss-make-model: " << std::string(log.begin(), log.end()));
-  REQUIRE((WIFEXITED(rc) && WEXITSTATUS(rc) == 0));
-  return dir / "m/model-hf";
-}
-
-ModelPtr load(const std::string& path, gptoss_precision precision) {
-  gptoss_model_options o;
-  gptoss_model_options_init(&o);
-  o.backend = test_backend();
-  o.precision = precision;
-  const std::string tok = tokenizer_json();
-  o.tokenizer_path = tok.c_str();
-  gptoss_model_t m = nullptr;
-  GPTOSS_REQUIRE_OK(gptoss_model_create_with_options(path.c_str(), &o, &m));
-  return ModelPtr(m);
 }
 
 std::vector<uint32_t> random_tokens(std::mt19937& rng, size_t n) {
@@ -93,13 +66,15 @@ TEST_CASE("speculative decoding on fresh random models keeps plain decoding's to
     const std::string drawn_isa = kInvariantIsas[rng() % kInvariantIsas.size()];
     const gptoss_kv_dtype kv = rng() % 2 ? gptoss_kv_dtype_bf16 : gptoss_kv_dtype_f32;
     TempDir dir;
-    const std::string path = make_model(dir, model_seed, layers);
+    const std::string path =
+        generate_model(dir, "--preset tiny --seed " + std::to_string(model_seed) + " --layers " +
+                                std::to_string(layers));
     const std::vector<std::string> isas =
         every_isa ? identity_isas() : std::vector<std::string>{drawn_isa};
     for (const std::string& isa : isas) {
       IsaScope scope(isa);
       for (gptoss_precision precision : {gptoss_precision_exact, gptoss_precision_fast}) {
-        auto model = load(path, precision);
+        auto model = load_generated_model(path, precision);
         // A prompt that ends a few tokens short of the window, steps of 8, 15 or 32 tokens:
         // the 40 decoded tokens cross position 128 and two or three pages.
         const size_t prompt_len = kWindow - 28 + rng() % 28;
