@@ -226,6 +226,21 @@ void Context::check_mask(std::span<const uint32_t> mask) const {
          mask.size(), words);
 }
 
+namespace {
+// A backend's sample: the token, after the sampler's state has taken the draw and the
+// log-probabilities as the host sampler would have.
+uint32_t take_sample(Sampler& sampler, const gptoss_sample_result& result, uint32_t vocab_size) {
+  if (result.token == UINT32_MAX)
+    fail(gptoss_status_invalid_state, "the token mask allows none of the {} tokens", vocab_size);
+  if (sampler.params().temperature > 0.0f) sampler.skip_uniform();
+  std::vector<TokenLogprob> top;
+  for (uint32_t i = 0; i < std::min<uint32_t>(result.n_top, GPTOSS_SAMPLE_MAX_TOP); ++i)
+    top.push_back({result.top[i].token, result.top[i].logprob});
+  sampler.record(result.token, result.logprob, std::move(top));
+  return result.token;
+}
+}  // namespace
+
 uint32_t Context::sample(Sampler& sampler, std::span<const uint32_t> mask) {
   if (tokens_.empty()) fail(gptoss_status_invalid_state, "the context has no tokens");
   check_mask(mask);
@@ -242,29 +257,13 @@ uint32_t Context::sample(Sampler& sampler, std::span<const uint32_t> mask) {
   const SampleRequest request{&sampler, mask, &result};
   Context* self = this;
   run_steps(std::span<Context* const>(&self, 1), &request);
-  if (result.token == UINT32_MAX)
-    fail(gptoss_status_invalid_state, "the token mask allows none of the {} tokens",
-         model_->config().vocab_size);
-  if (sampler.params().temperature > 0.0f) sampler.skip_uniform();
-  std::vector<TokenLogprob> top;
-  for (uint32_t i = 0; i < std::min<uint32_t>(result.n_top, GPTOSS_SAMPLE_MAX_TOP); ++i)
-    top.push_back({result.top[i].token, result.top[i].logprob});
-  sampler.record(result.token, result.logprob, std::move(top));
-  return result.token;
+  return take_sample(sampler, result, model_->config().vocab_size);
 }
 
 uint32_t Context::sample_on_device(Sampler& sampler, std::span<const uint32_t> mask) {
   gptoss_sample_result result{};
   sample_stored_logits(SampleRequest{&sampler, mask, &result});
-  if (result.token == UINT32_MAX)
-    fail(gptoss_status_invalid_state, "the token mask allows none of the {} tokens",
-         model_->config().vocab_size);
-  if (sampler.params().temperature > 0.0f) sampler.skip_uniform();
-  std::vector<TokenLogprob> top;
-  for (uint32_t i = 0; i < std::min<uint32_t>(result.n_top, GPTOSS_SAMPLE_MAX_TOP); ++i)
-    top.push_back({result.top[i].token, result.top[i].logprob});
-  sampler.record(result.token, result.logprob, std::move(top));
-  return result.token;
+  return take_sample(sampler, result, model_->config().vocab_size);
 }
 
 uint32_t Context::sample_logits(Sampler& sampler, std::span<const float> logits, size_t history,
