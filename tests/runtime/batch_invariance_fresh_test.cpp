@@ -47,23 +47,7 @@ void check_company(gptoss_model_t m, const Config& c, std::mt19937_64& rng) {
     for (size_t s = 1; s < kSteps; ++s)
       t.push_back(random_tokens(rng, rng() % 2 ? 1 : 1 + rng() % 40));
   }
-  const auto alone = run_alone(m, c, ours);
-  auto pool = make_pool(m, (others + 1) * 300, others + 1, c.kv);
-  std::vector<ContextPtr> ctxs;
-  std::vector<gptoss_context_t> raw;
-  for (size_t i = 0; i <= others; ++i) {
-    ctxs.push_back(make_context(m, 300, 1024, pool.get(), c.kv));
-    raw.push_back(ctxs.back().get());
-  }
-  for (size_t s = 0; s < kSteps; ++s) {
-    INFO("step " << s);
-    GPTOSS_REQUIRE_OK(gptoss_context_append_tokens(raw[0], ours[s].size(), ours[s].data()));
-    for (size_t i = 0; i < others; ++i)
-      GPTOSS_REQUIRE_OK(
-          gptoss_context_append_tokens(raw[i + 1], theirs[i][s].size(), theirs[i][s].data()));
-    GPTOSS_REQUIRE_OK(gptoss_contexts_process(raw.data(), raw.size()));
-    require_same_bits(logits_of(raw[0]), alone[s]);
-  }
+  require_same_in_company(m, c, ours, theirs, 300);
 }
 
 // The prompt whole against chunks of 1 (a shorter prompt: a step per token), 7, 64 and 500.

@@ -32,23 +32,7 @@ void check_in_company(size_t others) {
   for (const Config& c : kConfigs) {
     INFO(describe(c));
     auto model = load_conformance_model(Format::hf, 0, c.precision);
-    const auto alone = run_alone(model.get(), c, ours);
-    auto pool = make_pool(model.get(), (others + 1) * 400, others + 1, c.kv);
-    std::vector<ContextPtr> ctxs;
-    std::vector<gptoss_context_t> raw;
-    for (size_t i = 0; i <= others; ++i) {
-      ctxs.push_back(make_context(model.get(), 400, 1024, pool.get(), c.kv));
-      raw.push_back(ctxs.back().get());
-    }
-    for (size_t s = 0; s < kSteps; ++s) {
-      INFO("step " << s);
-      GPTOSS_REQUIRE_OK(gptoss_context_append_tokens(raw[0], ours[s].size(), ours[s].data()));
-      for (size_t i = 0; i < others; ++i)
-        GPTOSS_REQUIRE_OK(
-            gptoss_context_append_tokens(raw[i + 1], theirs[i][s].size(), theirs[i][s].data()));
-      GPTOSS_REQUIRE_OK(gptoss_contexts_process(raw.data(), raw.size()));
-      require_same_bits(logits_of(raw[0]), alone[s]);
-    }
+    require_same_in_company(model.get(), c, ours, theirs, 400);
   }
 }
 

@@ -78,4 +78,31 @@ inline std::vector<std::vector<float>> run_alone(gptoss_model_t m, const Config&
   return out;
 }
 
+// Our steps run beside others' (theirs[i][s]: sequence i's tokens at step s), every context of
+// `capacity` tokens on one shared pool: our logits after each step must be bit for bit those of
+// `ours` run alone.
+inline void require_same_in_company(gptoss_model_t m, const Config& c,
+                                    const std::vector<std::vector<uint32_t>>& ours,
+                                    const std::vector<std::vector<std::vector<uint32_t>>>& theirs,
+                                    size_t capacity) {
+  const auto alone = run_alone(m, c, ours);
+  const size_t others = theirs.size();
+  auto pool = make_pool(m, (others + 1) * capacity, others + 1, c.kv);
+  std::vector<ContextPtr> ctxs;
+  std::vector<gptoss_context_t> raw;
+  for (size_t i = 0; i <= others; ++i) {
+    ctxs.push_back(make_context(m, capacity, 1024, pool.get(), c.kv));
+    raw.push_back(ctxs.back().get());
+  }
+  for (size_t s = 0; s < ours.size(); ++s) {
+    INFO("step " << s);
+    GPTOSS_REQUIRE_OK(gptoss_context_append_tokens(raw[0], ours[s].size(), ours[s].data()));
+    for (size_t i = 0; i < others; ++i)
+      GPTOSS_REQUIRE_OK(
+          gptoss_context_append_tokens(raw[i + 1], theirs[i][s].size(), theirs[i][s].data()));
+    GPTOSS_REQUIRE_OK(gptoss_contexts_process(raw.data(), raw.size()));
+    require_same_bits(logits_of(raw[0]), alone[s]);
+  }
+}
+
 }  // namespace gptoss::test::invariance
