@@ -326,7 +326,10 @@ GPTOSS_API enum gptoss_status gptoss_model_get_info(gptoss_model_t model,
 
 struct gptoss_kvcache_options {
   size_t struct_size;          /* sizeof(struct gptoss_kvcache_options) */
-  size_t capacity_tokens;      /* tokens of full-attention KV across all contexts (required) */
+  size_t capacity_tokens;      /* tokens of full-attention KV across all contexts (required).
+                                * A context holds whole pages: contexts of lengths L1..Ln fit
+                                * when the sum of each Li rounded up to GPTOSS_KV_PAGE_SIZE is
+                                * at most this. */
   size_t max_sequences;        /* contexts that may hold pages at once; default 8 */
   enum gptoss_kv_dtype dtype;  /* default f32 */
 };

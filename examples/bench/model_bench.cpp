@@ -105,7 +105,9 @@ int run_model_bench(const Options& o) {
   if (o.batch > 1 && o.n_gen > 0) {
     gptoss_kvcache_options ko;
     gptoss_kvcache_options_init(&ko);
-    ko.capacity_tokens = o.batch * co.context_length;
+    // Each sequence holds whole pages.
+    const size_t pages = (co.context_length + GPTOSS_KV_PAGE_SIZE - 1) / GPTOSS_KV_PAGE_SIZE;
+    ko.capacity_tokens = o.batch * pages * GPTOSS_KV_PAGE_SIZE;
     ko.max_sequences = o.batch;
     ko.dtype = co.kv_dtype;
     const gptoss::kvcache pool = gptoss::kvcache::create(model, ko, "creating a KV pool");

@@ -90,7 +90,8 @@ def run_batch(grammar, prompt_ids, cap, max_reasoning_tokens=None):
     m = model()
     length = len(prompt_ids) + cap + 8
     runs = []
-    with gptoss.KVCache(m, capacity_tokens=len(SEEDS) * length, max_sequences=len(SEEDS)) as pool:
+    with gptoss.KVCache(m, capacity_tokens=gptoss.KVCache.capacity_for([length] * len(SEEDS)),
+                        max_sequences=len(SEEDS)) as pool:
         for seed in SEEDS:
             ctx = gptoss.Context(m, context_length=length, kvcache=pool)
             ctx.append(prompt_ids)
@@ -264,7 +265,7 @@ def run_budgeted(m, grammar, prompt_ids, plan, max_reasoning_tokens=None):
     closed_by_budget)] in seed order. Nothing cuts a sequence here but its budget: the
     constraint must have ended it by then."""
     runs = []
-    with gptoss.KVCache(m, capacity_tokens=sum(len(prompt_ids) + b + 1 for b, _ in plan),
+    with gptoss.KVCache(m, capacity_tokens=gptoss.KVCache.capacity_for(len(prompt_ids) + b + 1 for b, _ in plan),
                         max_sequences=len(plan)) as pool:
         for seed, (budget, temperature) in zip(SEEDS, plan):
             ctx = gptoss.Context(m, context_length=len(prompt_ids) + budget + 1, kvcache=pool)

@@ -194,6 +194,30 @@ class ContextTest(unittest.TestCase):
         with self.assertRaises(gptoss.InvalidArgumentError):
             gptoss.KVCache(model(), capacity_tokens=0)
 
+    def test_kvcache_capacity_for_whole_pages(self):
+        # Three contexts of 17 tokens take two pages each: 96 tokens of capacity, not 51.
+        lengths = [17, 17, 17]
+        self.assertEqual(gptoss.KV_PAGE_SIZE, 16)
+        self.assertEqual(gptoss.KVCache.capacity_for(lengths), 96)
+        self.assertEqual(gptoss.KVCache.capacity_for([16, 1, 0]), 32)
+
+        def fill(capacity):
+            with gptoss.KVCache(model(), capacity_tokens=capacity, max_sequences=3) as pool:
+                contexts = [gptoss.Context(model(), context_length=n, kvcache=pool) for n in lengths]
+                try:
+                    for ctx in contexts:
+                        ctx.append(list(range(1, 18)))
+                    gptoss.Context.process_all(contexts)
+                    return pool.free_tokens
+                finally:
+                    for ctx in contexts:
+                        ctx.close()
+
+        self.assertEqual(fill(gptoss.KVCache.capacity_for(lengths)), 0)
+        with self.assertRaises(gptoss.InsufficientResourcesError) as cm:
+            fill(sum(lengths))  # the plain sum is two pages short
+        self.assertIn("KV cache is full", cm.exception.message)
+
 
 class SamplerTest(unittest.TestCase):
     def test_greedy_is_argmax(self):

@@ -18,7 +18,7 @@ from ._generate import ChatResponse, Generation, Token, chat, generate, system_m
 from ._library import LibraryNotFoundError, library_path, lib as _lib
 from ._library import package_version as _package_version
 from .constrain import Constraint, Grammar, StopStrings
-from .context import Context, KVCache
+from .context import KV_PAGE_SIZE, Context, KVCache
 from .harmony import StreamParser, render
 from .model import Model, ModelInfo
 from .sampler import Logprob, Sampler
@@ -26,7 +26,7 @@ from .speculative import Speculator, sample_draft
 from .tokenizer import Tokenizer
 
 __all__ = [
-    "Model", "ModelInfo", "Tokenizer", "Context", "KVCache", "Sampler", "Logprob",
+    "Model", "ModelInfo", "Tokenizer", "Context", "KVCache", "KV_PAGE_SIZE", "Sampler", "Logprob",
     "render", "StreamParser", "generate", "chat", "Token", "Generation", "ChatResponse",
     "system_message",
     "Grammar", "Constraint", "StopStrings", "Speculator", "sample_draft",

@@ -8,11 +8,21 @@ from ._library import ContextOptions, KvCacheOptions, lib
 from .model import _kv_dtype
 
 
+KV_PAGE_SIZE = 16  # GPTOSS_KV_PAGE_SIZE: contexts take KV memory in pages of this many tokens
+
+
 class KVCache(Handle):
     """A pool of `capacity_tokens` tokens of KV memory that up to `max_sequences` contexts
-    of `model` draw pages from."""
+    of `model` draw pages from. A context holds whole pages: size the pool with
+    `KVCache.capacity_for(lengths)`, not the plain sum of the contexts' lengths."""
 
     _release_name = "gptoss_kvcache_release"
+
+    @staticmethod
+    def capacity_for(lengths):
+        """The capacity_tokens that holds contexts of these lengths at once: each rounded up to
+        whole pages of KV_PAGE_SIZE tokens."""
+        return sum(-(-int(n) // KV_PAGE_SIZE) * KV_PAGE_SIZE for n in lengths)
 
     def __init__(self, model, capacity_tokens, max_sequences=8, dtype="f32"):
         opts = KvCacheOptions()
