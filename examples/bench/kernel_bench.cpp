@@ -151,6 +151,10 @@ void compute_rates(Isa isa, const std::vector<float>& x4, std::vector<float>& y,
       rows.push_back({name, "compute: int8 MXFP4 step, L2, 1 thread", "128x2880, 4 tok", s, mb,
                       8.0 * 128 * H});
     }
+    // The same 4 tokens through the prefill panels (decoded to the lane layout per call).
+    s = best([&] { k.matmul_mxfp4_q8(m, 0, m.rows, xq, 0, 4, y.data(), m.rows); });
+    rows.push_back({name, "compute: int8 MXFP4 panels, L2, 1 thread", "128x2880, 4 tok", s, mb,
+                    8.0 * 128 * H});
   }
   if (k.fp32 != nullptr) {
     double s = best([&] { k.fp32->gemv(b, 0, b.rows, x4.data(), H, 1, y.data(), b.rows); });
