@@ -19,13 +19,7 @@ struct Fixture {
   ContextPtr ctx;
 
   Fixture() {
-    gptoss_kvcache_options ko;
-    gptoss_kvcache_options_init(&ko);
-    ko.capacity_tokens = 512;
-    ko.max_sequences = 1;
-    gptoss_kvcache_t raw = nullptr;
-    GPTOSS_REQUIRE_OK(gptoss_kvcache_create(model.get(), &ko, &raw));
-    kv.reset(raw);
+    kv = make_pool(model.get(), 512, 1);
     ctx = make_context(model.get(), 512, 64, kv.get());
   }
 

@@ -27,13 +27,7 @@ std::pair<std::vector<float>, std::vector<float>> alone_and_batched(gptoss_model
   GPTOSS_REQUIRE_OK(gptoss_context_append_tokens(alone.get(), ids.size(), ids.data()));
   GPTOSS_REQUIRE_OK(gptoss_context_process(alone.get()));
 
-  gptoss_kvcache_options ko;
-  gptoss_kvcache_options_init(&ko);
-  ko.capacity_tokens = 2048;
-  ko.max_sequences = 3;
-  gptoss_kvcache_t kv_raw = nullptr;
-  GPTOSS_REQUIRE_OK(gptoss_kvcache_create(model, &ko, &kv_raw));
-  KvPtr kv(kv_raw);
+  const KvPtr kv = make_pool(model, 2048, 3);
   auto chunked = make_context(model, 400, 7, kv.get());
   auto other1 = make_context(model, 400, 64, kv.get());
   auto other2 = make_context(model, 400, 512, kv.get());

@@ -97,13 +97,7 @@ TEST_CASE("speculator halves: several sequences' drafts verified in one batched 
   INFO("seed " << seed);
   std::mt19937 rng(seed);
   auto model = load_conformance_model(Format::hf, 0, gptoss_precision_fast);
-  gptoss_kvcache_options ko;
-  gptoss_kvcache_options_init(&ko);
-  ko.capacity_tokens = 4096;
-  ko.max_sequences = 4;
-  gptoss_kvcache_t kv_raw = nullptr;
-  GPTOSS_REQUIRE_OK(gptoss_kvcache_create(model.get(), &ko, &kv_raw));
-  KvPtr kv(kv_raw);
+  const KvPtr kv = make_pool(model.get(), 4096, 4);
 
   const std::vector<uint32_t> text = prompt_ids("p3_long");
   const size_t n = 48;

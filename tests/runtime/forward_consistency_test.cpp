@@ -59,13 +59,7 @@ static void check_batch_equals_alone(double tolerance,
     alone.push_back(logits_of(c.get()));
   }
   // Shared pool and private pools, and a context with a small chunk size in the mix.
-  gptoss_kvcache_options ko;
-  gptoss_kvcache_options_init(&ko);
-  ko.capacity_tokens = 1024;
-  ko.max_sequences = 3;
-  gptoss_kvcache_t kv_raw = nullptr;
-  GPTOSS_REQUIRE_OK(gptoss_kvcache_create(model.get(), &ko, &kv_raw));
-  KvPtr kv(kv_raw);
+  const KvPtr kv = make_pool(model.get(), 1024, 3);
   for (bool shared : {true, false}) {
     std::vector<ContextPtr> ctxs;
     std::vector<gptoss_context_t> raw;

@@ -51,17 +51,6 @@ inline std::string describe(const Config& c) {
          (c.kv == gptoss_kv_dtype_bf16 ? ", bf16 KV" : ", f32 KV");
 }
 
-inline KvPtr make_pool(gptoss_model_t m, size_t tokens, size_t sequences, gptoss_kv_dtype dtype) {
-  gptoss_kvcache_options ko;
-  gptoss_kvcache_options_init(&ko);
-  ko.capacity_tokens = tokens;
-  ko.max_sequences = sequences;
-  ko.dtype = dtype;
-  gptoss_kvcache_t kv = nullptr;
-  GPTOSS_REQUIRE_OK(gptoss_kvcache_create(m, &ko, &kv));
-  return KvPtr(kv);
-}
-
 // The logits after each of `steps` (the first: the prompt; then one token each), the sequence
 // alone in its own context, its prompt processed whole.
 inline std::vector<std::vector<float>> run_alone(gptoss_model_t m, const Config& c,

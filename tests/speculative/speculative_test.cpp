@@ -213,12 +213,7 @@ TEST_CASE("a rejected draft rolls back across a page and keeps the sliding windo
   GPTOSS_REQUIRE_OK(gptoss_context_process(fresh.get()));
   CHECK(max_abs_diff(logits_of(c.get()), logits_of(fresh.get())) == 0.0);
   // A KV pool shared with another context: the rollback returns the pages it took.
-  gptoss_kvcache_options ko;
-  GPTOSS_REQUIRE_OK(gptoss_kvcache_options_init(&ko));
-  ko.capacity_tokens = 1024;
-  gptoss_kvcache_t kv_raw = nullptr;
-  GPTOSS_REQUIRE_OK(gptoss_kvcache_create(model.get(), &ko, &kv_raw));
-  KvPtr kv(kv_raw);
+  const KvPtr kv = make_pool(model.get(), 1024);
   auto shared = make_context(model.get(), 512, 16, kv.get());
   GPTOSS_REQUIRE_OK(gptoss_context_append_tokens(shared.get(), prompt.size(), prompt.data()));
   GPTOSS_REQUIRE_OK(gptoss_context_process(shared.get()));

@@ -56,6 +56,19 @@ inline ModelPtr load_conformance_model(Format f = Format::hf, uint32_t num_layer
   return ModelPtr(m);
 }
 
+// A KV pool of `tokens` tokens that up to `sequences` contexts share.
+inline KvPtr make_pool(gptoss_model_t m, size_t tokens, size_t sequences = 8,
+                       gptoss_kv_dtype dtype = gptoss_kv_dtype_f32) {
+  gptoss_kvcache_options ko;
+  GPTOSS_REQUIRE_OK(gptoss_kvcache_options_init(&ko));
+  ko.capacity_tokens = tokens;
+  ko.max_sequences = sequences;
+  ko.dtype = dtype;
+  gptoss_kvcache_t kv = nullptr;
+  GPTOSS_REQUIRE_OK(gptoss_kvcache_create(m, &ko, &kv));
+  return KvPtr(kv);
+}
+
 inline ContextPtr make_context(gptoss_model_t m, size_t length, size_t max_batch = 512,
                                gptoss_kvcache_t kv = nullptr,
                                gptoss_kv_dtype dtype = gptoss_kv_dtype_f32) {
