@@ -826,6 +826,11 @@ struct gptoss_speculator_options { /* since 0.3 */
   gptoss_model_t draft_model;
   /* Most drafter tokens per step; default 8; 0 = jump-forward only. */
   uint32_t max_draft;
+  /* since 0.3 (32 bytes: in the tail padding) */
+  int32_t cost_bound; /* 1 (default): drafts that are not kept cost at most 3 % of plain
+                         decoding's time, measured on the speculator's own steps
+                         (docs/speculative.md, "The cost bound"); 0: the draft length follows
+                         the acceptance alone. */
 };
 GPTOSS_API enum gptoss_status gptoss_speculator_options_init_sized(
     struct gptoss_speculator_options* options, size_t size);

@@ -27,6 +27,7 @@ gptoss_speculator_options default_speculator_options() {
   o.jump_forward = d.jump_forward ? 1 : 0;
   o.draft_model = nullptr;
   o.max_draft = uint32_t(d.max_draft);
+  o.cost_bound = d.cost_bound ? 1 : 0;
   return o;
 }
 
@@ -133,6 +134,7 @@ GPTOSS_API enum gptoss_status gptoss_speculator_create(
     so.jump_forward = o.jump_forward != 0;
     if (o.draft_model != nullptr) so.draft_model = o.draft_model->model;
     so.max_draft = o.max_draft;
+    so.cost_bound = o.cost_bound != 0;
     if (so.max_draft > 65535)
       fail(gptoss_status_invalid_argument, "options->max_draft {} out of range (0..65535)",
            o.max_draft);

@@ -55,8 +55,9 @@ constexpr size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; 
   ROW(gptoss_harmony_state, GPTOSS_UPTO(num_messages))                /* 64 */      \
   ROW(gptoss_constraint_options,                                      /* 16, 24 */  \
       GPTOSS_UPTO(max_reasoning_tokens), GPTOSS_UPTO(max_tokens))                   \
-  ROW(gptoss_draft_options, GPTOSS_UPTO(n_stop_tokens))   /* 24 */                  \
-  ROW(gptoss_speculator_options, GPTOSS_UPTO(max_draft))  /* 32 */                  \
+  ROW(gptoss_draft_options, GPTOSS_UPTO(n_stop_tokens)) /* 24 */                    \
+  ROW(gptoss_speculator_options, /* 32, 32 (cost_bound took the tail padding) */    \
+      GPTOSS_UPTO(max_draft), GPTOSS_UPTO(cost_bound))                              \
   ROW(gptoss_speculator_stats, GPTOSS_UPTO(draft_length)) /* 48 */
 // ---------------------------------------------------------------------------------------------
 

@@ -41,11 +41,45 @@ void DraftLength::reset() {
   pause_ = failed_probes_ = 0;
 }
 
+size_t DraftCost::affordable(bool decode) const {
+  // A decode step's cost is measured against a plain one's, so the first is plain.
+  if (decode && plain_seconds_ == 0) return 0;
+  const double allowed = kMaxShare * std::max(tokens_, double(kGrace)) - lost_;
+  if (allowed <= 0) return 0;
+  return size_t(std::min(std::floor(allowed / std::max(token_cost(), 1e-3)), 65536.0));
+}
+
+void DraftCost::record(size_t drafted, size_t tokens, double seconds, bool decode) {
+  const bool timed = decode && seconds > 0;
+  if (drafted == 0) {
+    // One slow or fast step (another process, a page fault) moves the estimate only so far.
+    if (timed)
+      plain_seconds_ = plain_seconds_ == 0
+                           ? seconds
+                           : 0.8 * plain_seconds_ +
+                                 0.2 * std::clamp(seconds, plain_seconds_ / 2, plain_seconds_ * 2);
+    tokens_ += double(tokens);
+    return;
+  }
+  // The step's cost in plain steps, counted high: a drafted token at kMargin times its
+  // smoothed measured cost (one measurement is off by the noise of two durations), or at a whole
+  // plain step before one compares (a step that also processed a prompt is mostly the prompt's).
+  if (timed && plain_seconds_ > 0) {
+    const double measured =
+        std::clamp((seconds / plain_seconds_ - 1.0) / double(drafted), 0.0, 2.0);
+    per_token_ = per_token_measured_ ? 0.7 * per_token_ + 0.3 * measured : measured;
+    per_token_measured_ = true;
+  }
+  lost_ += 1.0 + token_cost() * double(drafted) - double(tokens);
+  tokens_ += double(tokens);
+}
+
 Speculator::Speculator(SpeculatorOptions options)
     : options_(std::move(options)), length_(options_.max_draft) {}
 
 void Speculator::reset() {
   length_.reset();
+  cost_.reset();
   stats_ = {};
   drafted_ = false;
 }
@@ -53,6 +87,7 @@ void Speculator::reset() {
 SpeculatorStats Speculator::stats() const {
   SpeculatorStats s = stats_;
   s.draft_length = length_.next();
+  if (options_.cost_bound) s.draft_length = std::min(s.draft_length, cost_.affordable(true));
   return s;
 }
 
@@ -77,6 +112,8 @@ size_t Speculator::draft(Context& ctx, const constrain::Constraint* constraint,
     fail(gptoss_status_invalid_argument, "a step must be allowed at least one token");
   if (drafted_)
     fail(gptoss_status_invalid_state, "a draft is pending: verify it before drafting again");
+  step_begin_ = std::chrono::steady_clock::now();
+  decode_step_ = ctx.tokens().size() == ctx.num_processed() + 1;
   // Room for the draft: one step, the context, what the caller wants back.
   const size_t room = std::min(
       {ctx.max_batch_tokens() - 1, ctx.max_tokens() - ctx.tokens().size(), max_tokens - 1});
@@ -85,6 +122,7 @@ size_t Speculator::draft(Context& ctx, const constrain::Constraint* constraint,
   const size_t forced = draft_.size();
   const bool ends = forced > 0 && std::find(stop.begin(), stop.end(), draft_.back()) != stop.end();
   size_t asked = std::min(length_.next(), room - forced);
+  if (options_.cost_bound) asked = std::min(asked, cost_.affordable(decode_step_));
   if (ends) asked = 0;
   if (asked > 0 && (drafter_ || options_.prompt_lookup || options_.draft_model)) {
     if (!drafter_) {
@@ -128,6 +166,10 @@ VerifyResult Speculator::verify(Context& ctx, Sampler& sampler, constrain::Const
   const size_t drafter_verified = r.drafted > forced_ ? r.drafted - forced_ : 0;
   const size_t drafter_kept = r.accepted > forced_ ? r.accepted - forced_ : 0;
   length_.update(proposed_ == 0 ? 0 : std::max<size_t>(drafter_verified, 1), drafter_kept);
+  cost_.record(
+      r.drafted, r.tokens.size(),
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - step_begin_).count(),
+      decode_step_);
   ++stats_.steps;
   stats_.drafted += r.drafted;
   stats_.accepted += r.accepted;

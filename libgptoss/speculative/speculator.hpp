@@ -2,6 +2,7 @@
 // The speculative decoding loop of one sequence: propose (jump-forward tokens the grammar
 // forces, then a drafter's guess), verify in one step, keep the agreeing prefix, roll back the
 // rest, and adapt the draft length to the acceptance measured on this sequence.
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -17,6 +18,7 @@ struct SpeculatorOptions {
   bool jump_forward = true;
   std::shared_ptr<const Model> draft_model;  // null: none (it replaces prompt lookup)
   size_t max_draft = 8;                      // drafter tokens per step; 0: none
+  bool cost_bound = true;                    // DraftCost limits the drafter tokens
 };
 
 struct SpeculatorStats {
@@ -46,6 +48,40 @@ class DraftLength {
   size_t max_;
   double kept_ = 1.2, tried_ = 2.0;  // decayed counts: alpha = kept / tried, 0.6 at first
   size_t pause_ = 0, failed_probes_ = 0;
+};
+
+// Bounds what drafting costs when it fails, with the steps' measured durations: the time lost
+// to drafted tokens (a step's time beyond the plain decode steps that would have given the same
+// tokens) stays within kMaxShare of what plain decoding takes for the tokens so far, counted as
+// at least kGrace tokens, so that over the first kGrace tokens failed drafts cost at most
+// kMaxShare * kGrace plain steps. kMaxShare is 2.5 %, leaving room under the 3 % promised
+// (docs/speculative.md) for the noise of the durations the costs come from. Drafts that are
+// kept save steps, and the time saved may be spent on later drafts. Before a drafted token's
+// cost was measured it is taken as a whole plain step: a step that processes several tokens
+// together costs no more than processing them one by one.
+class DraftCost {
+ public:
+  static constexpr double kMaxShare = 0.025;
+  static constexpr size_t kGrace = 64;
+  // Drafted tokens the next step may verify with the bound kept were none of them kept;
+  // `decode` as in record(). None in the first decode step: it measures a plain one.
+  size_t affordable(bool decode) const;
+  // After a step that verified `drafted` tokens (forced ones included) and gave `tokens`, in
+  // `seconds`. `decode`: the step processed nothing else of this sequence (no prompt), so its
+  // duration compares with a plain decode step's.
+  void record(size_t drafted, size_t tokens, double seconds, bool decode);
+  void reset() { *this = DraftCost{}; }
+
+ private:
+  // A measured drafted token's cost is taken this much larger, for the noise in the durations
+  // it comes from.
+  static constexpr double kMargin = 1.25;
+  double token_cost() const { return per_token_measured_ ? kMargin * per_token_ : per_token_; }
+  double plain_seconds_ = 0;  // a plain decode step, smoothed (0: none measured yet)
+  double per_token_ = 1.0;    // a drafted token's cost, in plain steps
+  bool per_token_measured_ = false;
+  double lost_ = 0;    // plain steps lost to drafting so far (negative: saved)
+  double tokens_ = 0;  // tokens produced so far
 };
 
 class Speculator {
@@ -82,11 +118,16 @@ class Speculator {
   SpeculatorOptions options_;
   std::unique_ptr<Drafter> drafter_;
   DraftLength length_;
+  DraftCost cost_;
   SpeculatorStats stats_;
   std::vector<uint32_t> draft_, sequence_;
   PendingDraft pending_;
   size_t forced_ = 0, proposed_ = 0;  // of the pending draft, before the grammar's filter
   bool drafted_ = false;              // draft() ran; verify() has not
+  // When draft() began, and whether this sequence had only its last token to process then:
+  // what DraftCost learns a step's cost from.
+  std::chrono::steady_clock::time_point step_begin_;
+  bool decode_step_ = false;
 };
 
 }  // namespace gptoss::speculative

@@ -23,6 +23,9 @@ SpecPtr make_speculator(uint32_t max_draft) {
   gptoss_speculator_options o;
   gptoss_speculator_options_init(&o);
   o.max_draft = max_draft;
+  // Drafts in as many steps as acceptance allows, to test how they are verified together; the
+  // cost bound would hold most back on this tiny model.
+  o.cost_bound = 0;
   gptoss_speculator_t s = nullptr;
   GPTOSS_REQUIRE_OK(gptoss_speculator_create(&o, &s));
   return SpecPtr(s);

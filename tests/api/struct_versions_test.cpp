@@ -324,6 +324,7 @@ TEST_CASE("options init: never writes past the caller's struct", "[api][abi]") {
   CHECK(sp.prompt_lookup == 1);
   CHECK(sp.jump_forward == 1);
   CHECK(sp.draft_model == nullptr);
+  CHECK(sp.cost_bound == 1);
 }
 
 #endif  // 64-bit

@@ -59,6 +59,9 @@ TEST_CASE("server options: defaults and derived values", "[server][options]") {
   // Speculative decoding: prompt lookup and jump-forward by default.
   CHECK(o->engine.speculation.on);
   CHECK(o->engine.speculation.draft_max == 8);
+  CHECK(o->engine.speculation.cost_bound);
+  CHECK_FALSE(parse({"--model", "x", "--draft-cost-bound", "off"})->engine.speculation.cost_bound);
+  CHECK(parse({"--model", "x", "--draft-cost-bound=on"})->engine.speculation.cost_bound);
   CHECK(o->draft_model_path.empty());
   const auto off = parse({"--model", "x", "--draft", "none"});
   CHECK_FALSE(off->engine.speculation.on);
@@ -77,6 +80,8 @@ TEST_CASE("server options: bad speculative decoding flags", "[server][options][b
              Catch::Contains("--draft-max must be between 0 and 256"));
   CHECK_THAT(error_of({"--model", "x", "--draft-max", "8x"}), Catch::Contains("--draft-max"));
   CHECK_THAT(error_of({"--model", "x", "--draft-model"}), Catch::Contains("needs a value"));
+  CHECK_THAT(error_of({"--model", "x", "--draft-cost-bound", "maybe"}),
+             Catch::Contains("--draft-cost-bound must be one of on, off"));
   CHECK_THAT(error_of({"--model", "x", "--draft-model", "/nonexistent/draft"}),
              Catch::Contains("--draft-model: no such file or directory"));
   CHECK_THAT(error_of({"--model", "x", "--draft", "none", "--draft-model", "/"}),

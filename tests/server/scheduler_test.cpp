@@ -184,6 +184,9 @@ TEST_CASE(
   SchedulerConfig on = config(8, 4096, 512, 0);
   on.step_tokens = 32;
   on.speculation.on = true;
+  // Drafts in every step, to test how they share it: on this tiny model the cost bound would
+  // keep most of them back (a drafted token costs about what a plain step does).
+  on.speculation.cost_bound = false;
   SchedulerConfig off = on;
   off.speculation.on = false;
   Engine spec_engine(on), plain_engine(off);
@@ -231,6 +234,7 @@ TEST_CASE("speculation: preemption and prefix reuse keep plain decoding's tokens
   // from the prefix cache that holds the first run's context (its KV past rejected drafts gone).
   SchedulerConfig squeezed = config(4, 256, 256, 4);
   squeezed.speculation.on = true;
+  squeezed.speculation.cost_bound = false;  // drafts to roll back, whatever they cost
   SchedulerConfig roomy = config(4, 4096, 256, 0);
   Engine e(squeezed), plain(roomy);
   for (int round = 0; round < 2; ++round) {
