@@ -2,23 +2,26 @@
 // and where it finds little.
 //  1. A restated file: the prompt holds a source file and asks for it back with one line
 //     changed; the answer (the file with that edit, its first N_GEN tokens) is forced as the
-//     continuation, since random weights will not write it. The library's prompt lookup and
-//     adaptive draft length (libgptoss/speculative) draft from the sequence so far, as the
-//     speculator does, and keep the draft's longest prefix that agrees with the answer: that
-//     gives the steps, their drafts and the acceptance. Each step is then timed as what it
+//     continuation, since random weights will not write it. The library's prompt lookup,
+//     adaptive draft length and cost bound (libgptoss/speculative) draft from the sequence so
+//     far, as the speculator does (the bound learning from each step verified and timed as it
+//     is chosen), and keep the draft's longest prefix that agrees with the answer: that gives
+//     the steps, their drafts and the acceptance. Each step is then timed again as what it
 //     costs, a verification (gptoss_context_sample_draft) of its draft, against one decode step
 //     per answer token. Every timed step starts at the end of the prompt, so both cases attend
 //     over the same KV (the answer's own positions are not in it); and the model keeps what it
 //     keeps of the draft rather than what the answer would, which changes only how many rows
 //     are sampled after the forward pass (0.1 ms each on the 20b). The same for an answer in
 //     prose that restates nothing of the prompt: what prompt lookup costs where it finds only
-//     chance matches.
+//     chance matches. And the prose again with a drafter that is never right (every drafted
+//     token differs from the answer's), which the draft length's cost bound is for.
 //  2. Free generation: the model's own greedy tokens after the bench prompt, plain decoding
 //     against gptoss_speculator_step with prompt lookup (what `gptoss --draft ngram` runs),
 //     whatever it finds to draft there.
 // Each repetition alternates the cases.
 #include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -107,18 +110,25 @@ struct Step {
   size_t kept = 0;
 };
 
-std::vector<Step> lookup_schedule(const std::vector<uint32_t>& prompt,
-                                  const std::vector<uint32_t>& answer, size_t max_draft) {
+// `time_step` verifies a draft where every timed step starts and returns its seconds: the
+// draft length's cost bound learns from them as the speculator does. `never_right`: instead of
+// prompt lookup's proposal, tokens that differ from the answer's (a drafter that is never
+// right, the bound's worst case).
+std::vector<Step> lookup_schedule(
+    const std::vector<uint32_t>& prompt, const std::vector<uint32_t>& answer, size_t max_draft,
+    bool never_right, const std::function<double(const std::vector<uint32_t>&)>& time_step) {
   LookupDrafter drafter(max_draft);
   std::vector<uint32_t> sequence = prompt;
   std::vector<Step> steps;
   for (size_t pos = 0; pos < answer.size();) {
     Step step;
     const size_t ask = std::min(drafter.length(), answer.size() - pos - 1);
-    if (ask > 0) drafter.propose(sequence, ask, step.draft);
+    if (ask > 0 && never_right) step.draft.assign(ask, answer[pos] + 1);
+    else if (ask > 0) drafter.propose(sequence, ask, step.draft);
     while (step.kept < step.draft.size() && step.draft[step.kept] == answer[pos + step.kept])
       ++step.kept;
-    drafter.update(step.draft.size(), step.kept);  // as the speculator does after every step
+    // As the speculator does after every step.
+    drafter.update(step.draft.size(), step.kept, time_step(step.draft));
     // The kept tokens and the one the step samples after them (the answer's).
     sequence.insert(sequence.end(), answer.begin() + std::ptrdiff_t(pos),
                     answer.begin() + std::ptrdiff_t(pos + step.kept + 1));
@@ -192,41 +202,37 @@ int run_lookup_bench(const Options& o) {
   };
   std::vector<uint32_t> out(K + 1);
   start(prompt);
-  auto forced = [&](const std::vector<uint32_t>& ans) {
+  size_t n = 0;
+  // A verification of `draft` (none: a decode step) where every timed step starts.
+  auto timed_step = [&](const std::vector<uint32_t>& draft) {
+    restart(prompt);
+    const auto t0 = Clock::now();
+    gptoss::check(gptoss_context_sample_draft(ctx, sampler, draft.data(), draft.size(), nullptr,
+                                              out.data(), out.size(), &n),
+                  "verify");
+    return seconds_since(t0);
+  };
+  // Warm-up, not counted (it pages the weights in and starts the threads): a decode step and
+  // the longest verification.
+  timed_step({});
+  timed_step(std::vector<uint32_t>(K, prompt.back()));
+  auto forced = [&](const std::vector<uint32_t>& ans, bool never_right) {
     Forced f;
     f.tokens = ans.size();
-    const std::vector<Step> steps = lookup_schedule(prompt, ans, K);
+    const std::vector<Step> steps = lookup_schedule(prompt, ans, K, never_right, timed_step);
     f.steps = steps.size();
     for (const Step& st : steps) f.drafted += st.draft.size(), f.kept += st.kept;
-    // Warm-up, not counted (it pages the weights in and starts the threads): a decode step and
-    // the longest verification.
-    restart(prompt);
     uint32_t t = 0;
-    gptoss::check(gptoss_context_sample(ctx, sampler, &t), "decode");
-    const Step& longest_step = *std::max_element(
-        steps.begin(), steps.end(),
-        [](const Step& a, const Step& b) { return a.draft.size() < b.draft.size(); });
-    restart(prompt);
-    size_t n = 0;
-    gptoss::check(
-        gptoss_context_sample_draft(ctx, sampler, longest_step.draft.data(),
-                                    longest_step.draft.size(), nullptr, out.data(), out.size(), &n),
-        "verify");
     std::vector<double> plain_tps, lookup_tps;
     for (size_t r = 0; r < o.reps; ++r) {
       // Alternated step by step: each verification, then the decode steps of the tokens it
       // gives, so that the machine's drift reaches both alike.
       double plain_s = 0, lookup_s = 0;
       for (const Step& st : steps) {
-        restart(prompt);
-        auto t0 = Clock::now();
-        gptoss::check(gptoss_context_sample_draft(ctx, sampler, st.draft.data(), st.draft.size(),
-                                                  nullptr, out.data(), out.size(), &n),
-                      "verify");
-        lookup_s += seconds_since(t0);
+        lookup_s += timed_step(st.draft);
         for (size_t i = 0; i <= st.kept; ++i) {
           restart(prompt);
-          t0 = Clock::now();
+          const auto t0 = Clock::now();
           gptoss::check(gptoss_context_sample(ctx, sampler, &t), "decode");
           plain_s += seconds_since(t0);
         }
@@ -238,8 +244,9 @@ int run_lookup_bench(const Options& o) {
     f.lookup_tps = median(lookup_tps);
     return f;
   };
-  const Forced restated = forced(answer);
-  const Forced unrelated = forced(prose);
+  const Forced restated = forced(answer, false);
+  const Forced unrelated = forced(prose, false);
+  const Forced never_right = forced(prose, true);
 
   // 2. Free generation through the library's speculator.
   const std::vector<uint32_t> free_prompt = bench_prompt(o.n_prompt, info.vocab_size);
@@ -298,7 +305,8 @@ int run_lookup_bench(const Options& o) {
   };
   if (o.json) {
     for (const auto& [name, f] : {std::pair{"lookup_restated_file", restated},
-                                  std::pair{"lookup_unrelated_answer", unrelated}})
+                                  std::pair{"lookup_unrelated_answer", unrelated},
+                                  std::pair{"never_right_drafter", never_right}})
       std::printf(
           "{\"bench\":\"%s\",\"prompt_tokens\":%zu,\"answer_tokens\":%zu,\"draft_max\":%zu,"
           "\"plain_tps\":%.3f,\"lookup_tps\":%.3f,\"speedup\":%.3f,\"steps\":%zu,"
@@ -324,7 +332,8 @@ int run_lookup_bench(const Options& o) {
   std::printf("| --- | --- | ---: | ---: | ---: | ---: | ---: |\n");
   for (const auto& [name, f] :
        {std::pair{"the file restated with its edit (forced)", restated},
-        std::pair{"an answer in prose that restates nothing (forced)", unrelated}}) {
+        std::pair{"an answer in prose that restates nothing (forced)", unrelated},
+        std::pair{"the prose, a drafter that is never right (forced)", never_right}}) {
     std::printf("| %s, %zu tokens | plain | %.2f | 1.00 | %zu | | |\n", name, f.tokens, f.plain_tps,
                 f.tokens);
     std::printf("| | prompt lookup | %.2f | %.2f | %zu | %zu | %zu (%.1f %%) |\n", f.lookup_tps,

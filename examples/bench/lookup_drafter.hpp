@@ -17,12 +17,12 @@ class LookupDrafter {
   ~LookupDrafter();
   LookupDrafter(const LookupDrafter&) = delete;
   LookupDrafter& operator=(const LookupDrafter&) = delete;
-  // Tokens to ask for in this step (the speculator's adaptive length).
+  // Tokens to ask for in a decode step now (the speculator's adaptive length and cost bound).
   size_t length() const;
   // Appends at most `max` tokens proposed to follow `sequence`.
   void propose(std::span<const uint32_t> sequence, size_t max, std::vector<uint32_t>& out);
-  // After a step that verified `drafted` proposed tokens and kept `kept`.
-  void update(size_t drafted, size_t kept);
+  // After a decode step that verified `drafted` proposed tokens and kept `kept`, in `seconds`.
+  void update(size_t drafted, size_t kept, double seconds);
 
  private:
   struct Impl;

@@ -215,6 +215,11 @@ class BenchTest(unittest.TestCase):
         unrelated = rows["lookup_unrelated_answer"]
         self.assertLess(unrelated["acceptance"], restated["acceptance"])
         self.assertEqual(unrelated["steps"] + unrelated["accepted"], unrelated["answer_tokens"])
+        never = rows["never_right_drafter"]
+        self.assertEqual(never["accepted"], 0)
+        self.assertEqual(never["steps"], never["answer_tokens"])
+        self.assertGreater(never["drafted"], 0)  # it probes, within the cost bound
+        self.assertLess(never["drafted"], never["answer_tokens"] // 4)
         free = rows["lookup_free_generation"]
         self.assertEqual(free["identical_runs"], 1)
         self.assertEqual(free["steps"] + free["accepted"], 48)
