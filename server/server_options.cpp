@@ -137,6 +137,10 @@ const std::map<std::string, Setter>& value_flags() {
          o.engine.speculation.draft_max = parse_number<uint32_t>("--draft-max", v, 0, 256);
        }},
       {"--draft-model", [](O& o, S v) { o.draft_model_path = v; }},
+      {"--draft-cost-bound",
+       [](O& o, S v) {
+         o.engine.speculation.cost_bound = one_of("--draft-cost-bound", v, {"on", "off"}) == "on";
+       }},
       {"--date", [](O& o, S v) { o.conversation_date = parse_date(v); }},
       {"--host", [](O& o, S v) { o.host = v; }},
       {"--port", [](O& o, S v) { o.port = parse_number<int>("--port", v, 0, 65535); }},
@@ -196,6 +200,7 @@ void print_server_usage(std::FILE* out) {
       "         --kv-tokens N (4 x context)  --kv-dtype f32|bf16  --prefix-cache N (8)\n"
       "         --reasoning-budget N | low=N,medium=N,high=N  --no-constrain\n"
       "         --draft ngram|none (ngram)  --draft-max N (8)  --draft-model PATH\n"
+      "         --draft-cost-bound on|off (on)\n"
       "         --date YYYY-MM-DD (the prompts' current date; default today, UTC)\n"
       "http:    --host ADDR (127.0.0.1)  --port N (8000; 0 = any free port)\n"
       "         --api-key KEY | --api-key-file FILE  --insecure-no-auth\n"

@@ -68,6 +68,7 @@ Sequence::Sequence(std::shared_ptr<Job> job, gptoss_tokenizer_t tokenizer, size_
     gptoss_speculator_options so;
     gptoss::check(gptoss_speculator_options_init(&so), "gptoss_speculator_options_init");
     so.max_draft = speculation.draft_max;
+    so.cost_bound = speculation.cost_bound ? 1 : 0;
     so.draft_model = speculation.draft_model;
     speculator_ = gptoss::speculator::create(&so);
     gptoss::check(gptoss_draft_options_init(&draft_options_), "gptoss_draft_options_init");

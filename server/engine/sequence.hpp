@@ -22,6 +22,7 @@ int64_t shortest_output_tokens(const Grammar& grammar, int64_t max_reasoning_tok
 struct Speculation {
   bool on = true;          // prompt lookup (or the draft model) and jump-forward
   uint32_t draft_max = 8;  // drafter tokens per step at most; 0: jump-forward only
+  bool cost_bound = true;  // failed drafts cost at most 3 % (gptoss_speculator_options)
   gptoss_model_t draft_model =
       nullptr;  // instead of prompt lookup; borrowed, outlives the sequences
 };
