@@ -66,6 +66,30 @@ class SpeculativeGenerateTest(unittest.TestCase):
             with self.assertRaises(gptoss.InvalidArgumentError):
                 gptoss.sample_draft(ctx, s, [5, 10**6])
 
+    def test_cost_bound_off_lets_the_model_draft_for_itself(self):
+        # Drafting with the model itself costs a plain step per drafted token, which the cost
+        # bound (the default) holds back; without it the always-kept drafts make long steps.
+        m = scalar_model()
+        prompt = m.tokenizer.encode(REPEATED)
+        plain = [t.id for t in m.generate(REPEATED, max_tokens=24, harmony_format=False,
+                                         draft=None, temperature=0)]
+        for bound in (True, False):
+            with self.subTest(cost_bound=bound), \
+                    gptoss.Context(m, context_length=256) as ctx, \
+                    gptoss.Sampler(temperature=0) as s:
+                spec = gptoss.Speculator(draft_model=m, max_draft=6, cost_bound=bound)
+                ctx.append(prompt)
+                got = []
+                while len(got) < len(plain):
+                    step = spec.step(ctx, s, len(plain) - len(got))
+                    got += step
+                    ctx.append([step[-1]])
+                self.assertEqual(got, plain)
+                counts = spec.stats()
+                self.assertEqual(counts.accepted, counts.drafted)
+                if not bound:
+                    self.assertLess(counts.steps, len(plain) // 2)
+
     def test_bad_arguments(self):
         with self.assertRaises(ValueError):
             list(scalar_model().generate("Hi", max_tokens=2, draft="ngram", draft_max=0))

@@ -130,6 +130,7 @@ class SpeculatorOptions(ctypes.Structure):
         ("jump_forward", c_int32),
         ("draft_model", c_void_p),
         ("max_draft", c_uint32),
+        ("cost_bound", c_int32),
     ]
 
 

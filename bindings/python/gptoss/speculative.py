@@ -39,13 +39,16 @@ def sample_draft(context, sampler, draft, stop=()):
 
 
 class Speculator(Handle):
-    """Speculator(prompt_lookup=True, jump_forward=True, draft_model=None, max_draft=8): one
-    sequence's speculative loop. draft_model: a Model with the same tokenizer that drafts
-    (instead of prompt lookup); the speculator keeps it alive."""
+    """Speculator(prompt_lookup=True, jump_forward=True, draft_model=None, max_draft=8,
+    cost_bound=True): one sequence's speculative loop. draft_model: a Model with the same
+    tokenizer that drafts (instead of prompt lookup); the speculator keeps it alive. cost_bound:
+    drafts that are not kept cost at most 3 % of plain decoding's time (False: the draft length
+    follows the acceptance alone)."""
 
     _release_name = "gptoss_speculator_release"
 
-    def __init__(self, prompt_lookup=True, jump_forward=True, draft_model=None, max_draft=8):
+    def __init__(self, prompt_lookup=True, jump_forward=True, draft_model=None, max_draft=8,
+                 cost_bound=True):
         if max_draft < 0:
             raise ValueError(f"max_draft must not be negative, got {max_draft}")
         opts = SpeculatorOptions()
@@ -55,6 +58,7 @@ class Speculator(Handle):
         opts.jump_forward = 1 if jump_forward else 0
         opts.draft_model = draft_model._as_parameter_ if draft_model is not None else None
         opts.max_draft = max_draft
+        opts.cost_bound = 1 if cost_bound else 0
         out = ctypes.c_void_p()
         check(lib.gptoss_speculator_create(ctypes.byref(opts), ctypes.byref(out)),
               "gptoss_speculator_create")
