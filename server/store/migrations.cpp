@@ -17,7 +17,6 @@ const std::vector<std::string>& store_migrations() {
   return steps;
 }
 
-std::unique_ptr<ResponseStore> open_sqlite_store(const std::string& path);
 std::unique_ptr<ResponseStore> open_postgres_store(const std::string& uri);
 
 std::unique_ptr<ResponseStore> open_response_store(const std::string& spec) {

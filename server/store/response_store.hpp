@@ -38,14 +38,32 @@ class ResponseStore {
   // "sqlite:/path/responses.sqlite3" or "postgresql://host:port/db" (no password).
   virtual std::string describe() const = 0;
   virtual int schema_version() = 0;
-  // Throws StoreError when the store cannot be reached now (a server-side store; an SQLite
-  // file is always there).
+  // Throws StoreError when a response could not be stored now: a server-side store that
+  // cannot be reached, an SQLite file whose file system is (nearly) full. Called before
+  // generating a response to store, so it is cheap.
   virtual void ping() {}
 };
 
 // `spec`: a postgresql:// or postgres:// URI, or else the path of a SQLite file (created with
 // its directory if missing). Throws StoreError.
 std::unique_ptr<ResponseStore> open_response_store(const std::string& spec);
+
+// The free space (bytes this process may write) under which the SQLite store's ping refuses.
+// 1 MiB: a file system with less room is full in practice, and a stored response (the Response
+// with its whole conversation: a few KiB for most, about 0.5 MiB of text at a 128k-token
+// context) is written twice, to the WAL and at the checkpoint to the database, so most fit
+// many times over and the longest about once. More would refuse responses on disks that still
+// have room for them.
+inline constexpr uint64_t kSqliteStoreReserveBytes = uint64_t(1) << 20;
+
+// The SQLite store at `path`, whose ping throws while its file system has fewer than
+// `reserve_bytes` available. open_response_store gives the default reserve.
+std::unique_ptr<ResponseStore> open_sqlite_store(const std::string& path,
+                                                 uint64_t reserve_bytes = kSqliteStoreReserveBytes);
+
+// The SQLite store's decision: throws StoreError naming `path`, `available` and `reserve` when
+// `available` bytes are fewer than `reserve`.
+void check_store_space(const std::string& path, uint64_t available, uint64_t reserve);
 
 // The schema, one step per version (index 0 = version 1). SQL common to both engines.
 const std::vector<std::string>& store_migrations();

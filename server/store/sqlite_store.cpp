@@ -1,6 +1,7 @@
 // The response store in an SQLite file: one connection, serialized by a mutex (SQLite is fast
 // enough that request threads never wait long), WAL so readers never block the writer.
 #include <sqlite3.h>
+#include <sys/statvfs.h>
 
 #include <filesystem>
 #include <mutex>
@@ -48,9 +49,11 @@ class Statement {
 
 class SqliteStore : public ResponseStore {
  public:
-  explicit SqliteStore(const std::string& path) : path_(path) {
+  SqliteStore(const std::string& path, uint64_t reserve_bytes)
+      : path_(path), reserve_bytes_(reserve_bytes) {
     std::error_code ec;
     const auto dir = std::filesystem::path(path).parent_path();
+    dir_ = dir.empty() ? "." : dir.string();
     if (!dir.empty()) std::filesystem::create_directories(dir, ec);
     if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
                         nullptr) != SQLITE_OK) {
@@ -106,6 +109,17 @@ class SqliteStore : public ResponseStore {
 
   std::string describe() const override { return "sqlite:" + path_; }
 
+  // A full disk is met before generating, not when the answer is written (SQLite's "database
+  // or disk is full" after the work). One statvfs, no lock. f_bavail: what a process without
+  // privileges may use (root may also fill the blocks a file system reserves for it, which
+  // are better left to the system). The check is advisory: statvfs failing refuses nothing,
+  // and a response that does not fit after all still fails when it is stored.
+  void ping() override {
+    struct statvfs fs {};
+    if (statvfs(dir_.c_str(), &fs) != 0) return;
+    check_store_space(path_, uint64_t(fs.f_bavail) * uint64_t(fs.f_frsize), reserve_bytes_);
+  }
+
   int schema_version() override {
     std::lock_guard lock(mutex_);
     Statement s(db_, "SELECT version FROM gptoss_schema_version");
@@ -148,14 +162,24 @@ class SqliteStore : public ResponseStore {
   }
 
   std::string path_;
+  std::string dir_;  // the directory holding the file, the WAL and the shared-memory index
+  uint64_t reserve_bytes_;
   sqlite3* db_ = nullptr;
   std::mutex mutex_;
 };
 
 }  // namespace
 
-std::unique_ptr<ResponseStore> open_sqlite_store(const std::string& path) {
-  return std::make_unique<SqliteStore>(path);
+void check_store_space(const std::string& path, uint64_t available, uint64_t reserve) {
+  if (available >= reserve) return;
+  throw StoreError("the file system of the SQLite store " + path + " has " +
+                   std::to_string(available) + " bytes available, under the " +
+                   std::to_string(reserve) +
+                   " bytes reserved for storing a response: free space there");
+}
+
+std::unique_ptr<ResponseStore> open_sqlite_store(const std::string& path, uint64_t reserve_bytes) {
+  return std::make_unique<SqliteStore>(path, reserve_bytes);
 }
 
 }  // namespace gptoss_server

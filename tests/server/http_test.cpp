@@ -397,6 +397,47 @@ TEST_CASE(
   for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path + suffix, ec);
 }
 
+TEST_CASE(
+    "a response that cannot be stored once generated (the disk filled during its generation): "
+    "503 without a stream, response.failed at the end of one",
+    "[server][http]") {
+  // ping passes, put fails: what the SQLite store does when space runs out after the check.
+  struct FullStore : OutageStore {
+    using OutageStore::OutageStore;
+    void put(const StoredResponse&) override {
+      throw StoreError("database or disk is full (test)");
+    }
+  };
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("gptoss-http-full-" + std::to_string(getpid()) + ".sqlite3"))
+                               .string();
+  LoadingServer s({}, 16u << 20,
+                  std::make_unique<FullStore>(open_response_store(path),
+                                              std::make_shared<std::atomic<bool>>(false)));
+  s.load_model();
+  auto c = s.client();
+  json body = {{"model", "m"}, {"input", "hi"}, {"max_output_tokens", 4}, {"seed", 1}};
+  auto r = c.Post("/v1/responses", body.dump(), "application/json");
+  REQUIRE(r);
+  CHECK(r->status == 503);
+  CHECK(r->get_header_value("Retry-After") == "5");
+  const json error = error_of(r);
+  CHECK(error["code"] == "store_unavailable");
+  CHECK_THAT(error["message"].get<std::string>(),
+             Catch::Contains("generated but could not be stored") &&
+                 Catch::Contains("disk is full (test)"));
+  body["stream"] = true;
+  auto streamed = c.Post("/v1/responses", body.dump(), "application/json");
+  REQUIRE(streamed);
+  CHECK(streamed->status == 200);
+  INFO(streamed->body);
+  CHECK(streamed->body.find("event: response.failed") != std::string::npos);
+  CHECK(streamed->body.find("could not be stored") != std::string::npos);
+  CHECK(streamed->body.find("event: response.completed") == std::string::npos);
+  std::error_code ec;
+  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path + suffix, ec);
+}
+
 TEST_CASE("a streamed stored response is committed before its client is told it finished",
           "[server][http]") {
   // put() waits until released: while it waits, the stream must not have ended.

@@ -100,6 +100,34 @@ TEST_CASE("SQLite store: a newer schema, a corrupt row and an unusable path are 
   CHECK_THROWS_AS(open_response_store(not_a_db), StoreError);
 }
 
+TEST_CASE("SQLite store: ping refuses while its file system has less room than the reserve",
+          "[server][store]") {
+  // The decision: fewer bytes available than the reserve refuse, naming the file and both numbers.
+  CHECK_NOTHROW(check_store_space("/s/r.sqlite3", 1u << 20, 1u << 20));
+  CHECK_NOTHROW(check_store_space("/s/r.sqlite3", uint64_t(1) << 40, 1u << 20));
+  CHECK_THROWS_AS(check_store_space("/s/r.sqlite3", (1u << 20) - 1, 1u << 20), StoreError);
+  CHECK_THROWS_WITH(check_store_space("/s/r.sqlite3", 0, 1u << 20),
+                    Catch::Contains("/s/r.sqlite3") && Catch::Contains(" 0 bytes available") &&
+                        Catch::Contains("1048576 bytes reserved"));
+  CHECK(kSqliteStoreReserveBytes == 1u << 20);
+
+  // A store on a real file system: a reserve no disk has refuses, the default passes (a test
+  // machine's temporary directory has 1 MiB free), so does none; it stores after a refusal.
+  TempDir dir;
+  const std::string path = (dir.path / "r.sqlite3").string();
+  CHECK_NOTHROW(open_sqlite_store(path)->ping());
+  CHECK_NOTHROW(open_sqlite_store(path, 0)->ping());
+  auto store = open_sqlite_store(path, UINT64_MAX);
+  CHECK_THROWS_WITH(store->ping(), Catch::Contains(path) && Catch::Contains("bytes available"));
+  store->put(sample("resp_after_refusal"));
+  CHECK(store->get("resp_after_refusal"));
+  // A file in the current directory: statvfs on ".".
+  const fs::path cwd = fs::current_path();
+  fs::current_path(dir.path);
+  CHECK_THROWS_AS(open_sqlite_store("here.sqlite3", UINT64_MAX)->ping(), StoreError);
+  fs::current_path(cwd);
+}
+
 TEST_CASE("PostgreSQL store: round trips, deletion, concurrency", "[server][store][postgres]") {
   const char* uri = std::getenv("GPTOSS_TEST_POSTGRES_URI");
   if (!uri || !*uri) {

@@ -1,11 +1,15 @@
 """The SQLite store's file system full (a small tmpfs): requests that must store get a clear
-error (503 with Retry-After, or response.failed on a stream that had begun), store=false goes
-on, stored responses stay readable, the file passes integrity_check, and all works again once
-space is back, without a restart. Read-only: refused at start with the reason."""
+503 with Retry-After before anything is generated, store=false goes on, stored responses stay
+readable, the file passes integrity_check, and all works again once space is back, without a
+restart. Read-only: refused at start with the reason."""
 import os
 import subprocess
+import time
 
 from common import Server, check, log, response_body, sqlite_integrity, stream_response
+
+# What /metrics counts of every generation the scheduler admits (server/metrics.cpp).
+TOKEN_COUNTERS = ("gptoss_prompt_tokens_total", "gptoss_generated_tokens_total")
 
 
 def fill(path):
@@ -20,16 +24,31 @@ def fill(path):
 
 
 def expect_refused(server, what):
-    status, headers, body = server.request("POST", "/v1/responses", response_body(8, stream=False))
+    """store=true, streamed or not, is refused before generating (the store's ping sees the
+    full file system): the token counters stand still and the answer comes at once. store=false
+    goes on, and its tokens are counted (so the counters would have shown a generation)."""
+    before = server.metrics()
+    start = time.monotonic()
+    status, headers, body = server.request("POST", "/v1/responses", response_body(64, stream=False))
+    seconds = time.monotonic() - start
     check(status == 503 and headers.get("retry-after") and body["error"]["code"] == "store_unavailable",
           f"{what}: store=true answered {status} {body}")
     message = body["error"]["message"]
-    status, events = stream_response(server, response_body(8))
-    check(status == 200 and events[-1]["type"] == "response.failed" and "stored" in events[-1]["response"]["error"]["message"],
-          f"{what}: a stored stream ended with {events[-1:]}")
+    check("bytes reserved" in message, f"{what}: the refusal does not give the free space and reserve: {message}")
+    status, events = stream_response(server, response_body(64))
+    check(status == 503 and events[0]["error"]["code"] == "store_unavailable",
+          f"{what}: a stored stream answered {status} {events[-1:]}")
+    after = server.metrics()
+    for name in TOKEN_COUNTERS:
+        check(after[name] == before[name],
+              f"{what}: refused store=true requests were generated first: {name} {before[name]:g} -> {after[name]:g}")
+    check(seconds < 1.0, f"{what}: the refusal took {seconds:.2f} s")
     status, _, body = server.request("POST", "/v1/responses", response_body(8, store=False, stream=False))
     check(status == 200, f"{what}: store=false answered {status} {body}")
-    return message
+    unstored = server.metrics()
+    check(all(unstored[name] > after[name] for name in TOKEN_COUNTERS),
+          f"{what}: a store=false generation moved no token counter: {[(n, unstored[n]) for n in TOKEN_COUNTERS]}")
+    return message, seconds
 
 
 def expect_working(server, ids, what):
@@ -54,20 +73,13 @@ def run(tmp, long):
         ids = [expect_working(server, [], "at first") for _ in range(3)]
         for round_no in range(1, (3 if long else 1) + 1):
             fill(os.path.join(mnt, "filler"))
-            refusals = 0
-            # The WAL may have room for a few more commits before SQLite meets the full disk.
-            for _ in range(50):
-                status, _, body = server.request("POST", "/v1/responses", response_body(8, stream=False))
-                if status != 200:
-                    break
-                ids.append(body["id"])
-            message = expect_refused(server, "disk full")
-            refusals += 1
+            message, seconds = expect_refused(server, "disk full")
             expect_working_reads = [server.request("GET", f"/v1/responses/{rid}")[0] for rid in ids]
             check(all(s == 200 for s in expect_working_reads), f"stored responses unreadable on a full disk: {expect_working_reads}")
             os.remove(os.path.join(mnt, "filler"))
             ids.append(expect_working(server, ids, "space back"))
-            log(f"round {round_no}: full disk: 503 ({message[:90]}...), streams failed clearly, reads went on; "
+            log(f"round {round_no}: full disk: 503 in {seconds * 1000:.0f} ms, no token generated ({message}), "
+                f"streams too, reads went on; "
                 f"space back: stores again, {len(ids)} responses readable")
 
         server.stop()
