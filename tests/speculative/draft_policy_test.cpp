@@ -19,7 +19,8 @@ using gptoss::speculative::DraftLength;
 uint32_t policy_seed() {
   static const uint32_t seed = [] {
     const char* e = std::getenv("GPTOSS_TEST_SEED");
-    const uint32_t s = e ? uint32_t(std::strtoul(e, nullptr, 10)) : uint32_t(std::random_device{}());
+    const uint32_t s =
+        e ? uint32_t(std::strtoul(e, nullptr, 10)) : uint32_t(std::random_device{}());
     std::cout << "draft_policy_test: seed " << s << " (GPTOSS_TEST_SEED=" << s << " replays it)\n";
     return s;
   }();
@@ -29,10 +30,10 @@ uint32_t policy_seed() {
 // One sequence decoded by the policy as Speculator::draft/verify run it. The first step also
 // processes the prompt (its duration does not compare with a decode step's).
 struct Simulation {
-  double u;             // a drafted token's true cost, in plain steps
-  double plain;         // a plain step's true duration, seconds
-  double noise;         // a measured duration is off by up to this share
-  bool drafter_right;   // every drafted token is kept, or none
+  double u;            // a drafted token's true cost, in plain steps
+  double plain;        // a plain step's true duration, seconds
+  double noise;        // a measured duration is off by up to this share
+  bool drafter_right;  // every drafted token is kept, or none
   size_t max_draft = 8;
 
   DraftLength length{8};
