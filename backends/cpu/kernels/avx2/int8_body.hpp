@@ -37,6 +37,9 @@ namespace {
 
 constexpr size_t kPanelRows = 8;
 constexpr size_t kPrefetchBytes = 8192;  // the best single-stream distance (docs/performance.md)
+// The prefill panels prefetch the panel the next iteration decodes (8 rows below), each of its
+// cache lines once, a tile computation before it is read (docs/performance.md).
+constexpr size_t kPrefetchRows = kPanelRows;
 
 // nibble code -> 2v + 12: 0..7 -> 12 + {0,1,2,3,4,6,8,12}, 8..15 negated.
 inline __m256i code_lut() {
@@ -262,10 +265,14 @@ void decode_panel(const Weight& w, size_t r0, size_t n, __m256i* panel) {
   }
   const __m256 valid = _mm256_castsi256_ps(lanes_below(n));
   const uint8_t* s0 = w.scales + r0 * nb;
+  // Prefetches past the tensor's end are dropped, never faulting.
+  const size_t ahead = kPrefetchRows * w.row_bytes;
+  for (size_t off = 0; off < n * nb; off += 64)
+    _mm_prefetch(reinterpret_cast<const char*>(s0 + kPrefetchRows * nb + off), _MM_HINT_T0);
   for (size_t b = 0; b < nb; ++b) {
     if (b % 4 == 0)
       for (size_t i = 0; i < n; ++i)
-        _mm_prefetch(reinterpret_cast<const char*>(row[i] + 16 * b) + kPrefetchBytes, _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(row[i] + 16 * b) + ahead, _MM_HINT_T0);
     // a[k]: 128-bit lane q holds the 16 code bytes of row 4q + k.
     __m256i lo[4], hi[4];
     for (size_t k = 0; k < 4; ++k) {

@@ -34,9 +34,12 @@ namespace gptoss::cpu {
 namespace {
 
 constexpr size_t kPanelRows = 16;
-// Software prefetch distance of the prefill panels (16 rows at a time): the best one for a
-// single stream of rows (docs/performance.md).
-constexpr size_t kPrefetchBytes = 8192;
+// The prefill panels prefetch the rows this far below the ones they decode: the pair of panels
+// that the next call decodes (in the MoE, the next piece of the expert: 32 rows a piece), so
+// each of its cache lines is asked for once, a whole tile computation before it is read. A
+// distance of a few KiB would land inside the panel being decoded (a row is 1440 bytes) and
+// leave most lines of the next panel's first rows to stall the decode (docs/performance.md).
+constexpr size_t kPrefetchRows = 2 * kPanelRows;
 // Decode GEMVs read 4 rows a quarter of the range apart, prefetching this far ahead of each
 // (its scales 1/8 of it; row_streams.hpp). Twice the bf16 GEMVs' distance:
 // an MXFP4 row is consumed at a quarter of the bytes per instruction.
@@ -284,11 +287,17 @@ void decode_panel(const Weight& w, size_t r0, size_t n, __m512i* panel) {
     step[i] = i < n ? 16 : 0;
   }
   const __mmask16 valid = mask16(n);
+  // 16 interleaved streams are more than the hardware prefetcher follows: fetch the rows
+  // kPrefetchRows below, codes a line per row every 4 blocks, and their scales here (prefetches
+  // past the tensor's end are dropped, never faulting).
+  const size_t ahead = kPrefetchRows * w.row_bytes;
+  for (size_t off = 0; off < n * nb; off += 64)
+    _mm_prefetch(reinterpret_cast<const char*>(w.scales + (r0 + kPrefetchRows) * nb + off),
+                 _MM_HINT_T0);
   for (size_t b = 0; b < nb; ++b) {
-    // 16 interleaved streams are more than the hardware prefetcher follows: fetch ahead.
     if (b % 4 == 0)
       for (size_t i = 0; i < n; ++i)
-        _mm_prefetch(reinterpret_cast<const char*>(row[i] + 16 * b) + kPrefetchBytes, _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(row[i] + 16 * b) + ahead, _MM_HINT_T0);
     // a[k]: 128-bit lane q holds the 16 code bytes of row 4q + k (plain loads: masked ones
     // stall this strided walk over 16 rows).
     __m512i lo[4], hi[4];
