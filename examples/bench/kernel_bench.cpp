@@ -139,6 +139,8 @@ void compute_rates(Isa isa, const std::vector<float>& x4, std::vector<float>& y,
   const Weight b = make_weight(gptoss_dtype_bf16, 64, H, 12);
   const Weight q = make_weight(gptoss_dtype_q8_0, 128, H, 13);
   const double mb = 128.0 * H * 17.0 / 32.0;
+  constexpr size_t kPrefillTokens = 24;  // whole token tiles at every level (3, 4 and 8)
+  const std::vector<float> x24 = floats(kPrefillTokens * H, 14);
   if (k.quantize_q8 != nullptr && k.matmul_mxfp4_q8 != nullptr) {
     cpu::Q8Storage mem;
     cpu::Q8Acts& xq = mem.prepare(4, H);
@@ -155,9 +157,21 @@ void compute_rates(Isa isa, const std::vector<float>& x4, std::vector<float>& y,
     s = best([&] { k.matmul_mxfp4_q8(m, 0, m.rows, xq, 0, 4, y.data(), m.rows); });
     rows.push_back({name, "compute: int8 MXFP4 panels, L2, 1 thread", "128x2880, 4 tok", s, mb,
                     8.0 * 128 * H});
+    // A prefill's share of one expert (a 256-token prompt gives each expert about 32 tokens).
+    cpu::Q8Storage mem24;
+    cpu::Q8Acts& xq24 = mem24.prepare(kPrefillTokens, H);
+    k.quantize_q8(x24.data(), H, kPrefillTokens, xq24);
+    s = best([&] { k.matmul_mxfp4_q8(m, 0, m.rows, xq24, 0, kPrefillTokens, y.data(), m.rows); });
+    rows.push_back({name, "compute: int8 MXFP4 panels, L2, 1 thread", "128x2880, 24 tok", s, mb,
+                    2.0 * kPrefillTokens * 128 * H});
   }
   if (k.fp32 != nullptr) {
-    double s = best([&] { k.fp32->gemv(b, 0, b.rows, x4.data(), H, 1, y.data(), b.rows); });
+    // A dense projection's prefill (both precisions), 32 rows: weights, their fp32 panel and the
+    // tokens stay in L2.
+    double s = best([&] { k.fp32->panels(b, 0, 32, x24.data(), H, kPrefillTokens, y.data(), 32); });
+    rows.push_back({name, "compute: bf16 panels, L2, 1 thread", "32x2880, 24 tok", s,
+                    32.0 * H * 2.0, 2.0 * kPrefillTokens * 32 * H});
+    s = best([&] { k.fp32->gemv(b, 0, b.rows, x4.data(), H, 1, y.data(), b.rows); });
     rows.push_back({name, "compute: bf16 GEMV, L2, 1 thread", "64x2880, 1 tok", s, 64.0 * H * 2.0,
                     2.0 * 64 * H});
     s = best([&] { k.fp32->gemv(q, 0, q.rows, x4.data(), H, 1, y.data(), q.rows); });
