@@ -2,12 +2,12 @@
 // How the decode GEMVs (one token) walk their rows. A GEMV kernel takes 4 rows at a time so
 // they share every load of x, and the 4 rows are a quarter of the caller's range apart (rows
 // i, i + L, i + 2L, i + 3L): each core reads 4 DRAM streams far apart (8 for MXFP4, with the
-// scales), each prefetched a short distance ahead (1 KiB for bf16, 2 KiB for MXFP4 codes:
-// kFarRowsPrefetchBytes in the kernels), the fastest pattern measured for the memory-bound
-// GEMVs. The AVX2 int8 kernels (avx2/int8_body.hpp), more compute-bound, keep 4 adjacent rows
-// and 8 KiB ahead. (Measurements: docs/performance.md, "CPU kernel choices".)
-// Every row gets the same arithmetic from the 4-row and the 1-row kernel, so results do not
-// depend on how the caller split the rows (tested).
+// scales), each prefetched a short distance ahead (1 KiB: kFarRowsPrefetchBytes in the kernels;
+// the AVX-512 int8 MXFP4 GEMV prefetches its codes into L2 only), the fastest pattern measured
+// for the memory-bound GEMVs. The AVX2 int8 kernels (avx2/int8_body.hpp), more compute-bound, keep
+// 4 adjacent rows and 8 KiB ahead. (Measurements: docs/performance.md, "CPU kernel choices".) Every
+// row gets the same arithmetic from the 4-row and the 1-row kernel, so results do not depend on how
+// the caller split the rows (tested).
 #include <cstddef>
 
 namespace gptoss::cpu {

@@ -40,10 +40,13 @@ constexpr size_t kPanelRows = 16;
 // distance of a few KiB would land inside the panel being decoded (a row is 1440 bytes) and
 // leave most lines of the next panel's first rows to stall the decode (docs/performance.md).
 constexpr size_t kPrefetchRows = 2 * kPanelRows;
-// Decode GEMVs read 4 rows a quarter of the range apart, prefetching this far ahead of each
-// (its scales 1/8 of it; row_streams.hpp). Twice the bf16 GEMVs' distance:
-// an MXFP4 row is consumed at a quarter of the bytes per instruction.
-constexpr size_t kFarRowsPrefetchBytes = 2048;
+// Decode GEMVs read 4 rows a quarter of the range apart (row_streams.hpp), prefetching the
+// codes this far ahead of each into L2 only (prefetcht1) and the scales this far ahead into L1.
+// Into L1, the codes' prefetches (8 streams per core, codes and scales) took the miss buffers
+// the demand loads need: a Zen 4 decodes a token's experts about a fifth faster with T1
+// (docs/performance.md, "Decode GEMVs").
+constexpr size_t kFarRowsPrefetchBytes = 1024;
+constexpr size_t kFarScalesPrefetchBytes = 256;
 
 // nibble code -> 2v + 12 (v = E2M1 value): 0..7 -> 12 + {0,1,2,3,4,6,8,12}, 8..15 negated.
 inline __m512i code_lut() {
@@ -153,7 +156,7 @@ __attribute__((always_inline)) inline void group_sums(const GemvRows<R, T>& st, 
     const uint8_t* src = st.codes[r] + 64 * g;
     __m512i c;
     if constexpr (Whole) {
-      _mm_prefetch(reinterpret_cast<const char*>(src) + kFarRowsPrefetchBytes, _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(src) + kFarRowsPrefetchBytes, _MM_HINT_T1);
       c = _mm512_loadu_si512(src);
     } else {
       c = _mm512_maskz_loadu_epi8(
@@ -189,8 +192,8 @@ __attribute__((always_inline)) inline void gemv_chunk(GemvRows<R, T>& st, size_t
   }
   __m512 cs[R][T];  // s_b * d_b / 2 in lane order
   for (int r = 0; r < R; ++r) {
-    // The scales are a second stream (1/16 of the codes' bytes): prefetch it as far ahead.
-    _mm_prefetch(reinterpret_cast<const char*>(st.scales[r] + b0) + kFarRowsPrefetchBytes / 8,
+    // The scales are a second stream (1/16 of the codes' bytes), 16 chunks ahead.
+    _mm_prefetch(reinterpret_cast<const char*>(st.scales[r] + b0) + kFarScalesPrefetchBytes,
                  _MM_HINT_T0);
     const __m128i sb = Whole ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(st.scales[r] + b0))
                              : _mm_maskz_loadu_epi8(mask16(nb - b0), st.scales[r] + b0);
