@@ -17,7 +17,8 @@
 namespace gptoss::cpu {
 namespace {
 
-// As the fp32 bf16 GEMV (avx512/matmul.cpp): 4 rows far apart, each prefetched 1 KiB ahead.
+// As the fp32 bf16 GEMV (avx512/matmul.cpp): 4 rows far apart, each prefetched 1 KiB ahead,
+// into L2 only for one token.
 constexpr size_t kFarRowsPrefetchBytes = 1024;
 constexpr size_t kGroupTokens = 4;
 
@@ -42,7 +43,8 @@ void gemv_pairs(const Weight& w, size_t r0, size_t step, const float* x2, size_t
     __m512i xv[T];
     for (int t = 0; t < T; ++t) xv[t] = _mm512_loadu_si512(x2 + size_t(t) * ldx2 + k / 2);
     for (int r = 0; r < R; ++r) {
-      _mm_prefetch(reinterpret_cast<const char*>(row[r] + k) + kFarRowsPrefetchBytes, _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(row[r] + k) + kFarRowsPrefetchBytes,
+                   T == 1 ? _MM_HINT_T1 : _MM_HINT_T0);
       const __m512i wv = _mm512_loadu_si512(row[r] + k);
       for (int t = 0; t < T; ++t) acc[r][t] = _mm512_dpbf16_ps(acc[r][t], as_bh(wv), as_bh(xv[t]));
     }
