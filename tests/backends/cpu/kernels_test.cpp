@@ -210,7 +210,8 @@ TEST_CASE("matmul: one token's results do not depend on how the rows are split",
 
 // 2-4 tokens (a few sequences decoding together) run the one-token GEMV per token over blocks
 // of rows that stay in L2 (row_streams.hpp), and bf16, f16 and Q8_0 weights keep it up to 16
-// tokens (their two-token GEMV on pairs; AVX2 has none for Q8_0 and takes the panels): every
+// tokens (their two-token GEMV on pairs; bf16 and Q8_0 on groups of four at AVX-512;
+// AVX2 has none for Q8_0 and takes the panels): every
 // token must get exactly its one-token result, over shapes of
 // several blocks (2880-wide rows: 44 bf16 rows, 168 MXFP4 rows a block), and agree with the
 // double reference.
@@ -220,7 +221,7 @@ TEST_CASE("matmul: a few tokens give each token its one-token result, bit for bi
     const size_t rows = 365, cols = 2880;
     const Weight w = random_weight(d, rows, cols, 77);
     const bool two_token = d == gptoss_dtype_bf16 || d == gptoss_dtype_f16 || d == gptoss_dtype_q8_0;
-    for (size_t n_tok : {2, 3, 4, 5, 8, 16}) {
+    for (size_t n_tok : {2, 3, 4, 5, 7, 8, 16}) {
       if (n_tok > 4 && !two_token) continue;
       std::vector<float> x = random_floats(n_tok * cols, uint32_t(78 + n_tok));
       if (d == gptoss_dtype_mxfp4) {

@@ -298,12 +298,12 @@ void tile(const float* w, size_t ldw, const float* x, size_t ldx, size_t k0, siz
 // clang-format off
 const MatmulKernels<3> kMatmul = {
     {
-        // dtype             gemv                            gemv2 (two tokens)
-        {gptoss_dtype_mxfp4, {gemv_mxfp4<4>, gemv_mxfp4<1>}, {nullptr, nullptr}},
-        {gptoss_dtype_bf16,  {gemv_bf16<4>, gemv_bf16<1>},   {gemv2_bf16<4>, gemv2_bf16<1>}},
-        {gptoss_dtype_f16,   {gemv_f16<4>, gemv_f16<1>},     {gemv2_f16<4>, gemv2_f16<1>}},
-        {gptoss_dtype_q8_0,  {gemv_q8_0<4>, gemv_q8_0<1>},   {nullptr, nullptr}},
-        {gptoss_dtype_f32,   {gemv_f32<4>, gemv_f32<1>},     {nullptr, nullptr}},
+        // dtype             gemv                            gemv2 (two tokens)              gemv4 (four tokens)
+        {gptoss_dtype_mxfp4, {gemv_mxfp4<4>, gemv_mxfp4<1>}, {nullptr, nullptr},             {nullptr, nullptr}},
+        {gptoss_dtype_bf16,  {gemv_bf16<4>, gemv_bf16<1>},   {gemv2_bf16<4>, gemv2_bf16<1>}, {nullptr, nullptr}},
+        {gptoss_dtype_f16,   {gemv_f16<4>, gemv_f16<1>},     {gemv2_f16<4>, gemv2_f16<1>},   {nullptr, nullptr}},
+        {gptoss_dtype_q8_0,  {gemv_q8_0<4>, gemv_q8_0<1>},   {nullptr, nullptr},             {nullptr, nullptr}},
+        {gptoss_dtype_f32,   {gemv_f32<4>, gemv_f32<1>},     {nullptr, nullptr},             {nullptr, nullptr}},
     },
     decode_panel,
     {

@@ -156,8 +156,13 @@ void gemv2_bf16(const Weight& w, size_t r0, size_t step, const float* x, size_t 
   gemv_16bit<R, 2, bf16x16, bf16x16_masked>(w, r0, step, x, ldx, y, ldy, ahead);
 }
 template <int R>
-void gemv2_f16(const Weight& w, size_t r0, size_t step, const float* x, size_t ldx, float* y, size_t ldy,
-               L2Ahead* ahead) {
+void gemv4_bf16(const Weight& w, size_t r0, size_t step, const float* x, size_t ldx, float* y,
+                size_t ldy, L2Ahead* ahead) {
+  gemv_16bit<R, 4, bf16x16, bf16x16_masked>(w, r0, step, x, ldx, y, ldy, ahead);
+}
+template <int R>
+void gemv2_f16(const Weight& w, size_t r0, size_t step, const float* x, size_t ldx, float* y,
+               size_t ldy, L2Ahead* ahead) {
   gemv_16bit<R, 2, f16x16, f16x16_masked>(w, r0, step, x, ldx, y, ldy, ahead);
 }
 
@@ -203,6 +208,11 @@ template <int R>
 void gemv2_q8_0(const Weight& w, size_t r0, size_t step, const float* x, size_t ldx, float* y, size_t ldy,
                 L2Ahead* ahead) {
   gemv_q8_0_tokens<R, 2>(w, r0, step, x, ldx, y, ldy, ahead);
+}
+template <int R>
+void gemv4_q8_0(const Weight& w, size_t r0, size_t step, const float* x, size_t ldx, float* y,
+                size_t ldy, L2Ahead* ahead) {
+  gemv_q8_0_tokens<R, 4>(w, r0, step, x, ldx, y, ldy, ahead);
 }
 
 template <int R>
@@ -312,12 +322,12 @@ void tile(const float* w, size_t ldw, const float* x, size_t ldx, size_t k0, siz
 // clang-format off
 const MatmulKernels<4> kMatmul = {
     {
-        // dtype             gemv                            gemv2 (two tokens)
-        {gptoss_dtype_mxfp4, {gemv_mxfp4<4>, gemv_mxfp4<1>}, {nullptr, nullptr}},
-        {gptoss_dtype_bf16,  {gemv_bf16<4>, gemv_bf16<1>},   {gemv2_bf16<4>, gemv2_bf16<1>}},
-        {gptoss_dtype_f16,   {gemv_f16<4>, gemv_f16<1>},     {gemv2_f16<4>, gemv2_f16<1>}},
-        {gptoss_dtype_q8_0,  {gemv_q8_0<4>, gemv_q8_0<1>},   {gemv2_q8_0<4>, gemv2_q8_0<1>}},
-        {gptoss_dtype_f32,   {gemv_f32<4>, gemv_f32<1>},     {nullptr, nullptr}},
+        // dtype             gemv                            gemv2 (two tokens)              gemv4 (four tokens)
+        {gptoss_dtype_mxfp4, {gemv_mxfp4<4>, gemv_mxfp4<1>}, {nullptr, nullptr},             {nullptr, nullptr}},
+        {gptoss_dtype_bf16,  {gemv_bf16<4>, gemv_bf16<1>},   {gemv2_bf16<4>, gemv2_bf16<1>}, {gemv4_bf16<4>, gemv4_bf16<1>}},
+        {gptoss_dtype_f16,   {gemv_f16<4>, gemv_f16<1>},     {gemv2_f16<4>, gemv2_f16<1>},   {nullptr, nullptr}},
+        {gptoss_dtype_q8_0,  {gemv_q8_0<4>, gemv_q8_0<1>},   {gemv2_q8_0<4>, gemv2_q8_0<1>}, {gemv4_q8_0<4>, gemv4_q8_0<1>}},
+        {gptoss_dtype_f32,   {gemv_f32<4>, gemv_f32<1>},     {nullptr, nullptr},             {nullptr, nullptr}},
     },
     decode_panel,
     {
