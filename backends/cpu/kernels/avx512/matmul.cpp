@@ -59,7 +59,7 @@ inline void prefetch_far_row(const void* p) {
 // The one-token 16-bit GEMV, which does the least work per byte, prefetches into L2 only: its
 // prefetches into L1 kept the miss buffers from the demand loads (a Zen 4 runs the bf16
 // projections 6-14 % faster so). Not the MXFP4, Q8_0 and f32 GEMVs, busier per byte (no gain),
-// nor the two-token pairs, whose L2Ahead already brings the next rows into L2 (10-15 % slower).
+// nor the two-token pairs, whose L2Ahead already brings the next rows into L2 (9-16 % slower).
 template <int T>
 inline void prefetch_far_row_16bit(const void* p) {
   _mm_prefetch(static_cast<const char*>(p) + kFarRowsPrefetchBytes,
