@@ -373,7 +373,9 @@ class MemoryCheckTest(unittest.TestCase):
         print(f"memory check: seed {seed}", file=sys.stderr)
         rng = random.Random(seed)
         for _ in range(3):
-            context, kv = rng.randrange(16, 8192), rng.choice(["f32", "bf16"])
+            # At least 64 tokens: "Hi" rendered as a Harmony conversation is 57, and the
+            # generation must fit once the memory check lets it load.
+            context, kv = rng.randrange(64, 8192), rng.choice(["f32", "bf16"])
             with self.subTest(seed=seed, context=context, kv=kv):
                 weights, needed = self.needed(context, kv)
                 args = ("--context", str(context), "--kv", kv)
