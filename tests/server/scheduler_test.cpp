@@ -265,6 +265,7 @@ TEST_CASE("speculation: preemption and prefix reuse keep plain decoding's tokens
   for (int run = 0; run < 8 && !rolled_back; ++run) {
     INFO("run " << run << " from the prefix cache");
     const Tokens again = wait_tokens(*e.scheduler->submit(repetitive(lone, 120, 11, 0.0)));
+    INFO(again.finish.error);
     REQUIRE(again.finish.reason == FinishReason::length);
     CHECK(again.finish.usage.cached_tokens == lone.size() - 1);
     CHECK(same(again, plain_lone));
