@@ -163,8 +163,8 @@ void path_pairs(const Weight& w, size_t r0, size_t n_rows, const float* x, size_
   const Gemv2Fn* pairs = pairs_for(K, w.dtype);
   if (pairs == nullptr) return path_row_blocks<K>(w, r0, n_rows, x, ldx, n_tok, y, ldy);
   if (n_tok == 1) return gemv_rows(K, w, r0, n_rows, x, y);
-  const Gemv2Fn* quads =
-      format_of(K, w.dtype)->gemv4[0] != nullptr ? format_of(K, w.dtype)->gemv4 : nullptr;
+  const FormatKernels* format = format_of(K, w.dtype);
+  const Gemv2Fn* quads = format->gemv4[0] != nullptr ? format->gemv4 : nullptr;
   // Tokens [t, t + n) (n <= the group size) for rows [b, b + n_b) of the call.
   auto group = [&](size_t b, size_t n_b, size_t t, size_t n, L2Ahead* a) {
     const float* xt = x + t * ldx;
