@@ -107,9 +107,15 @@ TEST_CASE("speculator halves: several sequences' drafts verified in one batched 
   std::vector<std::vector<uint32_t>> prompts;
   std::vector<Sampling> samplings;
   for (size_t i = 0; i < 4; ++i) {
-    const size_t at = rng() % 40, len = 8 + rng() % 40;
+    // The first two prompts say a piece twice, so that prompt lookup drafts for both in the
+    // first step whatever the seed: a step always verifies several sequences' drafts.
+    const size_t at = rng() % 40, len = i < 2 ? 4 + rng() % 20 : 8 + rng() % 40;
     prompts.emplace_back(text.begin() + std::ptrdiff_t(at),
                          text.begin() + std::ptrdiff_t(at + len));
+    if (i < 2) {
+      const std::vector<uint32_t> piece = prompts.back();
+      prompts.back().insert(prompts.back().end(), piece.begin(), piece.end());
+    }
     samplings.push_back({i % 2 == 0 ? 0.0f : 1.0f, i < 3 ? -1.5f : 0.0f, rng()});
   }
   std::vector<Sequence> seqs(4);
