@@ -62,7 +62,7 @@ GenerationSpec spec(std::vector<uint32_t> prompt, size_t max_tokens, uint64_t se
 }
 
 std::vector<uint32_t> prompt(size_t n, uint32_t offset) {
-  auto ids = gptoss::test::prompt_ids("p3_long");
+  static const std::vector<uint32_t> ids = gptoss::test::prompt_ids("p3_long");  // read once
   REQUIRE(offset + n <= ids.size());
   return {ids.begin() + offset, ids.begin() + offset + std::ptrdiff_t(n)};
 }
