@@ -72,6 +72,18 @@ Weight make_weight(gptoss_dtype dt, size_t rows, size_t cols, uint32_t seed) {
   return w;
 }
 
+// w's rows repacked as the CPU backend's upload repacks the attention projections at the
+// levels that read them so (Weight::bf16_lanes).
+Weight lanes_of(const Weight& w) {
+  Weight l = w;
+  l.owned_data.resize(w.owned_data.size());
+  cpu::repack_bf16_lanes(reinterpret_cast<const uint16_t*>(w.data), w.cols, 0, w.rows / 16,
+                         reinterpret_cast<uint16_t*>(l.owned_data.data()));
+  l.data = l.owned_data.data();
+  l.bf16_lanes = true;
+  return l;
+}
+
 std::vector<float> floats(size_t n, uint32_t seed) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> d(-1.0f, 1.0f);
@@ -171,6 +183,22 @@ void compute_rates(Isa isa, const std::vector<float>& x4, std::vector<float>& y,
     double s = best([&] { k.fp32->panels(b, 0, 32, x24.data(), H, kPrefillTokens, y.data(), 32); });
     rows.push_back({name, "compute: bf16 panels, L2, 1 thread", "32x2880, 24 tok", s,
                     32.0 * H * 2.0, 2.0 * kPrefillTokens * 32 * H});
+    if (k.matmul_bf16_lanes != nullptr) {
+      const Weight bl = lanes_of(b);
+      s = best(
+          [&] { k.matmul_bf16_lanes(bl, 0, 32, x24.data(), H, kPrefillTokens, y.data(), 32); });
+      rows.push_back({name, "compute: bf16 lanes tiles, L2, 1 thread", "32x2880, 24 tok", s,
+                      32.0 * H * 2.0, 2.0 * kPrefillTokens * 32 * H});
+      s = best([&] { k.matmul_bf16_lanes(bl, 0, bl.rows, x24.data(), H, 8, y.data(), bl.rows); });
+      rows.push_back({name, "compute: bf16 lanes step, L2, 1 thread", "64x2880, 8 tok", s,
+                      64.0 * H * 2.0, 2.0 * 8 * 64 * H});
+      s = best([&] { k.fp32->pairs(b, 0, b.rows, x24.data(), H, 8, y.data(), b.rows); });
+      rows.push_back({name, "compute: bf16 pairs step, L2, 1 thread", "64x2880, 8 tok", s,
+                      64.0 * H * 2.0, 2.0 * 8 * 64 * H});
+      s = best([&] { k.matmul_bf16_lanes(bl, 0, bl.rows, x4.data(), H, 1, y.data(), bl.rows); });
+      rows.push_back({name, "compute: bf16 lanes GEMV, L2, 1 thread", "64x2880, 1 tok", s,
+                      64.0 * H * 2.0, 2.0 * 64 * H});
+    }
     s = best([&] { k.fp32->gemv(b, 0, b.rows, x4.data(), H, 1, y.data(), b.rows); });
     rows.push_back({name, "compute: bf16 GEMV, L2, 1 thread", "64x2880, 1 tok", s, 64.0 * H * 2.0,
                     2.0 * 64 * H});
@@ -190,6 +218,7 @@ int run_kernel_bench(const Options& o) {
   const Weight mlp1 = make_weight(gptoss_dtype_mxfp4, 8 * 2 * I, H, 1);
   Weight dense = make_weight(gptoss_dtype_bf16, 32768, H, 2);  // 189 MB (unembedding-like)
   const Weight dense_q8 = make_weight(gptoss_dtype_q8_0, 65536, H, 9);  // 200 MB, Q8_0 GGUFs
+  const Weight dense_lanes = lanes_of(dense);
   const auto x1 = floats(H, 3), x64 = floats(64 * H, 4), x256 = floats(256 * H, 10);
   std::vector<float> y(64 * 8 * 2 * I);
   // Attention: 4096 cached positions, f32, 64 query heads over 8 KV heads.
@@ -254,9 +283,31 @@ int run_kernel_bench(const Options& o) {
     });
     rows.push_back({name, "GEMM bf16 (dense prefill)", "2048x2880, 256 tok", s, 2048.0 * H * 2.0,
                     2.0 * 256 * 2048.0 * H});
+    if (dev.kernels->matmul_bf16_lanes != nullptr) {
+      Weight lanes_rows = dense_lanes;
+      lanes_rows.shape[0] = 2048;
+      lanes_rows.rows = 2048;
+      s = time_best(reps, [&] {
+        cpu::op_linear(&st, x256.data(), &lanes_rows, nullptr, 256, H, 2048, y.data());
+      });
+      rows.push_back({name, "GEMM bf16 lanes (dense prefill)", "2048x2880, 256 tok", s,
+                      2048.0 * H * 2.0, 2.0 * 256 * 2048.0 * H});
+    }
     s = time_best(reps, [&] { cpu::op_linear(&st, x1.data(), &dense, nullptr, 1, H, dense.rows, y.data()); });
     rows.push_back({name, "GEMV bf16 (unembedding)", "32768x2880, 1 tok", s, double(dense.rows) * H * 2.0,
                     2.0 * double(dense.rows) * H});
+    if (dev.kernels->matmul_bf16_lanes != nullptr) {
+      s = time_best(reps, [&] {
+        cpu::op_linear(&st, x1.data(), &dense_lanes, nullptr, 1, H, dense.rows, y.data());
+      });
+      rows.push_back({name, "GEMV bf16 lanes (projection)", "32768x2880, 1 tok", s,
+                      double(dense.rows) * H * 2.0, 2.0 * double(dense.rows) * H});
+      s = time_best(reps, [&] {
+        cpu::op_linear(&st, x64.data(), &dense_lanes, nullptr, 8, H, dense.rows, y.data());
+      });
+      rows.push_back({name, "GEMV bf16 lanes (8-sequence step)", "32768x2880, 8 tok", s,
+                      double(dense.rows) * H * 2.0, 2.0 * 8 * double(dense.rows) * H});
+    }
     // Eight sequences decoding together: every row serves 8 tokens (the server's decode step);
     // as an attention projection (fp32 activations) and as the unembedding (bf16 pairs where
     // the CPU has AVX512-BF16: dense_bf16_kernels.hpp).

@@ -14,6 +14,7 @@ enum class Format {
   any,
   mxfp4,
   bf16_logits,  // bf16 unembedding (its outputs feed the sampler only), even columns
+  bf16_lanes,   // bf16 rows repacked at upload (Weight::bf16_lanes)
 };
 enum class Tokens {
   any,
@@ -33,6 +34,7 @@ bool has_q8(const Kernels& k, const Weight&) { return k.matmul_mxfp4_q8 != nullp
 bool has_q8_step(const Kernels& k, const Weight&) {
   return k.gemv_mxfp4_q8 != nullptr && k.matmul_mxfp4_q8 != nullptr;
 }
+bool has_bf16_lanes(const Kernels& k, const Weight&) { return k.matmul_bf16_lanes != nullptr; }
 bool has_bf16_pairs(const Kernels& k, const Weight&) {
   return k.dense_bf16 != nullptr && k.attention_bf16 != nullptr;
 }
@@ -45,18 +47,20 @@ struct Row {
   MatmulKernel kernel;
 };
 
-// Why each row: the fast mode multiplies MXFP4 weights by int8 activations where a level has the
-// kernels (GEMV for one token, the several-token GEMV for a decode step's few, or else the
-// one-token GEMV per token over L2-sized row blocks; panels for prefill); the unembedding takes
-// bf16 pairs in every step (its logits feed no later layer). Everything else takes fp32
-// activations: the GEMV for one token, two tokens per row read for the 16-bit and Q8_0 rows of
-// a decode step, the GEMV per token over row blocks for a few, the panels beyond. Which kernel
-// serves a call changes no result (choose.hpp); the rows are the fastest measured
+// Why each row: the attention projections that the upload repacked (bf16 lanes) take their one
+// kernel at every token count; the fast mode multiplies MXFP4 weights by int8 activations where
+// a level has the kernels (GEMV for one token, the several-token GEMV for a decode step's few,
+// or else the one-token GEMV per token over L2-sized row blocks; panels for prefill); the
+// unembedding takes bf16 pairs in every step (its logits feed no later layer). Everything else
+// takes fp32 activations: the GEMV for one token, two tokens per row read for the 16-bit and
+// Q8_0 rows of a decode step, the GEMV per token over row blocks for a few, the panels beyond.
+// Which kernel serves a call changes no result (choose.hpp); the rows are the fastest measured
 // (docs/performance.md).
 // The rows are a table, aligned by column.
 // clang-format off
 constexpr Row kRows[] = {
     // format            tokens           precision        level has       kernel
+    {Format::bf16_lanes,  Tokens::any,     Precision::any,  has_bf16_lanes, MatmulKernel::bf16_lanes},
     {Format::bf16_logits, Tokens::any,     Precision::fast, has_bf16_pairs, MatmulKernel::bf16_pairs},
     {Format::mxfp4,       Tokens::one,     Precision::fast, has_q8,         MatmulKernel::q8},
     {Format::mxfp4,       Tokens::batch,   Precision::fast, has_q8,         MatmulKernel::q8},
@@ -73,6 +77,7 @@ bool matches(Format f, const Weight& w) {
   switch (f) {
     case Format::any: return true;
     case Format::mxfp4: return w.dtype == gptoss_dtype_mxfp4;
+    case Format::bf16_lanes: return w.bf16_lanes;
     case Format::bf16_logits:
       return w.dtype == gptoss_dtype_bf16 && w.logits_only && w.cols % 2 == 0;
   }
@@ -98,7 +103,8 @@ MatmulActs acts_of(MatmulKernel k) {
     case MatmulKernel::fp32_gemv:
     case MatmulKernel::fp32_row_blocks:
     case MatmulKernel::fp32_pairs:
-    case MatmulKernel::fp32_panels: return MatmulActs::fp32;
+    case MatmulKernel::fp32_panels:
+    case MatmulKernel::bf16_lanes: return MatmulActs::fp32;
     case MatmulKernel::bf16_pairs: return MatmulActs::bf16_pairs;
     case MatmulKernel::q8:
     case MatmulKernel::q8_step:
@@ -129,6 +135,8 @@ void run_matmul(MatmulKernel kernel, const Kernels& k, const Weight& w, size_t r
       return k.fp32->panels(w, r0, n_rows, x.x + t0 * x.ld, x.ld, n_tok, y, ldy);
     case MatmulKernel::bf16_pairs:
       return k.dense_bf16->matmul(w, r0, n_rows, x.x + t0 * x.ld, x.ld, n_tok, y, ldy);
+    case MatmulKernel::bf16_lanes:
+      return k.matmul_bf16_lanes(w, r0, n_rows, x.x + t0 * x.ld, x.ld, n_tok, y, ldy);
     case MatmulKernel::q8: return k.matmul_mxfp4_q8(w, r0, n_rows, *x.q8, t0, n_tok, y, ldy);
     case MatmulKernel::q8_step: return k.gemv_mxfp4_q8(w, r0, n_rows, *x.q8, t0, n_tok, y, ldy);
     case MatmulKernel::q8_each_token:

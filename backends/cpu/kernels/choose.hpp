@@ -19,6 +19,7 @@ enum class MatmulKernel {
   q8,             // Kernels::matmul_mxfp4_q8, int8 activations
   q8_step,        // Kernels::gemv_mxfp4_q8: a decode step's tokens, each its one-token result
   q8_each_token,  // Kernels::matmul_mxfp4_q8 one token at a time over L2-sized row blocks
+  bf16_lanes,     // Kernels::matmul_bf16_lanes: bf16 rows repacked at upload, fp32 activations
 };
 
 // What a kernel takes as activations.

@@ -125,6 +125,12 @@ struct Kernels {
   // Fast mode's unembedding in decode steps: bf16 weights times bf16 pairs. Null below
   // avx512bf16; the scalar table holds the reference (tests).
   const DenseBf16Kernels* dense_bf16;
+  // Like matmul for a weight with bf16_lanes (r0 and n_rows multiples of 16): one fp32 FMA
+  // chain over k in order per (row, token), whatever the token count, so every path gives
+  // matmul_bf16_lanes_reference's bits. Null where a level does not take the layout (the CPU
+  // backend repacks the attention projections only for devices whose level has it).
+  void (*matmul_bf16_lanes)(const Weight& w, size_t r0, size_t n_rows, const float* x, size_t ldx,
+                            size_t n_tok, float* y, size_t ldy);
 };
 
 // Byte offset in a Q8Acts row of element j (kernel order: j % 32 < 16 even, else odd) of
@@ -142,6 +148,10 @@ double sum_exp_reference(const float* x, size_t n, float shift);
 void quantize_q8_reference(const float* x, size_t ldx, size_t n_tok, Q8Acts& out);
 void matmul_mxfp4_q8_reference(const Weight& w, size_t r0, size_t n_rows, const Q8Acts& x,
                                size_t t0, size_t n_tok, float* y, size_t ldy);
+
+// Kernels::matmul_bf16_lanes in scalar code (tests): std::fma over k in order.
+void matmul_bf16_lanes_reference(const Weight& w, size_t r0, size_t n_rows, const float* x,
+                                 size_t ldx, size_t n_tok, float* y, size_t ldy);
 
 // The table of a level (levels.cpp; the level must be supported by the CPU to be called). Off
 // x86 every level's table is the scalar one.

@@ -50,6 +50,10 @@ struct Weight {
   int32_t first_expert = 0;  // expert tensors: the layer's index of shape[0]'s first expert
   // The unembedding: its outputs are the logits, which feed the sampler and no later layer.
   bool logits_only = false;
+  // bf16 rows repacked at upload into tiles of 16 rows (rows % 16 == 0, cols even), column
+  // pairs of the 16 rows interleaved: element (r, k) at data[(r / 16) * 16 * cols +
+  // 32 * (k / 2) + 2 * (r % 16) + k % 2] (Kernels::matmul_bf16_lanes; decode_row reads it too).
+  bool bf16_lanes = false;
   std::vector<uint8_t> owned_data, owned_scales;  // tests' weights
   std::shared_ptr<void> owned_map;  // a copy made at upload: data then scales, huge pages
 };
@@ -69,6 +73,10 @@ struct KvCache {
   void* k(uint32_t layer) const { return base + (2 * size_t(layer)) * region_bytes; }
   void* v(uint32_t layer) const { return base + (2 * size_t(layer) + 1) * region_bytes; }
 };
+
+// Tiles [i0, i1) of 16 rows of a row-major bf16 matrix of `cols` (even) columns into the
+// bf16_lanes layout (Weight::bf16_lanes).
+void repack_bf16_lanes(const uint16_t* src, size_t cols, size_t i0, size_t i1, uint16_t* dst);
 
 // Decodes row `row` of `w` (cols values) into out.
 void decode_row(const Weight& w, size_t row, float* out);

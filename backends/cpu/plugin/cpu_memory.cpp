@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cinttypes>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <new>
@@ -61,7 +63,54 @@ size_t kv_region_bytes(const KvCache& kv) {
   return bytes < kHuge ? bytes : (bytes + kHuge - 1) / kHuge * kHuge;
 }
 
-gptoss_status make_weight(ThreadPool& pool, const gptoss_tensor_desc& desc,
+namespace {
+
+// The tensors repacked to the lanes layout where the device's level reads it (Weight::bf16_lanes):
+// the attention projections, whose prefill GEMMs and decode GEMVs it speeds up. Not the
+// unembedding (fast precision's bf16 pairs read its rows), nor the embedding (a row lookup).
+bool is_attention_projection(int role) {
+  return role == gptoss_tensor_attn_q || role == gptoss_tensor_attn_k ||
+         role == gptoss_tensor_attn_v || role == gptoss_tensor_attn_out;
+}
+
+// Whether [p, p + n) lies inside one read-only mapping of a file (the loader's mapping of the
+// checkpoint), from /proc/self/maps.
+bool in_read_only_file_mapping(const void* p, size_t n) {
+  FILE* f = std::fopen("/proc/self/maps", "r");
+  if (f == nullptr) return false;
+  const uintptr_t lo = reinterpret_cast<uintptr_t>(p), hi = lo + n;
+  bool found = false;
+  char line[512];
+  while (!found && std::fgets(line, sizeof line, f) != nullptr) {
+    uintptr_t start = 0, end = 0;
+    char perms[8] = {};
+    unsigned long long offset = 0, inode = 0;
+    unsigned dev_major = 0, dev_minor = 0;
+    if (std::sscanf(line, "%" SCNxPTR "-%" SCNxPTR " %7s %llx %x:%x %llu", &start, &end, perms,
+                    &offset, &dev_major, &dev_minor, &inode) != 7)
+      continue;
+    if (start <= lo && hi <= end) found = inode != 0 && perms[1] != 'w';
+    if (start <= lo && lo < end) break;
+  }
+  std::fclose(f);
+  return found;
+}
+
+// A persistent tensor that was copied (repacked) is not read again: its whole pages leave the
+// process's resident set, so the copy does not add to it. Only a read-only file mapping, whose
+// pages the kernel reads back from the file should anything touch them again; a host's own
+// memory is left alone (dropping anonymous pages would zero them).
+void release_source_pages(const void* p, size_t n) {
+  static const uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
+  const uintptr_t lo = (reinterpret_cast<uintptr_t>(p) + page - 1) & ~(page - 1);
+  const uintptr_t hi = (reinterpret_cast<uintptr_t>(p) + n) & ~(page - 1);
+  if (hi <= lo || !in_read_only_file_mapping(p, n)) return;
+  (void)madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
+}
+
+}  // namespace
+
+gptoss_status make_weight(ThreadPool& pool, const gptoss_tensor_desc& desc, bool lanes,
                           gptoss_backend_weight_t* out, std::string& why) {
   const std::string name = desc.name ? desc.name : "(unnamed tensor)";
   if (desc.ndim < 1 || desc.ndim > 4) {
@@ -104,7 +153,23 @@ gptoss_status make_weight(ThreadPool& pool, const gptoss_tensor_desc& desc,
     return gptoss_status_invalid_argument;
   }
   try {
-    if (desc.flags & GPTOSS_TENSOR_PERSISTENT) {
+    if (lanes && desc.dtype == gptoss_dtype_bf16 && is_attention_projection(desc.role) &&
+        w->rows % 16 == 0 && w->cols % 2 == 0) {
+      void* p = map_buffer(desc.data_size);
+      if (p == nullptr) {
+        why = name + ": out of memory";
+        return gptoss_status_insufficient_memory;
+      }
+      const size_t bytes = desc.data_size;
+      w->owned_map = std::shared_ptr<void>(p, [bytes](void* q) { munmap(q, page_round(bytes)); });
+      const auto* src = static_cast<const uint16_t*>(desc.data);
+      pool.parallel_for(w->rows / 16, [&](size_t b, size_t e, unsigned) {
+        repack_bf16_lanes(src, w->cols, b, e, static_cast<uint16_t*>(p));
+      });
+      w->data = static_cast<const uint8_t*>(p);
+      w->bf16_lanes = true;
+      if (desc.flags & GPTOSS_TENSOR_PERSISTENT) release_source_pages(desc.data, desc.data_size);
+    } else if (desc.flags & GPTOSS_TENSOR_PERSISTENT) {
       w->data = static_cast<const uint8_t*>(desc.data);
       w->scales = static_cast<const uint8_t*>(desc.scales);
     } else {

@@ -15,7 +15,8 @@ void* map_buffer(size_t bytes);
 // 2 MiB from that size up so each region starts on a huge page.
 size_t kv_region_bytes(const KvCache& kv);
 // A Weight for `desc` (the copy, if any, made over `pool`); on failure `why` names the tensor.
-gptoss_status make_weight(ThreadPool& pool, const gptoss_tensor_desc& desc,
+// `lanes`: the device's level reads bf16 attention projections repacked (Weight::bf16_lanes).
+gptoss_status make_weight(ThreadPool& pool, const gptoss_tensor_desc& desc, bool lanes,
                           gptoss_backend_weight_t* out, std::string& why);
 
 }  // namespace gptoss::cpu

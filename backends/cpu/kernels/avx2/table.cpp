@@ -18,6 +18,7 @@ const Kernels kKernelsAvx2 = {
     .attention = &avx2::kAttention,
     .attention_bf16 = nullptr,
     .dense_bf16 = nullptr,
+    .matmul_bf16_lanes = nullptr,
 };
 
 }  // namespace gptoss::cpu

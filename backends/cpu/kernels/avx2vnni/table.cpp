@@ -21,6 +21,7 @@ const Kernels kKernelsAvx2Vnni = {
     .attention = &avx2::kAttention,
     .attention_bf16 = nullptr,
     .dense_bf16 = nullptr,
+    .matmul_bf16_lanes = nullptr,
 };
 
 }  // namespace gptoss::cpu

@@ -14,6 +14,8 @@ void matmul(const Weight& w, size_t r0, size_t n_rows, const float* x, size_t ld
 extern const Fp32Paths kFp32Paths;                                               // matmul.cpp
 void swiglu(const float* h, const float* b, size_t n, float limit, float* out);  // matmul.cpp
 double sum_exp(const float* x, size_t n, float shift);                           // matmul.cpp
-extern const AttnKernels kAttention;                                             // attention.cpp
+void matmul_bf16_lanes(const Weight& w, size_t r0, size_t n_rows, const float* x, size_t ldx,
+                       size_t n_tok, float* y, size_t ldy);  // bf16_lanes.cpp
+extern const AttnKernels kAttention;                         // attention.cpp
 
 }  // namespace gptoss::cpu::avx512

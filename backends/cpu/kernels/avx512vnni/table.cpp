@@ -18,6 +18,7 @@ const Kernels kKernelsAvx512Vnni = {
     .attention = &avx512::kAttention,
     .attention_bf16 = nullptr,
     .dense_bf16 = nullptr,
+    .matmul_bf16_lanes = avx512::matmul_bf16_lanes,
 };
 
 }  // namespace gptoss::cpu

@@ -14,7 +14,36 @@
 
 namespace gptoss::cpu {
 
+void repack_bf16_lanes(const uint16_t* src, size_t cols, size_t i0, size_t i1, uint16_t* dst) {
+  for (size_t i = i0; i < i1; ++i)
+    for (size_t r = 0; r < 16; ++r) {
+      const uint16_t* s = src + (16 * i + r) * cols;
+      uint16_t* d = dst + 16 * i * cols + 2 * r;
+      for (size_t k = 0; k < cols; ++k) d[32 * (k / 2) + k % 2] = s[k];
+    }
+}
+
+void matmul_bf16_lanes_reference(const Weight& w, size_t r0, size_t n_rows, const float* x,
+                                 size_t ldx, size_t n_tok, float* y, size_t ldy) {
+  const auto* data = reinterpret_cast<const uint16_t*>(w.data);
+  for (size_t t = 0; t < n_tok; ++t)
+    for (size_t i = 0; i < n_rows; ++i) {
+      const size_t r = r0 + i;
+      const uint16_t* lane = data + (r / 16) * 16 * w.cols + 2 * (r % 16);
+      float acc = 0.0f;
+      for (size_t k = 0; k < w.cols; ++k)
+        acc = std::fma(bf16_to_f32(lane[32 * (k / 2) + k % 2]), x[t * ldx + k], acc);
+      y[t * ldy + i] = acc;
+    }
+}
+
 void decode_row(const Weight& w, size_t row, float* out) {
+  if (w.bf16_lanes) {
+    const uint16_t* tile = reinterpret_cast<const uint16_t*>(w.data) + (row / 16) * 16 * w.cols;
+    for (size_t i = 0; i < w.cols; ++i)
+      out[i] = bf16_to_f32(tile[32 * (i / 2) + 2 * (row % 16) + i % 2]);
+    return;
+  }
   const uint8_t* p = w.data + row * w.row_bytes;
   switch (w.dtype) {
     case gptoss_dtype_f32:
@@ -54,7 +83,20 @@ const float* e8m0_table() {
   return table.data();
 }
 
+namespace {
+
+// Columns [c0, c0 + n) of row `row` through a decode of the whole row.
+void decode_range_of_row(const Weight& w, size_t row, size_t c0, size_t n, float* out) {
+  thread_local std::vector<float> whole;
+  whole.resize(w.cols);
+  decode_row(w, row, whole.data());
+  std::copy(whole.begin() + std::ptrdiff_t(c0), whole.begin() + std::ptrdiff_t(c0 + n), out);
+}
+
+}  // namespace
+
 void decode_row_range(const Weight& w, size_t row, size_t c0, size_t n, float* out) {
+  if (w.bf16_lanes) return decode_range_of_row(w, row, c0, n, out);
   const uint8_t* p = w.data + row * w.row_bytes;
   switch (w.dtype) {
     case gptoss_dtype_f32:
@@ -68,12 +110,8 @@ void decode_row_range(const Weight& w, size_t row, size_t c0, size_t n, float* o
         out[i] = w.dtype == gptoss_dtype_bf16 ? bf16_to_f32(h) : f16_to_f32(h);
       }
       return;
-    default: {  // block formats: decode the whole row
-      thread_local std::vector<float> whole;
-      whole.resize(w.cols);
-      decode_row(w, row, whole.data());
-      std::copy(whole.begin() + std::ptrdiff_t(c0), whole.begin() + std::ptrdiff_t(c0 + n), out);
-    }
+    default:  // block formats
+      decode_range_of_row(w, row, c0, n, out);
   }
 }
 

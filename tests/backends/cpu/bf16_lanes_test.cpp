@@ -1,0 +1,254 @@
+// The attention projections' bf16 lanes layout (Weight::bf16_lanes, kernels/avx512/bf16_lanes.cpp):
+// the repack keeps every weight, the scalar reference is the fp32 matmul summed in another order,
+// every level that has the kernel gives the reference's bits for every token count and cut of
+// the rows (so each token its one-token result), and the upload repacks exactly the tensors and
+// levels it should. Random shapes from a fresh seed, printed on failure.
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/test_weights.hpp"
+#include "cpu_memory.hpp"
+#include "kernels.hpp"
+#include "ops.hpp"
+
+namespace gptoss::cpu::test {
+namespace {
+
+uint64_t fresh_seed() {
+  std::random_device rd;
+  return (uint64_t(rd()) << 32) | rd();
+}
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+// w (bf16, rows a multiple of 16) repacked, owning its data.
+Weight lanes_of(const Weight& w) {
+  Weight l = w;
+  l.owned_data.assign(w.owned_data.size(), 0);
+  repack_bf16_lanes(reinterpret_cast<const uint16_t*>(w.data), w.cols, 0, w.rows / 16,
+                    reinterpret_cast<uint16_t*>(l.owned_data.data()));
+  l.data = l.owned_data.data();
+  l.bf16_lanes = true;
+  return l;
+}
+
+std::vector<Isa> lanes_isas() {
+  std::vector<Isa> v;
+  for (Isa isa : supported_isas())
+    if (kernels_for(isa).matmul_bf16_lanes != nullptr) v.push_back(isa);
+  return v;
+}
+
+// The resident KiB of the mapping that starts at `start` (/proc/self/smaps), or -1.
+long resident_kib(const void* start) {
+  std::ifstream smaps("/proc/self/smaps");
+  char head[32];
+  std::snprintf(head, sizeof head, "%lx-", static_cast<unsigned long>(reinterpret_cast<uintptr_t>(start)));
+  bool in = false;
+  for (std::string line; std::getline(smaps, line);) {
+    if (line.rfind(head, 0) == 0) in = true;
+    else if (in && line.rfind("Rss:", 0) == 0) return std::atol(line.c_str() + 4);
+  }
+  return -1;
+}
+
+}  // namespace
+
+TEST_CASE("bf16 lanes: the repack keeps every weight of every row", "[cpu-bf16-lanes]") {
+  const Weight w = random_weight(gptoss_dtype_bf16, 48, 70, 91);
+  const Weight l = lanes_of(w);
+  std::vector<float> a(w.cols), b(w.cols), part(9);
+  for (size_t r = 0; r < w.rows; ++r) {
+    decode_row(w, r, a.data());
+    decode_row(l, r, b.data());
+    REQUIRE(a == b);
+    decode_row_range(l, r, 31, part.size(), part.data());
+    CHECK(std::equal(part.begin(), part.end(), a.begin() + 31));
+  }
+}
+
+TEST_CASE("bf16 lanes: the reference is the fp32 matmul, summed in k order", "[cpu-bf16-lanes]") {
+  const Weight w = random_weight(gptoss_dtype_bf16, 32, 2880, 92);
+  const Weight l = lanes_of(w);
+  const size_t T = 3;
+  const std::vector<float> x = random_floats(T * w.cols, 93, -3.0f, 3.0f);
+  std::vector<float> y(T * w.rows), row(w.cols);
+  matmul_bf16_lanes_reference(l, 0, w.rows, x.data(), w.cols, T, y.data(), w.rows);
+  size_t bad = 0;
+  for (size_t r = 0; r < w.rows; ++r) {
+    decode_row(w, r, row.data());
+    for (size_t t = 0; t < T; ++t) {
+      double want = 0, mag = 0;
+      for (size_t k = 0; k < w.cols; ++k) {
+        want += double(row[k]) * x[t * w.cols + k];
+        mag += std::fabs(double(row[k]) * x[t * w.cols + k]);
+      }
+      if (!(std::fabs(y[t * w.rows + r] - want) <= 1e-5 * mag) && bad++ < 5)
+        UNSCOPED_INFO("row " << r << " token " << t << ": " << y[t * w.rows + r] << " against " << want);
+    }
+  }
+  CHECK(bad == 0);
+}
+
+TEST_CASE("bf16 lanes: each level's kernel gives the reference's bits, each token as if alone",
+          "[cpu-bf16-lanes]") {
+  const auto isas = lanes_isas();
+  if (isas.empty()) {
+    WARN("this CPU has no level with the bf16 lanes kernel (AVX-512): it is not tested");
+    return;
+  }
+  const uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  std::mt19937_64 rng(seed);
+  // Token counts of every pass the kernel takes: one, a tile's 2-5, the two passes of 6-8, the
+  // prefill passes of 5 with every remainder.
+  for (size_t n_tok : {1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 13, 16, 17, 40, 64}) {
+    const size_t rows = 16 * (1 + rng() % 13);  // 1 to 13 tiles: every remainder of 4 tiles
+    const size_t cols = 2 * (1 + rng() % 1500);
+    const Weight w = lanes_of(random_weight(gptoss_dtype_bf16, rows, cols, uint32_t(rng())));
+    const std::vector<float> x = random_floats(n_tok * cols, uint32_t(rng()), -2.0f, 2.0f);
+    std::vector<float> want(n_tok * rows);
+    matmul_bf16_lanes_reference(w, 0, rows, x.data(), cols, n_tok, want.data(), rows);
+    for (Isa isa : isas) {
+      INFO(isa_name(isa) << " " << rows << "x" << cols << ", " << n_tok << " tokens");
+      const Kernels& k = kernels_for(isa);
+      std::vector<float> got(n_tok * rows), alone(n_tok * rows), cut(n_tok * rows);
+      k.matmul_bf16_lanes(w, 0, rows, x.data(), cols, n_tok, got.data(), rows);
+      CHECK(same_bits(got, want));
+      for (size_t t = 0; t < n_tok; ++t)
+        k.matmul_bf16_lanes(w, 0, rows, x.data() + t * cols, cols, 1, alone.data() + t * rows, rows);
+      CHECK(same_bits(alone, want));
+      const size_t a = 16 * (rows / 16 / 3);  // two calls cut at a tile, as the ops' pieces are
+      k.matmul_bf16_lanes(w, 0, a, x.data(), cols, n_tok, cut.data(), rows);
+      k.matmul_bf16_lanes(w, a, rows - a, x.data(), cols, n_tok, cut.data() + a, rows);
+      CHECK(same_bits(cut, want));
+    }
+  }
+}
+
+TEST_CASE("bf16 lanes: the upload repacks the attention projections for levels that read them",
+          "[cpu-bf16-lanes]") {
+  const Weight src = random_weight(gptoss_dtype_bf16, 64, 96, 94);
+  gptoss_tensor_desc d{};
+  d.struct_size = sizeof d;
+  d.name = "layers.0.attn.q";
+  d.dtype = gptoss_dtype_bf16;
+  d.ndim = 2;
+  d.shape[0] = 64;
+  d.shape[1] = 96;
+  d.data = src.data;
+  d.data_size = src.owned_data.size();
+  d.flags = GPTOSS_TENSOR_PERSISTENT;
+  ThreadPool pool(2);
+  auto upload = [&](gptoss_tensor_role role, bool lanes) {
+    d.role = role;
+    gptoss_backend_weight_t out = nullptr;
+    std::string why;
+    REQUIRE(make_weight(pool, d, lanes, &out, why) == gptoss_status_success);
+    return std::unique_ptr<Weight>(reinterpret_cast<Weight*>(out));
+  };
+  for (gptoss_tensor_role role : {gptoss_tensor_attn_q, gptoss_tensor_attn_k, gptoss_tensor_attn_v,
+                                  gptoss_tensor_attn_out}) {
+    const auto w = upload(role, true);
+    CHECK(w->bf16_lanes);
+    CHECK(w->data != src.data);  // a copy: the mapped file's bytes stay as they are
+    CHECK(!upload(role, false)->bf16_lanes);
+  }
+  CHECK(!upload(gptoss_tensor_unembedding, true)->bf16_lanes);
+  CHECK(!upload(gptoss_tensor_embedding, true)->bf16_lanes);
+  CHECK(!upload(gptoss_tensor_router, true)->bf16_lanes);
+  // The host's own memory (not a file's mapping) is left as it was.
+  const Weight again = random_weight(gptoss_dtype_bf16, 64, 96, 94);
+  CHECK(src.owned_data == again.owned_data);
+  d.shape[0] = 40;  // not whole tiles of 16 rows: kept as rows
+  d.data_size = 40 * 96 * 2;
+  CHECK(!upload(gptoss_tensor_attn_q, true)->bf16_lanes);
+}
+
+TEST_CASE("bf16 lanes: a repacked tensor of a mapped file leaves the resident set, readable still",
+          "[cpu-bf16-lanes]") {
+  const size_t rows = 512, cols = 2048;  // 2 MiB
+  const Weight src = random_weight(gptoss_dtype_bf16, rows, cols, 98);
+  char path[] = "/tmp/gptoss-lanes-XXXXXX";
+  const int fd = mkstemp(path);
+  REQUIRE(fd >= 0);
+  REQUIRE(write(fd, src.data, src.owned_data.size()) == ssize_t(src.owned_data.size()));
+  void* map = mmap(nullptr, src.owned_data.size(), PROT_READ, MAP_PRIVATE, fd, 0);
+  close(fd);
+  unlink(path);
+  REQUIRE(map != MAP_FAILED);
+  REQUIRE(std::memcmp(map, src.data, src.owned_data.size()) == 0);  // every page resident now
+  const long before = resident_kib(map);
+  gptoss_tensor_desc d{};
+  d.struct_size = sizeof d;
+  d.name = "layers.0.attn.out";
+  d.role = gptoss_tensor_attn_out;
+  d.dtype = gptoss_dtype_bf16;
+  d.ndim = 2;
+  d.shape[0] = int64_t(rows);
+  d.shape[1] = int64_t(cols);
+  d.data = map;
+  d.data_size = src.owned_data.size();
+  d.flags = GPTOSS_TENSOR_PERSISTENT;
+  ThreadPool pool(2);
+  gptoss_backend_weight_t out = nullptr;
+  std::string why;
+  REQUIRE(make_weight(pool, d, true, &out, why) == gptoss_status_success);
+  const std::unique_ptr<Weight> w(reinterpret_cast<Weight*>(out));
+  REQUIRE(w->bf16_lanes);
+  INFO("resident KiB of the file's mapping before " << before << ", after " << resident_kib(map));
+  CHECK(before >= 2048);
+  CHECK(resident_kib(map) == 0);
+  CHECK(std::memcmp(map, src.data, src.owned_data.size()) == 0);  // read back from the file
+  std::vector<float> a(cols), b(cols);
+  for (size_t r = 0; r < rows; r += 37) {
+    decode_row(src, r, a.data());
+    decode_row(*w, r, b.data());
+    CHECK(a == b);
+  }
+  munmap(map, src.owned_data.size());
+}
+
+TEST_CASE("bf16 lanes: the linear op over a repacked weight gives the reference's bits",
+          "[cpu-bf16-lanes]") {
+  const auto isas = lanes_isas();
+  if (isas.empty()) {
+    WARN("this CPU has no level with the bf16 lanes kernel (AVX-512): it is not tested");
+    return;
+  }
+  const Weight w = lanes_of(random_weight(gptoss_dtype_bf16, 160, 2880, 95));
+  const Weight bias = random_weight(gptoss_dtype_bf16, 1, 160, 96);
+  for (size_t n_tok : {1, 8, 100}) {
+    const std::vector<float> x = random_floats(n_tok * w.cols, 97);
+    std::vector<float> want(n_tok * w.rows), b(w.rows);
+    matmul_bf16_lanes_reference(w, 0, w.rows, x.data(), w.cols, n_tok, want.data(), w.rows);
+    decode_row(bias, 0, b.data());
+    for (size_t t = 0; t < n_tok; ++t)
+      for (size_t r = 0; r < w.rows; ++r) want[t * w.rows + r] += b[r];
+    for (Isa isa : isas)
+      for (bool fast : {false, true}) {
+        INFO(isa_name(isa) << (fast ? " fast" : " exact") << ", " << n_tok << " tokens");
+        Device dev(2, isa);
+        dev.quantize_activations = fast;
+        Stream st{&dev};
+        std::vector<float> got(n_tok * w.rows);
+        REQUIRE(op_linear(&st, x.data(), &w, &bias, n_tok, w.cols, w.rows, got.data()) ==
+                gptoss_status_success);
+        CHECK(same_bits(got, want));
+      }
+  }
+}
+
+}  // namespace gptoss::cpu::test
