@@ -20,15 +20,6 @@
 namespace gptoss::cpu::test {
 namespace {
 
-uint64_t fresh_seed() {
-  std::random_device rd;
-  return (uint64_t(rd()) << 32) | rd();
-}
-
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
-
 // Token counts that reach every path of matmul_with and the chooser: one, pairs, the row
 // blocks, the step GEMVs (<= 16), the panels and past a tile's width.
 constexpr size_t kTokenCounts[] = {2, 3, 4, 5, 7, 8, 13, 16, 17, 23, 40, 64};

@@ -24,15 +24,6 @@
 namespace gptoss::cpu::test {
 namespace {
 
-uint64_t fresh_seed() {
-  std::random_device rd;
-  return (uint64_t(rd()) << 32) | rd();
-}
-
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
-
 // w (bf16, rows a multiple of 16) repacked, owning its data.
 Weight lanes_of(const Weight& w) {
   Weight l = w;
@@ -55,7 +46,8 @@ std::vector<Isa> lanes_isas() {
 long resident_kib(const void* start) {
   std::ifstream smaps("/proc/self/smaps");
   char head[32];
-  std::snprintf(head, sizeof head, "%lx-", static_cast<unsigned long>(reinterpret_cast<uintptr_t>(start)));
+  std::snprintf(head, sizeof head, "%lx-",
+                static_cast<unsigned long>(reinterpret_cast<uintptr_t>(start)));
   bool in = false;
   for (std::string line; std::getline(smaps, line);) {
     if (line.rfind(head, 0) == 0) in = true;
@@ -96,7 +88,8 @@ TEST_CASE("bf16 lanes: the reference is the fp32 matmul, summed in k order", "[c
         mag += std::fabs(double(row[k]) * x[t * w.cols + k]);
       }
       if (!(std::fabs(y[t * w.rows + r] - want) <= 1e-5 * mag) && bad++ < 5)
-        UNSCOPED_INFO("row " << r << " token " << t << ": " << y[t * w.rows + r] << " against " << want);
+        UNSCOPED_INFO("row " << r << " token " << t << ": " << y[t * w.rows + r] << " against "
+                             << want);
     }
   }
   CHECK(bad == 0);
@@ -128,7 +121,8 @@ TEST_CASE("bf16 lanes: each level's kernel gives the reference's bits, each toke
       k.matmul_bf16_lanes(w, 0, rows, x.data(), cols, n_tok, got.data(), rows);
       CHECK(same_bits(got, want));
       for (size_t t = 0; t < n_tok; ++t)
-        k.matmul_bf16_lanes(w, 0, rows, x.data() + t * cols, cols, 1, alone.data() + t * rows, rows);
+        k.matmul_bf16_lanes(w, 0, rows, x.data() + t * cols, cols, 1, alone.data() + t * rows,
+                            rows);
       CHECK(same_bits(alone, want));
       const size_t a = 16 * (rows / 16 / 3);  // two calls cut at a tile, as the ops' pieces are
       k.matmul_bf16_lanes(w, 0, a, x.data(), cols, n_tok, cut.data(), rows);
@@ -159,8 +153,8 @@ TEST_CASE("bf16 lanes: the upload repacks the attention projections for levels t
     REQUIRE(make_weight(pool, d, lanes, &out, why) == gptoss_status_success);
     return std::unique_ptr<Weight>(reinterpret_cast<Weight*>(out));
   };
-  for (gptoss_tensor_role role : {gptoss_tensor_attn_q, gptoss_tensor_attn_k, gptoss_tensor_attn_v,
-                                  gptoss_tensor_attn_out}) {
+  for (gptoss_tensor_role role :
+       {gptoss_tensor_attn_q, gptoss_tensor_attn_k, gptoss_tensor_attn_v, gptoss_tensor_attn_out}) {
     const auto w = upload(role, true);
     CHECK(w->bf16_lanes);
     CHECK(w->data != src.data);  // a copy: the mapped file's bytes stay as they are

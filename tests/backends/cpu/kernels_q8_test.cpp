@@ -139,11 +139,6 @@ void check_matmul(Isa isa, size_t rows, size_t cols, size_t n_tok, size_t first 
   check_matmul_fn(isa_name(isa), kernels_for(isa).matmul_mxfp4_q8, rows, cols, n_tok, first, count);
 }
 
-uint64_t fresh_seed() {
-  std::random_device rd;
-  return (uint64_t(rd()) << 32) | rd();
-}
-
 }  // namespace
 
 TEST_CASE("q8: quantization is bit-identical to the reference", "[cpu-kernels][q8]") {

@@ -2,6 +2,7 @@
 // Random weights and activations for the CPU kernel tests: never zeros (a kernel that skips
 // work or reads the wrong row must show), deterministic per seed.
 #include <cstdint>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -9,6 +10,17 @@
 #include "formats.hpp"
 
 namespace gptoss::cpu::test {
+
+// A seed for tests that draw their shapes at random: a new one each run (the tests print it).
+inline uint64_t fresh_seed() {
+  std::random_device rd;
+  return (uint64_t(rd()) << 32) | rd();
+}
+
+// Whether two results are the same bits (batch invariance: not merely close).
+inline bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
 
 inline std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
   std::mt19937 rng(seed);

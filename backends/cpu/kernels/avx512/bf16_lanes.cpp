@@ -89,8 +89,8 @@ void matmul_bf16_lanes(const Weight& w, size_t r0, size_t n_rows, const float* x
   for (size_t b = 0; b < n_blocks; b += kTileBlocks) {
     const size_t rb = n_blocks - b < kTileBlocks ? n_blocks - b : kTileBlocks;
     if (passes > 1)
-      ahead = L2Ahead::over(w.data, w.row_bytes, r0 + (b + rb) * kLaneRows,
-                            kTileBlocks * kLaneRows, w.rows, (passes - 1) * (K / 2));
+      ahead = L2Ahead::over(w.data, w.row_bytes, r0 + (b + rb) * kLaneRows, kTileBlocks * kLaneRows,
+                            w.rows, (passes - 1) * (K / 2));
     for (size_t t = 0; t < n_tok; t += tokens) {
       const size_t tn = n_tok - t < tokens ? n_tok - t : tokens;
       kLanesTiles[rb - 1][tn - 1](base + b * tile_elems, tile_elems, K, x + t * ldx, ldx,
