@@ -66,12 +66,13 @@ struct HostTensor {
   std::vector<uint8_t> data, scales;
   std::string name;
 };
-// Random weights of `dtype` (never all zero), shape {rows, cols} or {experts, rows, cols}.
+// Random weights of `dtype` (never all zero), shape {rows, cols} or {experts, rows, cols}, with
+// the role a model's tensor of that kind has (backends lay out and check weights by role).
 // The same arguments give the same tensor; large ones are generated once per process and
 // shared (a real MoE layer is 400 MB), so the result is const.
 std::shared_ptr<const HostTensor> random_tensor(gptoss_dtype dtype, std::vector<int64_t> shape,
                                                 uint32_t seed, const std::string& name,
-                                                int32_t first_expert = 0);
+                                                gptoss_tensor_role role, int32_t first_expert = 0);
 std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f);
 
 double nmse(const std::vector<float>& got, const std::vector<float>& want);

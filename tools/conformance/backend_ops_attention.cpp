@@ -127,7 +127,8 @@ std::array<gptoss_backend_kv_t, 2> caches(Run& r, const Attn& a, size_t max_page
 // tables of `l`, a guarded output.
 struct Attending {
   Attending(Run& r, const Attn& a, const Layout& l, uint32_t seed)
-      : sinks(random_tensor(gptoss_dtype_bf16, {int64_t(a.n_heads)}, seed, "sinks")),
+      : sinks(random_tensor(gptoss_dtype_bf16, {int64_t(a.n_heads)}, seed, "sinks",
+                            gptoss_tensor_attn_sinks)),
         S(r.weight(*sinks)), seqs(r.input(l.seqs)), pt(r.input(l.page_table)),
         out(r.output(size_t(l.shape.n_tokens) * a.n_heads * a.hd * 4)), shape(l.shape) {}
   void call(Run& r, int i, Buf q, gptoss_backend_kv_t kv) const {

@@ -22,7 +22,8 @@ const char* dtype_name(gptoss_dtype d) {
 Case embedding_case(size_t rows, size_t cols, size_t T, Shapes shapes) {
   return {"embedding", text("bf16 [%zu, %zu] t%zu", rows, cols, T), shapes, [=](Pair& p) {
             Run r(p);
-            auto w = random_tensor(gptoss_dtype_bf16, {int64_t(rows), int64_t(cols)}, uint32_t(rows + T), "embedding");
+            auto w = random_tensor(gptoss_dtype_bf16, {int64_t(rows), int64_t(cols)},
+                                   uint32_t(rows + T), "embedding", gptoss_tensor_embedding);
             const auto W = r.weight(*w);
             std::vector<int32_t> ids(T);
             for (size_t t = 0; t < T; ++t) ids[t] = int32_t((t * 7919 + rows - 1) % rows);  // the last row too
@@ -39,7 +40,8 @@ Case embedding_case(size_t rows, size_t cols, size_t T, Shapes shapes) {
 Case rmsnorm_case(size_t T, size_t dim, gptoss_dtype scale_dtype, Shapes shapes) {
   return {"rmsnorm", text("t%zu dim %zu, %s scale", T, dim, dtype_name(scale_dtype)), shapes, [=](Pair& p) {
             Run r(p);
-            auto g = random_tensor(scale_dtype, {int64_t(dim)}, uint32_t(dim), "scale");
+            auto g = random_tensor(scale_dtype, {int64_t(dim)}, uint32_t(dim), "scale",
+                                   gptoss_tensor_attn_norm);
             const auto G = r.weight(*g);
             const auto x = r.input(random_floats(T * dim, uint32_t(T + dim), -4.0f, 4.0f));
             auto out = r.output(T * dim * 4);
@@ -53,8 +55,10 @@ Case rmsnorm_case(size_t T, size_t dim, gptoss_dtype scale_dtype, Shapes shapes)
 Case linear_case(gptoss_dtype dt, size_t T, size_t n_in, size_t n_out, bool bias, Shapes shapes) {
   return {"linear", text("%s t%zu %zu->%zu%s", dtype_name(dt), T, n_in, n_out, bias ? " bias" : ""), shapes, [=](Pair& p) {
             Run r(p);
-            auto w = random_tensor(dt, {int64_t(n_out), int64_t(n_in)}, uint32_t(n_in * 3 + n_out), "w");
-            auto b = random_tensor(gptoss_dtype_bf16, {int64_t(n_out)}, uint32_t(n_out + 1), "b");
+            auto w = random_tensor(dt, {int64_t(n_out), int64_t(n_in)}, uint32_t(n_in * 3 + n_out),
+                                   "w", gptoss_tensor_attn_q);
+            auto b = random_tensor(gptoss_dtype_bf16, {int64_t(n_out)}, uint32_t(n_out + 1), "b",
+                                   gptoss_tensor_attn_q_bias);
             const auto W = r.weight(*w);
             const auto B = bias ? r.weight(*b) : std::array<Wt, 2>{};
             const auto x = r.input(random_floats(T * n_in, uint32_t(T * 5 + n_in), -2.0f, 2.0f));
@@ -108,8 +112,10 @@ Case qkv_case(size_t T, size_t n_in, size_t q_dim, size_t kv_dim, Shapes shapes)
             std::shared_ptr<const HostTensor> t[6];
             const size_t rows[3] = {q_dim, kv_dim, kv_dim};
             for (int j = 0; j < 3; ++j) {
-              t[2 * j] = random_tensor(gptoss_dtype_bf16, {int64_t(rows[j]), int64_t(n_in)}, uint32_t(10 + j), "w");
-              t[2 * j + 1] = random_tensor(gptoss_dtype_bf16, {int64_t(rows[j])}, uint32_t(20 + j), "b");
+              t[2 * j] = random_tensor(gptoss_dtype_bf16, {int64_t(rows[j]), int64_t(n_in)},
+                                       uint32_t(10 + j), "w", gptoss_tensor_attn_q);
+              t[2 * j + 1] = random_tensor(gptoss_dtype_bf16, {int64_t(rows[j])}, uint32_t(20 + j),
+                                           "b", gptoss_tensor_attn_q_bias);
             }
             std::array<Wt, 2> w[6];
             for (int j = 0; j < 6; ++j) w[j] = r.weight(*t[j]);
@@ -133,7 +139,8 @@ Case qkv_case(size_t T, size_t n_in, size_t q_dim, size_t kv_dim, Shapes shapes)
 Case add_rmsnorm_case(size_t T, size_t dim, Shapes shapes) {
   return {"add_rmsnorm", text("t%zu dim %zu", T, dim), shapes, [=](Pair& p) {
             Run r(p);
-            auto g = random_tensor(gptoss_dtype_bf16, {int64_t(dim)}, uint32_t(dim), "scale");
+            auto g = random_tensor(gptoss_dtype_bf16, {int64_t(dim)}, uint32_t(dim), "scale",
+                                   gptoss_tensor_attn_norm);
             const auto G = r.weight(*g);
             auto x = r.output(T * dim * 4), out = r.output(T * dim * 4);
             const auto in = random_floats(T * dim, uint32_t(T + 3), -4.0f, 4.0f);

@@ -200,7 +200,6 @@ std::shared_ptr<HostTensor> generate(gptoss_dtype dtype, const std::vector<int64
   gptoss_tensor_desc& d = t->desc;
   d.struct_size = sizeof d;
   d.name = t->name.c_str();
-  d.role = gptoss_tensor_attn_q;
   d.layer = 0;
   d.dtype = dtype;
   d.ndim = uint32_t(shape.size());
@@ -216,17 +215,19 @@ std::shared_ptr<HostTensor> generate(gptoss_dtype dtype, const std::vector<int64
 
 std::shared_ptr<const HostTensor> random_tensor(gptoss_dtype dtype, std::vector<int64_t> shape,
                                                 uint32_t seed, const std::string& name,
-                                                int32_t first_expert) {
+                                                gptoss_tensor_role role, int32_t first_expert) {
   // Tensors of a megabyte and more are kept for later cases with the same arguments.
   static std::map<std::string, std::shared_ptr<HostTensor>> cache;
-  std::string key = std::to_string(int(dtype)) + "/" + std::to_string(seed) + "/" + name;
+  std::string key = std::to_string(int(dtype)) + "/" + std::to_string(seed) + "/" + name + "/" +
+                    std::to_string(int(role));
   size_t elems = 1;
   for (int64_t s : shape) key += "/" + std::to_string(s), elems *= size_t(s);
   auto& slot = cache[key];
   std::shared_ptr<HostTensor> t = slot ? slot : generate(dtype, shape, seed, name);
   if (elems >= (size_t(1) << 20)) slot = t;
   else cache.erase(key);
-  t->desc.first_expert = first_expert;  // the one field cases set; shared tensors agree on it
+  t->desc.role = role;
+  t->desc.first_expert = first_expert;  // the fields cases set; shared tensors agree on them
   return t;
 }
 

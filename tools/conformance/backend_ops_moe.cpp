@@ -12,8 +12,10 @@ namespace {
 Case router_case(size_t T, size_t dim, size_t experts, size_t top_k, Shapes shapes) {
   return {"router", text("t%zu dim %zu, top %zu of %zu", T, dim, top_k, experts), shapes, [=](Pair& p) {
             Run r(p);
-            auto w = random_tensor(gptoss_dtype_bf16, {int64_t(experts), int64_t(dim)}, uint32_t(dim + experts), "router");
-            auto b = random_tensor(gptoss_dtype_bf16, {int64_t(experts)}, uint32_t(experts), "router bias");
+            auto w = random_tensor(gptoss_dtype_bf16, {int64_t(experts), int64_t(dim)},
+                                   uint32_t(dim + experts), "router", gptoss_tensor_router);
+            auto b = random_tensor(gptoss_dtype_bf16, {int64_t(experts)}, uint32_t(experts),
+                                   "router bias", gptoss_tensor_router_bias);
             const auto W = r.weight(*w), B = r.weight(*b);
             const auto x = r.input(random_floats(T * dim, uint32_t(T), -2.0f, 2.0f));
             auto ids = r.output(T * top_k * 4), gates = r.output(T * top_k * 4);
@@ -47,10 +49,13 @@ Case moe_case(const Moe& m, Shapes shapes) {
             const int64_t E = int64_t(m.held), D = int64_t(m.dim), I = int64_t(m.inter);
             const int32_t first = int32_t(m.first);
             const std::shared_ptr<const HostTensor> t[4] = {
-                random_tensor(gptoss_dtype_mxfp4, {E, 2 * I, D}, 1, "mlp1", first),
-                random_tensor(gptoss_dtype_bf16, {E, 2 * I}, 2, "mlp1 bias", first),
-                random_tensor(gptoss_dtype_mxfp4, {E, D, I}, 3, "mlp2", first),
-                random_tensor(gptoss_dtype_bf16, {E, D}, 4, "mlp2 bias", first)};
+                random_tensor(gptoss_dtype_mxfp4, {E, 2 * I, D}, 1, "mlp1", gptoss_tensor_mlp1,
+                              first),
+                random_tensor(gptoss_dtype_bf16, {E, 2 * I}, 2, "mlp1 bias",
+                              gptoss_tensor_mlp1_bias, first),
+                random_tensor(gptoss_dtype_mxfp4, {E, D, I}, 3, "mlp2", gptoss_tensor_mlp2, first),
+                random_tensor(gptoss_dtype_bf16, {E, D}, 4, "mlp2 bias", gptoss_tensor_mlp2_bias,
+                              first)};
             std::array<Wt, 2> w[4];
             for (int j = 0; j < 4; ++j) w[j] = r.weight(*t[j]);
             // Distinct experts per token, spread so that some tokens share experts, some of
