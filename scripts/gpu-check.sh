@@ -11,7 +11,12 @@
 # Without a usable NVIDIA GPU (cuda backend) or AMD GPU (ROCm: hip backend) it says so and
 # exits 0, having changed nothing.
 # Environment: GPU_CHECK_MODELS (folder for the synthetic models; default models/ here),
-# GPU_CHECK_BUILD (build folder; default build-gpu), GPU_CHECK_SKIP_120B=1.
+# GPU_CHECK_BUILD (build folder; default build-gpu), GPU_CHECK_SKIP_120B=1,
+# GPU_CHECK_PREBUILT=1 (GPU_CHECK_BUILD was built elsewhere, e.g. with this GPU's architecture
+# on a machine that has the packages: install and build nothing), GPU_CHECK_REFERENCE_BACKEND
+# (compare the logits with that backend's exact ones instead of the float64 reference files,
+# for a conformance folder that lacks them: gptoss-conformance logits --reference-backend),
+# GPU_CHECK_STEP_TIMEOUT (seconds; a check that runs longer fails; default none).
 # Logs and the JSON of every run: $GPU_CHECK_BUILD/gpu-check/.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -56,8 +61,12 @@ if [ "$dry" = 1 ]; then
 fi
 
 # ---- dependencies and build -------------------------------------------------------------
-bash scripts/setup.sh
 mkdir -p "$out"
+if [ "${GPU_CHECK_PREBUILT:-0}" = 1 ]; then
+  echo "== using the build in $build (GPU_CHECK_PREBUILT=1)"
+  [ -x "$build/bin/gptoss-$be-info" ] || { echo "gpu-check: no $build/bin/gptoss-$be-info" >&2; exit 1; }
+else
+bash scripts/setup.sh
 if [ "$be" = cuda ]; then
   nvcc="$(command -v nvcc || true)"
   [ -z "$nvcc" ] && [ -x /usr/local/cuda/bin/nvcc ] && nvcc=/usr/local/cuda/bin/nvcc
@@ -79,6 +88,7 @@ fi
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release "${gpu_flags[@]}" >"$out/cmake.log" 2>&1 ||
   { cat "$out/cmake.log"; exit 1; }
 cmake --build "$build" -j"$(nproc)" >"$out/build.log" 2>&1 || { tail -50 "$out/build.log"; exit 1; }
+fi
 bin="$build/bin"
 "$bin/gptoss-$be-info" | tee "$out/device.txt"
 peak="$(sed -n 's/^peak_bandwidth_gbps=//p' "$out/device.txt" | head -1)"
@@ -92,12 +102,14 @@ results="$out/results.tsv"
 run_check() {
   local kind="$1" name="$2"; shift 2
   echo "== $name"
-  local rc=0
-  "$@" >"$out/$name.log" 2>&1 || rc=$?
+  local rc=0 started=$SECONDS
+  timeout "${GPU_CHECK_STEP_TIMEOUT:-0}" "$@" >"$out/$name.log" 2>&1 || rc=$?
   tail -3 "$out/$name.log"
+  echo "   ($((SECONDS - started)) s, exit $rc)"
   local verdict=PASS
   [ "$rc" = 77 ] && verdict=SKIP
   [ "$rc" != 0 ] && [ "$rc" != 77 ] && verdict="FAIL (exit $rc)"
+  [ "$rc" = 124 ] && verdict="FAIL (over ${GPU_CHECK_STEP_TIMEOUT} s)"
   [ "$kind" = info ] && verdict="INFO ($verdict)"
   printf '%s\t%s\t%s\n' "$name" "$verdict" "$(grep -E 'passed|failed' "$out/$name.log" | tail -1)" >>"$results"
 }
@@ -107,7 +119,10 @@ info() { run_check info "$@"; }
 # ---- correctness ------------------------------------------------------------------------
 # Every slot against the CPU's scalar reference, in both precisions, at every shape set; then
 # the real shapes timed (median of 20 calls per case, for the log).
-if "$bin/gptoss-conformance" 2>&1 | grep -q backend-ops; then
+# (The usage text into a variable first: grep -q would close the pipe early, and pipefail
+# would then read gptoss-conformance's SIGPIPE as "no backend-ops".)
+usage_text="$("$bin/gptoss-conformance" 2>&1 || true)"
+if grep -q backend-ops <<<"$usage_text"; then
   check backend-ops-exact "$bin/gptoss-conformance" backend-ops -b "$be" --shapes all
   check backend-ops-fast "$bin/gptoss-conformance" backend-ops -b "$be" --shapes all --precision fast
   info backend-ops-timed "$bin/gptoss-conformance" backend-ops -b "$be" --shapes real,big --precision fast --perf 20
@@ -133,22 +148,25 @@ fi
 # fast against llama.cpp's deviation (what the cuda.conformance.* tests check); with a bf16
 # cache for information (on the tiny conformance model a bf16 cache alone deviates more than
 # llama.cpp does, on the CPU backend too: see README).
+ref=()
+[ -n "${GPU_CHECK_REFERENCE_BACKEND:-}" ] && ref=(--reference-backend "$GPU_CHECK_REFERENCE_BACKEND" --format hf)
 if [ -d "$logits_dir" ]; then
   for p in exact fast; do
     check "logits-$p-kv-f32" "$bin/gptoss-conformance" logits --backend "$be" --precision "$p" \
-      --tokenizer-json "$tok" "$logits_dir"
+      "${ref[@]}" --tokenizer-json "$tok" "$logits_dir"
     info "logits-$p-kv-bf16" "$bin/gptoss-conformance" logits --backend "$be" --precision "$p" --kv bf16 \
-      --tokenizer-json "$tok" "$logits_dir"
+      "${ref[@]}" --tokenizer-json "$tok" "$logits_dir"
   done
 else
   printf 'logits\tSKIP\t%s not found\n' "$logits_dir" >>"$results"
 fi
-check ctest-$be ctest --test-dir "$build" -R "^$be\\." -E 'conformance' --output-on-failure
-if [ "$be" = cuda ]; then  # also inside ctest-cuda (cuda.model); here by name, for the table
-  check batch-invariance "$bin/gptoss-tests" "cuda: each token's logits are the same whatever else its calls hold"
-  check sampling-whole-row "$bin/gptoss-tests" "cuda: sampling rows that need the whole row sorted take the host sampler's tokens"
-  check page-table-before-start "$bin/gptoss-tests" "cuda: a page table offset before the table is reported and not read"
+# The [cuda-gpu] tests (ctest's cuda.model: batch invariance past every size threshold, the
+# whole-row sampling path, a page table offset before the table, ...) by themselves, for the
+# table; then the rest of the $be.* tests but those run above.
+if [ "$be" = cuda ]; then
+  check cuda-gpu-tests "$bin/gptoss-tests" "[cuda-gpu]"
 fi
+check ctest-$be ctest --test-dir "$build" -R "^$be\\." -E 'conformance|backend_ops|^cuda\.model$' --output-on-failure
 
 # ---- speed ------------------------------------------------------------------------------
 # Peak GPU memory while a command runs (nvidia-smi or rocm-smi every 0.5 s), in MiB, into $2.

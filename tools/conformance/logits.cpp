@@ -11,6 +11,12 @@
 // (sliding-window edges, router near-ties). --kv bf16 keeps the KV cache in bf16 (default
 // f32): with --precision fast that is the configuration whose attention takes bf16 dot
 // products on CPUs with AVX512-BF16.
+//
+// --reference-backend NAME replaces the reference files by the logits of backend NAME (exact
+// precision, f32 cache, prompts prefilled in the same chunks) on the same model: one backend
+// checked against another where the float64 rows cannot travel with the model, or on another
+// model of the same shape. The tolerances stay the manifest's; router ties are the manifest's
+// positions, so on another model a near-tie may fail a position that the reference would skip.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -106,7 +112,7 @@ std::vector<std::vector<float>> run_prompt(gptoss_model_t model, const Prompt& p
 }  // namespace
 
 int run_logits(const Args& args) {
-  std::string formats = "both", backend = "cpu";
+  std::string formats = "both", backend = "cpu", reference_backend;
   gptoss_split_mode split = gptoss_split_mode_layer;
   bool verbose = false, fast = false;
   gptoss_kv_dtype kv = gptoss_kv_dtype_f32;
@@ -119,6 +125,7 @@ int run_logits(const Args& args) {
     else if (o == "--precision") fast = args.extra[++i] == "fast";
     else if (o == "--kv") kv = args.extra[++i] == "bf16" ? gptoss_kv_dtype_bf16 : gptoss_kv_dtype_f32;
     else if (o == "--backend") backend = args.extra[++i];
+    else if (o == "--reference-backend") reference_backend = args.extra[++i];
     else if (o == "--split") {
       const std::string v = args.extra[++i];
       split = v == "none" ? gptoss_split_mode_none : v == "expert" ? gptoss_split_mode_expert : gptoss_split_mode_layer;
@@ -143,8 +150,9 @@ int run_logits(const Args& args) {
       p.llamacpp = {b.at("top1_agree").get<double>(), b.at("mean_abs").get<double>(),
                     b.at("max_abs").get<double>()};
     }
-    p.ref = read_f32(args.dir + "/" + jp.at("ref").get<std::string>());
-    if (p.ref.size() != p.positions.size() * vocab)
+    if (reference_backend.empty())
+      p.ref = read_f32(args.dir + "/" + jp.at("ref").get<std::string>());
+    if (reference_backend.empty() && p.ref.size() != p.positions.size() * vocab)
       throw std::runtime_error(p.name + ": reference has the wrong size");
     prompts.push_back(std::move(p));
   }
@@ -170,6 +178,20 @@ int run_logits(const Args& args) {
       if (args.tokenizer_json.empty())
         throw std::runtime_error("the HF model has no tokenizer.json: pass --tokenizer-json PATH");
       opt.tokenizer_path = args.tokenizer_json.c_str();
+    }
+    if (!reference_backend.empty()) {
+      gptoss_model_options ref_opt = opt;
+      ref_opt.backend = reference_backend.c_str();
+      ref_opt.precision = gptoss_precision_exact;
+      gptoss_model_t ref_model = nullptr;
+      check(gptoss_model_create_with_options(m.path.c_str(), &ref_opt, &ref_model),
+            "load " + m.path + " on " + reference_backend);
+      for (auto& p : prompts) {
+        p.ref.clear();
+        for (const auto& row : run_prompt(ref_model, p, false, vocab, gptoss_kv_dtype_f32))
+          p.ref.insert(p.ref.end(), row.begin(), row.end());
+      }
+      gptoss_model_release(ref_model);
     }
     gptoss_model_t model = nullptr;
     check(gptoss_model_create_with_options(m.path.c_str(), &opt, &model), "load " + m.path);

@@ -9,15 +9,19 @@
 
 namespace {
 int usage() {
-  std::fprintf(stderr,
-               "usage: gptoss-conformance <logits|tokenizer|harmony> [--tokenizer-json PATH] "
-               "[options] DIR\n"
-               "       gptoss-conformance backend-ops [-b BACKEND] [-o OP[,OP...]] [--shapes ...]\n"
-               "                                      [--precision exact|fast] [--perf N] [--list]\n"
-               "  logits options: --format hf|gguf|both (default both), --precision exact|fast\n"
-               "                  (default exact), --kv f32|bf16 (default f32), --backend NAME\n"
-               "                  (default cpu), --split layer|none|expert (default layer: every\n"
-               "                  device of the backend, e.g. GPTOSS_CPU_DEVICES=2), --verbose\n");
+  std::fprintf(
+      stderr,
+      "usage: gptoss-conformance <logits|tokenizer|harmony> [--tokenizer-json PATH] "
+      "[options] DIR\n"
+      "       gptoss-conformance backend-ops [-b BACKEND] [-o OP[,OP...]] [--shapes ...]\n"
+      "                                      [--precision exact|fast] [--perf N] [--list]\n"
+      "  logits options: --format hf|gguf|both (default both), --precision exact|fast\n"
+      "                  (default exact), --kv f32|bf16 (default f32), --backend NAME\n"
+      "                  (default cpu), --split layer|none|expert (default layer: every\n"
+      "                  device of the backend, e.g. GPTOSS_CPU_DEVICES=2), --verbose,\n"
+      "                  --reference-backend NAME (the reference rows are that backend's,\n"
+      "                  exact precision and an f32 cache, not the files': a check of one\n"
+      "                  backend against another, on any model the manifest names)\n");
   return 2;
 }
 
@@ -33,6 +37,7 @@ constexpr Option kLogits[] = {{"--format", "hf|gguf|both"},
                               {"--kv", "f32|bf16"},
                               {"--backend", ""},
                               {"--split", "layer|none|expert"},
+                              {"--reference-backend", ""},
                               {"--verbose", nullptr}};
 
 const Option* find_option(const std::string& kind, const std::string& name) {
