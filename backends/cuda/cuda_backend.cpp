@@ -117,8 +117,7 @@ const gptoss_backend_api kApi = {
     /* .add_rmsnorm          = */ slots::add_rmsnorm,
     /* .rope_kv_write        = */ slots::rope_kv_write,
     /* .sample               = */ slots::sample,
-    // Not declared until cuda.model's invariance test has passed on a GPU (docs/backends.md).
-    /* .device_properties    = */ nullptr,
+    /* .device_properties    = */ slots::device_properties,
 };
 
 const char* unavailable_reason();  // devices.cpp

@@ -1,8 +1,11 @@
 // Devices (discovery, open, close, memory), streams, events and forward steps.
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <new>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -209,6 +212,31 @@ gptoss_status device_set_precision(Dev dev, gptoss_precision precision) {
   if (precision != gptoss_precision_fast && precision != gptoss_precision_exact)
     return fail(gptoss_status_invalid_argument, "unknown precision " + std::to_string(int(precision)));
   device_of(dev).exact = precision == gptoss_precision_exact;
+  return gptoss_status_success;
+}
+
+// Batch invariance is declared where cuda.model's invariance test has passed on such a GPU:
+// the CUDA build on an H200 (docs/backends.md), with the invariant kernels on (the default).
+// The HIP build shares the kernels but has not run on AMD hardware, so it declares nothing.
+gptoss_status device_properties(Dev dev, gptoss_backend_device_properties* out) {
+  if (dev == nullptr || out == nullptr)
+    return fail(gptoss_status_invalid_argument, "device_properties: null argument");
+  const Device& d = device_of(dev);
+  if (out->struct_size >= offsetof(gptoss_backend_device_properties, flags) + sizeof out->flags) {
+#if defined(GPTOSS_HIP)
+    out->flags = 0;
+#else
+    out->flags = d.batch_invariant ? GPTOSS_DEVICE_BATCH_INVARIANT : 0u;
+#endif
+  }
+  if (out->struct_size >=
+      offsetof(gptoss_backend_device_properties, kernels) + sizeof out->kernels) {
+    // The ABI asks for static storage: each architecture's name is kept once for the process.
+    static std::mutex mutex;
+    static std::set<std::string> names;
+    std::lock_guard<std::mutex> lock(mutex);
+    out->kernels = names.insert(d.info.arch).first->c_str();
+  }
   return gptoss_status_success;
 }
 

@@ -20,6 +20,7 @@ void device_close(Dev dev);
 const char* last_error(Dev dev);
 gptoss_status device_set_precision(Dev dev, gptoss_precision precision);
 gptoss_status device_memory_info(Dev dev, size_t* free_bytes, size_t* total_bytes);
+gptoss_status device_properties(Dev dev, gptoss_backend_device_properties* out);
 gptoss_status stream_create(Dev dev, Stm* stream_out);
 void stream_destroy(Dev dev, Stm stream);
 gptoss_status stream_synchronize(Stm stream);

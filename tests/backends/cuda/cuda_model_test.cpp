@@ -195,4 +195,8 @@ TEST_CASE("cuda: the model reports the cuda backend and a device", "[.][cuda-gpu
   info.struct_size = sizeof info;
   GPTOSS_REQUIRE_OK(gptoss_model_get_info(model.get(), &info));
   CHECK(std::string(info.backend) == "cuda");
+  // Declared with the invariant kernels on (the default), which the test above checks.
+  CHECK(info.batch_invariant == 1);
+  REQUIRE(info.kernels != nullptr);
+  CHECK(std::string(info.kernels).rfind("sm_", 0) == 0);
 }
