@@ -32,9 +32,13 @@ int run_model_bench(const Options& o) {
   // every repetition, and each repetition's decode is compared with the higher of the two
   // measurements beside it. The test buffer is kept out of the peak RSS (reset_peak_rss).
   size_t peak_rss = 0;
+  // A GPU's decode reads its own memory: the host read test says nothing of it, so without
+  // --peak-gbps there is no ceiling to compare with (known once the model says its backend).
+  bool no_ceiling = false;
   auto bandwidth = [&] {
     peak_rss = std::max(peak_rss, peak_rss_bytes());
     if (o.peak_gbps > 0) return o.peak_gbps;  // a device's: no host read test
+    if (no_ceiling) return 0.0;
     const double bw = measure_read_bandwidth(o.threads);
     reset_peak_rss();
     return bw;
@@ -47,6 +51,14 @@ int run_model_bench(const Options& o) {
   const double load_s = seconds_since(t_load);
   const gptoss_model_t model = loaded.get();
   const gptoss_model_info info = loaded.info();
+  const std::string backend = info.backend;
+  if (o.peak_gbps <= 0 && backend != "cpu" && backend.rfind("strict", 0) != 0) {
+    no_ceiling = true;
+    std::fprintf(stderr,
+                 "gptoss-bench: the %s backend reads device memory; pass --peak-gbps G "
+                 "(gptoss-%s-info prints it) for decode's share of its bandwidth\n",
+                 backend.c_str(), backend.c_str());
+  }
 
   const gptoss_context_options co =
       decode_context_options(o, o.n_prompt + o.n_gen + 8, std::max<size_t>(o.n_prompt, 1));
@@ -92,7 +104,7 @@ int run_model_bench(const Options& o) {
       tg.push_back(double(o.n_gen) / c);
       const double ceiling = std::max(bw_prev, bw_next);
       bws.push_back(ceiling);
-      pcts.push_back(100.0 * tg.back() * bytes_tok / 1e9 / ceiling);
+      if (ceiling > 0) pcts.push_back(100.0 * tg.back() * bytes_tok / 1e9 / ceiling);
     }
     bw_prev = bw_next;
   }
@@ -152,18 +164,27 @@ int run_model_bench(const Options& o) {
 
   const char* prec = o.exact ? "exact" : "fast";
   const char* kv = o.kv_bf16 ? "bf16" : "f32";
+  // Without a ceiling the share is unknown: JSON null, "n/a" in the table.
+  char pct_json[64] = "null", pct_text[64] = "n/a";
+  if (!pcts.empty()) {
+    std::snprintf(pct_json, sizeof pct_json, "{\"mean\": %.2f, \"std\": %.2f}", spct.mean,
+                  spct.std);
+    std::snprintf(pct_text, sizeof pct_text, "%.1f ± %.1f %%", spct.mean, spct.std);
+  }
   if (o.json) {
     std::printf(
-        "{\"model\": \"%s\", \"backend\": \"%s\", \"precision\": \"%s\", \"kv\": \"%s\", \"mmap\": %d, "
+        "{\"model\": \"%s\", \"backend\": \"%s\", \"precision\": \"%s\", \"kv\": \"%s\", \"mmap\": "
+        "%d, "
         "\"threads\": %u, \"n_prompt\": %zu, \"n_gen\": %zu, \"repetitions\": %zu, "
         "\"prefill_tok_s\": {\"mean\": %.4f, \"std\": %.4f}, "
-        "\"decode_tok_s\": {\"mean\": %.4f, \"std\": %.4f}, \"ttft_s\": {\"mean\": %.6f, \"std\": %.6f}, "
+        "\"decode_tok_s\": {\"mean\": %.4f, \"std\": %.4f}, \"ttft_s\": {\"mean\": %.6f, \"std\": "
+        "%.6f}, "
         "\"load_s\": %.4f, \"peak_rss_bytes\": %zu, \"decode_bytes_per_token\": %.0f, "
-        "\"achieved_gbs\": %.3f, \"bandwidth_gbs\": %.3f, \"bandwidth_pct\": {\"mean\": %.2f, \"std\": %.2f}, "
+        "\"achieved_gbs\": %.3f, \"bandwidth_gbs\": %.3f, \"bandwidth_pct\": %s, "
         "\"batch\": %zu, \"batched_decode_tok_s\": %.4f, \"batched_ms_per_step\": %.4f}\n",
-        name.c_str(), info.backend, prec, kv, o.use_mmap ? 1 : 0, threads, o.n_prompt, o.n_gen, o.reps,
-        spp.mean, spp.std, stg.mean, stg.std, sttft.mean, sttft.std, load_s, rss, bytes_tok, gbs,
-        read_bw, spct.mean, spct.std, o.batch, batch_tok_s, batch_ms_step);
+        name.c_str(), info.backend, prec, kv, o.use_mmap ? 1 : 0, threads, o.n_prompt, o.n_gen,
+        o.reps, spp.mean, spp.std, stg.mean, stg.std, sttft.mean, sttft.std, load_s, rss, bytes_tok,
+        gbs, read_bw, pct_json, o.batch, batch_tok_s, batch_ms_step);
   } else {
     const char* against = o.peak_gbps > 0 ? "peak BW" : "read BW";
     std::printf("| model | backend | precision | threads | test | t/s | ms/tok | GB/s | %% of %s |\n", against);
@@ -171,9 +192,9 @@ int run_model_bench(const Options& o) {
     std::printf("| %s | %s | %s | %u | pp%zu | %.2f ± %.2f | %.2f | | |\n", name.c_str(), info.backend,
                 prec, threads, o.n_prompt, spp.mean, spp.std, 1e3 / spp.mean);
     if (o.n_gen > 0)
-      std::printf("| %s | %s | %s | %u | tg%zu | %.2f ± %.2f | %.2f | %.2f | %.1f ± %.1f %% |\n",
-                  name.c_str(), info.backend, prec, threads, o.n_gen, stg.mean, stg.std,
-                  1e3 / stg.mean, gbs, spct.mean, spct.std);
+      std::printf("| %s | %s | %s | %u | tg%zu | %.2f ± %.2f | %.2f | %.2f | %s |\n", name.c_str(),
+                  info.backend, prec, threads, o.n_gen, stg.mean, stg.std, 1e3 / stg.mean, gbs,
+                  pct_text);
     if (batch_tok_s > 0)
       std::printf("| %s | %s | %s | %u | tg%zu x %zu sequences | %.2f | %.2f per step | | |\n",
                   name.c_str(), info.backend, prec, threads, o.n_gen, o.batch, batch_tok_s,
