@@ -84,6 +84,13 @@ Weight lanes_of(const Weight& w) {
   return l;
 }
 
+// A buffer the size of a repacked weight's bytes, faulted in, for timing the repack alone.
+void* lanes_rows_scratch(const Weight& l) {
+  static std::vector<uint8_t> scratch;
+  scratch.assign(l.owned_data.size(), 1);
+  return scratch.data();
+}
+
 std::vector<float> floats(size_t n, uint32_t seed) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> d(-1.0f, 1.0f);
@@ -307,6 +314,17 @@ int run_kernel_bench(const Options& o) {
       });
       rows.push_back({name, "GEMV bf16 lanes (8-sequence step)", "32768x2880, 8 tok", s,
                       double(dense.rows) * H * 2.0, 2.0 * 8 * double(dense.rows) * H});
+      // What the upload spends per byte of a projection, on one thread (the upload splits the
+      // tiles over the pool), into pages already faulted in: the level's repack, and the
+      // scalar loop it replaces.
+      const auto* src = reinterpret_cast<const uint16_t*>(dense.data);
+      auto* dst = reinterpret_cast<uint16_t*>(lanes_rows_scratch(dense_lanes));
+      s = time_best(reps, [&] { dev.kernels->repack_bf16_lanes(src, H, 0, dense.rows / 16, dst); });
+      rows.push_back({name, "repack bf16 lanes (upload), 1 thread", "32768x2880", s,
+                      double(dense.rows) * H * 2.0, 0.0});
+      s = time_best(reps, [&] { cpu::repack_bf16_lanes(src, H, 0, dense.rows / 16, dst); });
+      rows.push_back({name, "repack bf16 lanes, scalar loop, 1 thread", "32768x2880", s,
+                      double(dense.rows) * H * 2.0, 0.0});
     }
     // Eight sequences decoding together: every row serves 8 tokens (the server's decode step);
     // as an attention projection (fp32 activations) and as the unembedding (bf16 pairs where

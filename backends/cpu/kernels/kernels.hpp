@@ -131,6 +131,9 @@ struct Kernels {
   // backend repacks the attention projections only for devices whose level has it).
   void (*matmul_bf16_lanes)(const Weight& w, size_t r0, size_t n_rows, const float* x, size_t ldx,
                             size_t n_tok, float* y, size_t ldy);
+  // The repack into that layout (repack_bf16_lanes's bytes): tiles [i0, i1) of 16 rows of cols
+  // bf16 (cols even) from row-major src into dst. Null exactly where matmul_bf16_lanes is.
+  void (*repack_bf16_lanes)(const uint16_t* src, size_t cols, size_t i0, size_t i1, uint16_t* dst);
 };
 
 // Byte offset in a Q8Acts row of element j (kernel order: j % 32 < 16 even, else odd) of

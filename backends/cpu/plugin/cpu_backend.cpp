@@ -208,8 +208,8 @@ gptoss_status weight_upload(gptoss_backend_device_t dev, const gptoss_tensor_des
                             gptoss_backend_weight_t* weight_out) {
   if (desc == nullptr || weight_out == nullptr) return gptoss_status_invalid_argument;
   std::string why;
-  const bool lanes = D(dev)->kernels->matmul_bf16_lanes != nullptr;
-  const gptoss_status st = make_weight(D(dev)->pool, *desc, lanes, weight_out, why);
+  const gptoss_status st =
+      make_weight(D(dev)->pool, *desc, D(dev)->kernels->repack_bf16_lanes, weight_out, why);
   if (st != gptoss_status_success) set_last_error(std::move(why));
   return st;
 }

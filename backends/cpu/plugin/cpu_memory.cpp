@@ -110,7 +110,7 @@ void release_source_pages(const void* p, size_t n) {
 
 }  // namespace
 
-gptoss_status make_weight(ThreadPool& pool, const gptoss_tensor_desc& desc, bool lanes,
+gptoss_status make_weight(ThreadPool& pool, const gptoss_tensor_desc& desc, RepackBf16Lanes repack,
                           gptoss_backend_weight_t* out, std::string& why) {
   const std::string name = desc.name ? desc.name : "(unnamed tensor)";
   if (desc.ndim < 1 || desc.ndim > 4) {
@@ -153,8 +153,8 @@ gptoss_status make_weight(ThreadPool& pool, const gptoss_tensor_desc& desc, bool
     return gptoss_status_invalid_argument;
   }
   try {
-    if (lanes && desc.dtype == gptoss_dtype_bf16 && is_attention_projection(desc.role) &&
-        w->rows % 16 == 0 && w->cols % 2 == 0) {
+    if (repack != nullptr && desc.dtype == gptoss_dtype_bf16 &&
+        is_attention_projection(desc.role) && w->rows % 16 == 0 && w->cols % 2 == 0) {
       void* p = map_buffer(desc.data_size);
       if (p == nullptr) {
         why = name + ": out of memory";
@@ -164,7 +164,7 @@ gptoss_status make_weight(ThreadPool& pool, const gptoss_tensor_desc& desc, bool
       w->owned_map = std::shared_ptr<void>(p, [bytes](void* q) { munmap(q, page_round(bytes)); });
       const auto* src = static_cast<const uint16_t*>(desc.data);
       pool.parallel_for(w->rows / 16, [&](size_t b, size_t e, unsigned) {
-        repack_bf16_lanes(src, w->cols, b, e, static_cast<uint16_t*>(p));
+        repack(src, w->cols, b, e, static_cast<uint16_t*>(p));
       });
       w->data = static_cast<const uint8_t*>(p);
       w->bf16_lanes = true;

@@ -71,6 +71,32 @@ TEST_CASE("bf16 lanes: the repack keeps every weight of every row", "[cpu-bf16-l
   }
 }
 
+TEST_CASE("bf16 lanes: each level's repack writes the scalar repack's bytes", "[cpu-bf16-lanes]") {
+  const uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  std::mt19937_64 rng(seed);
+  for (Isa isa : supported_isas()) {
+    const Kernels& k = kernels_for(isa);
+    INFO("level " << isa_name(isa));
+    CHECK((k.repack_bf16_lanes == nullptr) == (k.matmul_bf16_lanes == nullptr));
+    if (k.repack_bf16_lanes == nullptr) continue;
+    // Widths around the 32 columns a vector step takes (2 to 2880, even), 1 to 6 tiles; some
+    // repacks of a part of the tiles, as the pool's workers do.
+    for (int trial = 0; trial < 12; ++trial) {
+      const size_t cols = trial == 0 ? 2880 : 2 * (1 + rng() % 80), tiles = 1 + rng() % 6;
+      INFO("cols " << cols << ", tiles " << tiles);
+      const Weight w = random_weight(gptoss_dtype_bf16, 16 * tiles, cols, uint32_t(rng()));
+      const auto* src = reinterpret_cast<const uint16_t*>(w.data);
+      std::vector<uint16_t> want(16 * tiles * cols, 0), got(want.size(), 0xdead);
+      repack_bf16_lanes(src, cols, 0, tiles, want.data());
+      const size_t cut = rng() % (tiles + 1);
+      k.repack_bf16_lanes(src, cols, 0, cut, got.data());
+      k.repack_bf16_lanes(src, cols, cut, tiles, got.data());
+      CHECK(got == want);
+    }
+  }
+}
+
 TEST_CASE("bf16 lanes: the reference is the fp32 matmul, summed in k order", "[cpu-bf16-lanes]") {
   const Weight w = random_weight(gptoss_dtype_bf16, 32, 2880, 92);
   const Weight l = lanes_of(w);
@@ -150,7 +176,8 @@ TEST_CASE("bf16 lanes: the upload repacks the attention projections for levels t
     d.role = role;
     gptoss_backend_weight_t out = nullptr;
     std::string why;
-    REQUIRE(make_weight(pool, d, lanes, &out, why) == gptoss_status_success);
+    REQUIRE(make_weight(pool, d, lanes ? repack_bf16_lanes : nullptr, &out, why) ==
+            gptoss_status_success);
     return std::unique_ptr<Weight>(reinterpret_cast<Weight*>(out));
   };
   for (gptoss_tensor_role role :
@@ -199,7 +226,7 @@ TEST_CASE("bf16 lanes: a repacked tensor of a mapped file leaves the resident se
   ThreadPool pool(2);
   gptoss_backend_weight_t out = nullptr;
   std::string why;
-  REQUIRE(make_weight(pool, d, true, &out, why) == gptoss_status_success);
+  REQUIRE(make_weight(pool, d, repack_bf16_lanes, &out, why) == gptoss_status_success);
   const std::unique_ptr<Weight> w(reinterpret_cast<Weight*>(out));
   REQUIRE(w->bf16_lanes);
   INFO("resident KiB of the file's mapping before " << before << ", after " << resident_kib(map));

@@ -19,6 +19,7 @@ const Kernels kKernelsAvx2 = {
     .attention_bf16 = nullptr,
     .dense_bf16 = nullptr,
     .matmul_bf16_lanes = nullptr,
+    .repack_bf16_lanes = nullptr,
 };
 
 }  // namespace gptoss::cpu

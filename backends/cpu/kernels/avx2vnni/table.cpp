@@ -22,6 +22,7 @@ const Kernels kKernelsAvx2Vnni = {
     .attention_bf16 = nullptr,
     .dense_bf16 = nullptr,
     .matmul_bf16_lanes = nullptr,
+    .repack_bf16_lanes = nullptr,
 };
 
 }  // namespace gptoss::cpu

@@ -16,6 +16,8 @@ void swiglu(const float* h, const float* b, size_t n, float limit, float* out); 
 double sum_exp(const float* x, size_t n, float shift);                           // matmul.cpp
 void matmul_bf16_lanes(const Weight& w, size_t r0, size_t n_rows, const float* x, size_t ldx,
                        size_t n_tok, float* y, size_t ldy);  // bf16_lanes.cpp
-extern const AttnKernels kAttention;                         // attention.cpp
+void repack_bf16_lanes(const uint16_t* src, size_t cols, size_t i0, size_t i1,
+                       uint16_t* dst);  // bf16_lanes.cpp
+extern const AttnKernels kAttention;    // attention.cpp
 
 }  // namespace gptoss::cpu::avx512

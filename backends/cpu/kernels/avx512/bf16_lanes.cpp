@@ -98,6 +98,46 @@ void matmul_bf16_lanes(const Weight& w, size_t r0, size_t n_rows, const float* x
     }
   }
 }
+
+// Per tile and 32 columns: the 16 rows' 64-byte loads hold 16 column pairs each (a 32-bit
+// element per pair), and the tile's 16 output vectors are those pairs' columns, so the repack
+// is a 16 x 16 transpose of 32-bit elements (unpacks within 128-bit lanes, then across them).
+// Columns past the last multiple of 32 take the scalar loop.
+void repack_bf16_lanes(const uint16_t* src, size_t cols, size_t i0, size_t i1, uint16_t* dst) {
+  const size_t wide = cols - cols % 32;
+  for (size_t i = i0; i < i1; ++i) {
+    const uint16_t* s = src + kLaneRows * i * cols;
+    uint16_t* d = dst + kLaneRows * i * cols;
+    for (size_t k0 = 0; k0 < wide; k0 += 32) {
+      __m512i r[16], t[16], u[16];
+      for (int j = 0; j < 16; ++j) r[j] = _mm512_loadu_si512(s + size_t(j) * cols + k0);
+      for (int j = 0; j < 16; j += 2) {
+        t[j] = _mm512_unpacklo_epi32(r[j], r[j + 1]);
+        t[j + 1] = _mm512_unpackhi_epi32(r[j], r[j + 1]);
+      }
+      // u[4g + c]: rows 4g..4g+3 of column pair 4L + c in each 128-bit lane L.
+      for (int g = 0; g < 4; ++g) {
+        u[4 * g + 0] = _mm512_unpacklo_epi64(t[4 * g], t[4 * g + 2]);
+        u[4 * g + 1] = _mm512_unpackhi_epi64(t[4 * g], t[4 * g + 2]);
+        u[4 * g + 2] = _mm512_unpacklo_epi64(t[4 * g + 1], t[4 * g + 3]);
+        u[4 * g + 3] = _mm512_unpackhi_epi64(t[4 * g + 1], t[4 * g + 3]);
+      }
+      uint16_t* out = d + 16 * k0;  // pair k0 / 2 + p at out + 32 p
+      for (int c = 0; c < 4; ++c) {
+        const __m512i w0 = _mm512_shuffle_i32x4(u[c], u[4 + c], 0x44);
+        const __m512i w1 = _mm512_shuffle_i32x4(u[c], u[4 + c], 0xEE);
+        const __m512i w2 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0x44);
+        const __m512i w3 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0xEE);
+        _mm512_storeu_si512(out + 32 * (c + 0), _mm512_shuffle_i32x4(w0, w2, 0x88));
+        _mm512_storeu_si512(out + 32 * (c + 4), _mm512_shuffle_i32x4(w0, w2, 0xDD));
+        _mm512_storeu_si512(out + 32 * (c + 8), _mm512_shuffle_i32x4(w1, w3, 0x88));
+        _mm512_storeu_si512(out + 32 * (c + 12), _mm512_shuffle_i32x4(w1, w3, 0xDD));
+      }
+    }
+    for (size_t r = 0; r < kLaneRows; ++r)
+      for (size_t k = wide; k < cols; ++k) d[32 * (k / 2) + 2 * r + k % 2] = s[r * cols + k];
+  }
+}
 }  // namespace avx512
 
 }  // namespace gptoss::cpu

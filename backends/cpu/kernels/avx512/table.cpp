@@ -21,6 +21,7 @@ const Kernels kKernelsAvx512 = {
     .attention_bf16 = nullptr,
     .dense_bf16 = nullptr,
     .matmul_bf16_lanes = avx512::matmul_bf16_lanes,
+    .repack_bf16_lanes = avx512::repack_bf16_lanes,
 };
 
 }  // namespace gptoss::cpu

@@ -23,6 +23,7 @@ const Kernels kKernelsAvx512Bf16 = {
     .attention_bf16 = &avx512bf16::kAttentionBf16,
     .dense_bf16 = &avx512bf16::kDenseBf16,
     .matmul_bf16_lanes = avx512::matmul_bf16_lanes,
+    .repack_bf16_lanes = avx512::repack_bf16_lanes,
 };
 
 }  // namespace gptoss::cpu

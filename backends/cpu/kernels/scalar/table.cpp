@@ -21,6 +21,7 @@ const Kernels kKernelsScalar = {
     .attention_bf16 = &scalar::kAttentionBf16,
     .dense_bf16 = &scalar::kDenseBf16,
     .matmul_bf16_lanes = nullptr,
+    .repack_bf16_lanes = nullptr,
 };
 
 }  // namespace gptoss::cpu
