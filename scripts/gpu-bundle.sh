@@ -53,9 +53,13 @@ find "$stage/bin" "$stage/lib" -type f -exec strip --strip-unneeded {} + 2>/dev/
 tar -C "$stage" -cf - . | xz -6 -T0 >"$out/build.tar.xz"
 
 # Shared libraries beyond the C and C++ runtimes, which the GPU machine has in newer versions.
-ldd "$stage"/bin/* "$stage"/lib/*.so 2>/dev/null | awk '/=> \//{print $3}' | sort -u |
-  grep -v -E '/(libc|libm|libstdc\+\+|libgcc_s|ld-linux[^/]*|libpthread|libdl|librt)\.so' |
-  grep -v -e '/libgptoss' | while read -r l; do cp -L "$l" "$out/lib/"; done
+deps="$(ldd "$stage"/bin/* "$stage"/lib/*.so 2>/dev/null | awk '/=> \//{print $3}' | sort -u || true)"
+for l in $deps; do
+  case "$(basename "$l")" in
+    libc.so* | libm.so* | libstdc++.so* | libgcc_s.so* | ld-linux* | libpthread.so* | libdl.so* | librt.so* | libgptoss*) ;;
+    *) cp -L "$l" "$out/lib/" ;;
+  esac
+done
 
 xz -6 -T0 -c "$tok" >"$out/tokenizer.json.xz"
 (cd "$logits" && tar -cf - manifest.json ./*.ids.txt) >"$out/logits-small.tar"

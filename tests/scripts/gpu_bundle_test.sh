@@ -15,9 +15,12 @@ for f in ./bin/gptoss-cuda-info ./bin/gptoss-tests ./bin/gptoss-conformance ./li
          ./lib/libgptoss-backend-cpu.so ./CTestTestfile.cmake ./tests/CTestTestfile.cmake; do
   grep -qxF "$f" <<<"$list" || fail "build.tar.xz lacks $f"
 done
-ls "$out/b/lib" | grep -q '^libfmt' || fail "lib/ lacks libfmt"
-if ls "$out/b/lib" | grep -q -e '^libgptoss' -e '^libc\.so' -e '^libstdc'; then fail "lib/ holds $(ls "$out/b/lib")"; fi
-tar -tf "$out/b/logits-small.tar" | grep -qx 'manifest.json' || fail "logits-small.tar lacks manifest.json"
+# (Listings into variables first: under pipefail, grep -q closing the pipe early would fail
+# the listing command with SIGPIPE whenever it had more to write.)
+libs="$(ls "$out/b/lib")"
+grep -q '^libfmt' <<<"$libs" || fail "lib/ lacks libfmt"
+if grep -q -e '^libgptoss' -e '^libc\.so' -e '^libstdc' <<<"$libs"; then fail "lib/ holds $libs"; fi
+grep -qx 'manifest.json' <<<"$(tar -tf "$out/b/logits-small.tar")" || fail "logits-small.tar lacks manifest.json"
 [ -s "$out/b/tokenizer.json.xz" ] || fail "no tokenizer.json.xz"
 bash -n "$out/b/run.sh" || fail "run.sh is not valid shell"
 grep -q 'GPU_CHECK_PREBUILT=1' "$out/b/run.sh" || fail "run.sh does not run gpu-check prebuilt"
