@@ -18,6 +18,7 @@
 #                       GPU machine writes a synthetic model of the same shape
 #   run.sh              on the GPU machine, from a checkout of the same commit:
 #                       bash OUT_DIR/run.sh [SECONDS]  (SECONDS bounds the whole check)
+# GPU_BUNDLE_XZ_LEVEL (default 6): the build's and tokenizer's xz level; the test uses 0.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 usage() { echo "usage: bash scripts/gpu-bundle.sh BUILD_DIR OUT_DIR [--with-model]" >&2; exit 2; }
@@ -26,6 +27,8 @@ build="$(cd "$1" && pwd)" || usage
 out="$2"
 with_model=0
 case "${3:-}" in "") ;; --with-model) with_model=1 ;; *) usage ;; esac
+level="${GPU_BUNDLE_XZ_LEVEL:-6}"
+case "$level" in [0-9]) ;; *) echo "GPU_BUNDLE_XZ_LEVEL must be 0-9, not '$level'" >&2; exit 2 ;; esac
 be=""
 for b in cuda hip; do [ -x "$build/bin/gptoss-$b-info" ] && be=$b && break; done
 [ -n "$be" ] || { echo "gpu-bundle: $build has no GPU backend (bin/gptoss-cuda-info or gptoss-hip-info)" >&2; exit 1; }
@@ -50,7 +53,7 @@ done
 cp -a "$build"/lib/*.so* "$stage/lib/"
 (cd "$build" && find . -name CTestTestfile.cmake | tar -cf - -T -) | tar -C "$stage" -xf -
 find "$stage/bin" "$stage/lib" -type f -exec strip --strip-unneeded {} + 2>/dev/null || true
-tar -C "$stage" -cf - . | xz -6 -T0 >"$out/build.tar.xz"
+tar -C "$stage" -cf - . | xz -"$level" -T0 >"$out/build.tar.xz"
 
 # Shared libraries beyond the C and C++ runtimes, which the GPU machine has in newer versions.
 deps="$(ldd "$stage"/bin/* "$stage"/lib/*.so 2>/dev/null | awk '/=> \//{print $3}' | sort -u || true)"
@@ -61,7 +64,7 @@ for l in $deps; do
   esac
 done
 
-xz -6 -T0 -c "$tok" >"$out/tokenizer.json.xz"
+xz -"$level" -T0 -c "$tok" >"$out/tokenizer.json.xz"
 (cd "$logits" && tar -cf - manifest.json ./*.ids.txt) >"$out/logits-small.tar"
 rm -f "$out/model-hf.tar.xz"
 [ "$with_model" = 1 ] && tar -C "$logits" -cf - model-hf | xz -9 -T0 >"$out/model-hf.tar.xz"

@@ -112,7 +112,7 @@ TEST_CASE("fresh random models: a sequence's logits do not depend on its steps o
       const std::string path = generate_model(
           dir, std::string("--preset ") + preset + " --seed " + std::to_string(seed));
       std::mt19937_64 rng(seed);
-      for (const Config& c : kConfigs) {
+      for (const Config& c : configs()) {
         INFO(describe(c));
         auto model = load_generated_model(path, c.precision);
         check_company(model.get(), c, rng);

@@ -29,7 +29,7 @@ void check_in_company(size_t others) {
     for (size_t s = 1; s < kSteps; ++s)
       t.push_back(random_tokens(rng, rng() % 2 ? 1 : 1 + rng() % 40));
   }
-  for (const Config& c : kConfigs) {
+  for (const Config& c : configs()) {
     INFO(describe(c));
     auto model = load_conformance_model(Format::hf, 0, c.precision);
     require_same_in_company(model.get(), c, ours, theirs, 400);
@@ -48,7 +48,7 @@ TEST_CASE("a prompt's logits do not depend on its chunking", "[invariance]") {
   std::mt19937_64 rng(seed);
   const auto prompt = random_tokens(rng, 530 + rng() % 20);  // crosses the window 4 times
   const auto more = random_tokens(rng, 1);
-  for (const Config& c : kConfigs) {
+  for (const Config& c : configs()) {
     INFO(describe(c));
     auto model = load_conformance_model(Format::hf, 0, c.precision);
     const auto whole = run_alone(model.get(), c, {prompt, more});
@@ -81,7 +81,7 @@ TEST_CASE("a prefix kept from an earlier run gives a cold run's logits", "[invar
              second = random_tokens(rng, 1 + rng() % 60);
   std::vector<uint32_t> cold_prompt = prefix;
   cold_prompt.insert(cold_prompt.end(), second.begin(), second.end());
-  for (const Config& c : kConfigs) {
+  for (const Config& c : configs()) {
     INFO(describe(c));
     auto model = load_conformance_model(Format::hf, 0, c.precision);
     const auto cold = run_alone(model.get(), c, {cold_prompt});
@@ -112,7 +112,7 @@ TEST_CASE("past 1024 keys a token's logits still do not depend on its step", "[i
   std::mt19937_64 rng(seed);
   const auto prompt = random_tokens(rng, 1100 + rng() % 200);
   const auto next = random_tokens(rng, 1);
-  for (const Config& c : kConfigs) {
+  for (const Config& c : configs()) {
     INFO(describe(c));
     auto model = load_conformance_model(Format::hf, 0, c.precision);
     const auto alone = run_alone(model.get(), c, {prompt, next});
