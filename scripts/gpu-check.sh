@@ -165,8 +165,12 @@ fi
 # table; then the rest of the $be.* tests but those run above.
 if [ "$be" = cuda ]; then
   check cuda-gpu-tests "$bin/gptoss-tests" "[cuda-gpu]"
+  # The batch-invariance tests the CPU runs at every level, on fresh-seed models too (ctest's
+  # cuda.invariance).
+  check cuda-invariance-tests env GPTOSS_TEST_BACKEND=cuda "$bin/gptoss-tests" "[invariance]"
 fi
-check ctest-$be ctest --test-dir "$build" -R "^$be\\." -E 'conformance|backend_ops|^cuda\.model$' --output-on-failure
+check ctest-$be ctest --test-dir "$build" -R "^$be\\." -E 'conformance|backend_ops|^cuda\.(model|invariance)$' \
+  --output-on-failure
 
 # ---- speed ------------------------------------------------------------------------------
 # Peak GPU memory while a command runs (nvidia-smi or rocm-smi every 0.5 s), in MiB, into $2.
