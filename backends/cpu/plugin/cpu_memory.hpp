@@ -17,8 +17,7 @@ size_t kv_region_bytes(const KvCache& kv);
 // A Weight for `desc` (the copy, if any, made over `pool`); on failure `why` names the tensor.
 // `repack`: the device's level reads bf16 attention projections repacked (Weight::bf16_lanes)
 // and this is its Kernels::repack_bf16_lanes; null: it does not.
-using RepackBf16Lanes = void (*)(const uint16_t* src, size_t cols, size_t i0, size_t i1,
-                                 uint16_t* dst);
+using RepackBf16Lanes = decltype(Kernels::repack_bf16_lanes);
 gptoss_status make_weight(ThreadPool& pool, const gptoss_tensor_desc& desc, RepackBf16Lanes repack,
                           gptoss_backend_weight_t* out, std::string& why);
 
