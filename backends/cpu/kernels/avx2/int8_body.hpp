@@ -47,12 +47,12 @@ inline __m256i code_lut() {
       _mm_setr_epi8(12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0));
 }
 
-// The low 8 E8M0 bytes -> 2^(e - 127) as floats, exactly (e = 0 is the subnormal 2^-127).
+// The low 8 E8M0 bytes -> 2^(e - 127) as floats, exactly: e << 23 is that float's bits for
+// e >= 1 (at least 0x00800000), and the max gives e = 0 the subnormal 2^-127's, 0x00400000.
 inline __m256 e8m0x8(__m128i bytes) {
   const __m256i e = _mm256_cvtepu8_epi32(bytes);
-  const __m256i zero = _mm256_cmpeq_epi32(e, _mm256_setzero_si256());
   return _mm256_castsi256_ps(
-      _mm256_blendv_epi8(_mm256_slli_epi32(e, 23), _mm256_set1_epi32(0x00400000), zero));
+      _mm256_max_epi32(_mm256_slli_epi32(e, 23), _mm256_set1_epi32(0x00400000)));
 }
 
 // The panels hold a row's blocks in the order the chains (gemv_rows) take them: block b at slot

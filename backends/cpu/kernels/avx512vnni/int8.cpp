@@ -54,13 +54,12 @@ inline __m512i code_lut() {
                                               6, 4, 0));
 }
 
-// 16 E8M0 bytes -> 2^(e - 127) as floats, exactly (e = 0 is the subnormal 2^-127).
+// 16 E8M0 bytes -> 2^(e - 127) as floats, exactly: e << 23 is that float's bits for e >= 1
+// (at least 0x00800000), and the max gives e = 0 the subnormal 2^-127's, 0x00400000.
 inline __m512 e8m0x16(__m128i bytes) {
   const __m512i e = _mm512_cvtepu8_epi32(bytes);
-  __m512i bits = _mm512_slli_epi32(e, 23);
-  bits = _mm512_mask_mov_epi32(bits, _mm512_cmpeq_epi32_mask(e, _mm512_setzero_si512()),
-                               _mm512_set1_epi32(0x00400000));
-  return _mm512_castsi512_ps(bits);
+  return _mm512_castsi512_ps(
+      _mm512_max_epi32(_mm512_slli_epi32(e, 23), _mm512_set1_epi32(0x00400000)));
 }
 
 // The panels hold a row's blocks in the order the chains (gemv_rows) take them: block b at slot
