@@ -190,6 +190,67 @@ TEST_CASE("q8: every level against the reference on fresh random shapes", "[cpu-
   }
 }
 
+// E8M0 scales at the ends of the range, which the random weights above never draw: 0 (the
+// subnormal 2^-127), 1 (the smallest normal), 200, in whole rows, alternating, and spread over
+// 0..200. The bound is relative to the row's terms with no absolute slack, so a scale decoded as
+// zero or as another power of two fails it even where the results are ~1e-37.
+TEST_CASE("q8: extreme E8M0 scales give the reference's results", "[cpu-kernels][q8]") {
+  const size_t rows = 8, cols = 544, nb = cols / 32;
+  Weight w = random_weight(gptoss_dtype_mxfp4, rows, cols, 41, 0, -12);
+  std::mt19937 rng(43);
+  uint8_t* sc = w.owned_scales.data();
+  for (size_t b = 0; b < nb; ++b) {
+    sc[0 * nb + b] = 0;
+    sc[1 * nb + b] = 1;
+    sc[2 * nb + b] = uint8_t(b % 2);
+    sc[3 * nb + b] = 200;
+    sc[4 * nb + b] = b % 2 ? 0 : 200;
+    for (size_t r = 5; r < rows; ++r) sc[r * nb + b] = uint8_t(rng() % 201);
+  }
+  std::vector<float> row(cols);
+  for (size_t n_tok : {1u, 3u, 9u}) {
+    const auto x = activations(n_tok, cols, uint32_t(44 + n_tok));
+    Q8Storage mem;
+    Q8Acts& q = mem.prepare(n_tok, cols);
+    quantize_q8_reference(x.data(), cols, n_tok, q);
+    std::vector<float> want(n_tok * rows), got(n_tok * rows);
+    matmul_mxfp4_q8_reference(w, 0, rows, q, 0, n_tok, want.data(), rows);
+    for (Isa isa : q8_isas()) {
+      const Kernels& k = kernels_for(isa);
+      for (const auto& [name, fn] :
+           {std::pair{"matmul", k.matmul_mxfp4_q8}, std::pair{"gemv", k.gemv_mxfp4_q8}}) {
+        if (fn == nullptr || (fn == k.gemv_mxfp4_q8 && n_tok > kGemvStepTokens)) continue;
+        std::fill(got.begin(), got.end(), -777.0f);
+        fn(w, 0, rows, q, 0, n_tok, got.data(), rows);
+        for (size_t i = 0; i < rows; ++i) {
+          decode_row(w, i, row.data());
+          for (size_t t = 0; t < n_tok; ++t) {
+            const int8_t* qt = q.q + t * q.q_stride;
+            double mag = 0.0;  // sum_b s_b d_b / 2 (|S_b| + 12 |Q_b|), as in check_matmul_fn
+            for (size_t b = 0; b < nb; ++b) {
+              const double hd = q.half_d[t * q.b_stride + b];
+              const double sb = gptoss_e8m0_to_f32(sc[i * nb + b]);
+              double wq = 0.0, qabs = 0.0;
+              for (size_t j = 0; j < 32; ++j) {
+                const int q8 = qt[q8_pos(b, kernel_pos(j))];
+                wq += std::fabs(double(row[32 * b + j])) * std::abs(q8);
+                qabs += std::abs(q8);
+              }
+              mag += hd * (2.0 * wq + 24.0 * sb * qabs);
+            }
+            const double y_ref = want[t * rows + i], y = got[t * rows + i];
+            INFO(isa_name(isa) << " " << name << " row " << i << " token " << t << " of " << n_tok
+                               << ": got " << y << " reference " << y_ref << " (terms " << mag
+                               << ")");
+            CHECK(std::fabs(y - y_ref) <= 4e-6 * mag + 1e-44);
+            if (i < 3) CHECK(std::fabs(y_ref) < 1e-30);  // the scales' small end did reach it
+          }
+        }
+      }
+    }
+  }
+}
+
 // Decode rows go through the kernels in quads a quarter of the range apart (row_streams.hpp):
 // a row's result must not depend on how the caller split the rows.
 TEST_CASE("q8: one token's results do not depend on how the rows are split", "[cpu-kernels][q8]") {
