@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "support/c_api.hpp"
+#include "support/sanitized.hpp"
 
 namespace gptoss::test::invariance {
 
@@ -33,12 +34,8 @@ inline uint64_t fresh_seed() {
 // with a KV dtype drawn fresh for the run (from GPTOSS_TEST_SEED when it replays one), so CI
 // covers both dtypes over its runs.
 inline std::vector<Config> configs() {
-#if defined(__SANITIZE_ADDRESS__)
-  const bool reduced = true;
-#else
   const char* isa = std::getenv("GPTOSS_CPU_ISA");
-  const bool reduced = isa != nullptr && std::strcmp(isa, "scalar") == 0;
-#endif
+  const bool reduced = kSanitized || (isa != nullptr && std::strcmp(isa, "scalar") == 0);
   if (!reduced) return {std::begin(kConfigs), std::end(kConfigs)};
   const char* replay = std::getenv("GPTOSS_TEST_SEED");
   static const uint64_t draw =

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "support/c_api.hpp"
+#include "support/sanitized.hpp"
 
 namespace gptoss::test::spec {
 
@@ -19,14 +20,6 @@ namespace gptoss::test::spec {
 // machine lacks runs as the best one it has.
 inline const std::vector<std::string> kInvariantIsas = {"scalar", "avx2",       "avx2vnni",
                                                         "avx512", "avx512vnni", "avx512bf16"};
-
-// Built with AddressSanitizer (scripts/test.sh's second build), whose runs check memory and
-// undefined behaviour, while the release build's runs check every level's tokens.
-#if defined(__SANITIZE_ADDRESS__)
-inline constexpr bool kSanitized = true;
-#else
-inline constexpr bool kSanitized = false;
-#endif
 
 inline uint32_t fresh_seed() {
   static const uint32_t seed = [] {
