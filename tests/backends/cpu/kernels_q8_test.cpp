@@ -77,6 +77,26 @@ void check_quantize(Isa isa, size_t n_tok, size_t cols) {
 
 using MatmulQ8 = decltype(Kernels::matmul_mxfp4_q8);
 
+// The size of a row's terms for token t, which the contract's rounding bound scales with:
+// sum_b s_b d_b / 2 (|S_b| + 12 |Q_b|), with S_b = sum (2v + 12) q and s_b |2v| = 2 |w|.
+// `row`: the row decoded (natural order), `scales`: its E8M0 bytes.
+double row_terms(const float* row, const uint8_t* scales, const Q8Acts& q, size_t t, size_t nb) {
+  const int8_t* qt = q.q + t * q.q_stride;
+  double mag = 0.0;
+  for (size_t b = 0; b < nb; ++b) {
+    const double hd = q.half_d[t * q.b_stride + b];
+    const double sb = gptoss_e8m0_to_f32(scales[b]);
+    double wq = 0.0, qabs = 0.0;
+    for (size_t j = 0; j < 32; ++j) {
+      const int q8 = qt[q8_pos(b, kernel_pos(j))];
+      wq += std::fabs(double(row[32 * b + j])) * std::abs(q8);
+      qabs += std::abs(q8);
+    }
+    mag += hd * (2.0 * wq + 24.0 * sb * qabs);
+  }
+  return mag;
+}
+
 void check_matmul_fn(const char* name, MatmulQ8 matmul, size_t rows, size_t cols, size_t n_tok,
                      size_t first = 0, size_t count = 0, uint32_t seed = 0) {
   if (count == 0) count = rows;
@@ -100,23 +120,17 @@ void check_matmul_fn(const char* name, MatmulQ8 matmul, size_t rows, size_t cols
   for (size_t i = 0; i < count; ++i) {
     decode_row(w, first + i, row.data());  // natural order, like x
     for (size_t t = 0; t < n_tok; ++t) {
-      const int8_t* qt = q.q + (t + 2) * q.q_stride;
-      double mag = 0.0, bound = 0.0, exact = 0.0, exact_mag = 0.0;
+      const double mag = row_terms(row.data(), w.scales + (first + i) * nb, q, t + 2, nb);
+      double bound = 0.0, exact = 0.0, exact_mag = 0.0;
       for (size_t b = 0; b < nb; ++b) {
         const double hd = q.half_d[(t + 2) * q.b_stride + b];
-        const double sb = gptoss_e8m0_to_f32(w.scales[(first + i) * nb + b]);
-        double wq = 0.0, qabs = 0.0, wabs = 0.0;
+        double wabs = 0.0;
         for (size_t j = 0; j < 32; ++j) {
           const double wk = row[32 * b + j];
-          const int q8 = qt[q8_pos(b, kernel_pos(j))];
-          wq += std::fabs(wk) * std::abs(q8);
-          qabs += std::abs(q8);
           wabs += std::fabs(wk);
           exact += wk * x[t * cols + 32 * b + j];
           exact_mag += std::fabs(wk * x[t * cols + 32 * b + j]);
         }
-        // s_b d_b / 2 * (|S_b| + 12 |Q_b|), with S_b = sum (2v + 12) q and s_b |2v| = 2 |w|.
-        mag += hd * (2.0 * wq + 24.0 * sb * qabs);
         bound += hd * wabs;
       }
       const double y_ref = want[t * ldy + i], y = got[t * ldy + i];
@@ -225,19 +239,7 @@ TEST_CASE("q8: extreme E8M0 scales give the reference's results", "[cpu-kernels]
         for (size_t i = 0; i < rows; ++i) {
           decode_row(w, i, row.data());
           for (size_t t = 0; t < n_tok; ++t) {
-            const int8_t* qt = q.q + t * q.q_stride;
-            double mag = 0.0;  // sum_b s_b d_b / 2 (|S_b| + 12 |Q_b|), as in check_matmul_fn
-            for (size_t b = 0; b < nb; ++b) {
-              const double hd = q.half_d[t * q.b_stride + b];
-              const double sb = gptoss_e8m0_to_f32(sc[i * nb + b]);
-              double wq = 0.0, qabs = 0.0;
-              for (size_t j = 0; j < 32; ++j) {
-                const int q8 = qt[q8_pos(b, kernel_pos(j))];
-                wq += std::fabs(double(row[32 * b + j])) * std::abs(q8);
-                qabs += std::abs(q8);
-              }
-              mag += hd * (2.0 * wq + 24.0 * sb * qabs);
-            }
+            const double mag = row_terms(row.data(), sc + i * nb, q, t, nb);
             const double y_ref = want[t * rows + i], y = got[t * rows + i];
             INFO(isa_name(isa) << " " << name << " row " << i << " token " << t << " of " << n_tok
                                << ": got " << y << " reference " << y_ref << " (terms " << mag
