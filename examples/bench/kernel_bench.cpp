@@ -183,6 +183,23 @@ void compute_rates(Isa isa, const std::vector<float>& x4, std::vector<float>& y,
     s = best([&] { k.matmul_mxfp4_q8(m, 0, m.rows, xq24, 0, kPrefillTokens, y.data(), m.rows); });
     rows.push_back({name, "compute: int8 MXFP4 panels, L2, 1 thread", "128x2880, 24 tok", s, mb,
                     2.0 * kPrefillTokens * 128 * H});
+    if (k.matmul_q8_0_q8 != nullptr) {  // a GGUF's Q8_0 projections in the fast precision
+      const double qb = 128.0 * H * 34.0 / 32.0;
+      s = best([&] { k.matmul_q8_0_q8(q, 0, q.rows, xq, 0, 1, y.data(), q.rows); });
+      rows.push_back(
+          {name, "compute: int8 Q8_0 GEMV, L2, 1 thread", "128x2880, 1 tok", s, qb, 2.0 * 128 * H});
+      for (size_t nt : {2, 4}) {  // a decode step's tokens: the several-token GEMV, the panels
+        s = best([&] { k.gemv_q8_0_q8(q, 0, q.rows, xq, 0, nt, y.data(), q.rows); });
+        rows.push_back({name, "compute: int8 Q8_0 step, L2, 1 thread",
+                        "128x2880, " + std::to_string(nt) + " tok", s, qb, 2.0 * nt * 128 * H});
+        s = best([&] { k.matmul_q8_0_q8(q, 0, q.rows, xq, 0, nt, y.data(), q.rows); });
+        rows.push_back({name, "compute: int8 Q8_0 panels, L2, 1 thread",
+                        "128x2880, " + std::to_string(nt) + " tok", s, qb, 2.0 * nt * 128 * H});
+      }
+      s = best([&] { k.matmul_q8_0_q8(q, 0, q.rows, xq24, 0, kPrefillTokens, y.data(), q.rows); });
+      rows.push_back({name, "compute: int8 Q8_0 panels, L2, 1 thread", "128x2880, 24 tok", s, qb,
+                      2.0 * kPrefillTokens * 128 * H});
+    }
   }
   if (k.fp32 != nullptr) {
     // A dense projection's prefill (both precisions), 32 rows: weights, their fp32 panel and the
@@ -342,6 +359,13 @@ int run_kernel_bench(const Options& o) {
     s = time_best(reps, [&] { cpu::op_linear(&st, x64.data(), &dense_q8, nullptr, 8, H, dense_q8.rows, y.data()); });
     rows.push_back({name, "GEMV Q8_0 (8-sequence step)", "65536x2880, 8 tok", s,
                     double(dense_q8.rows) * H * 34.0 / 32.0, 2.0 * 8 * double(dense_q8.rows) * H});
+    Weight q8_rows = dense_q8;  // a Q8_0 projection's prefill: 2048 rows, 256 tokens
+    q8_rows.shape[0] = 2048;
+    q8_rows.rows = 2048;
+    s = time_best(
+        reps, [&] { cpu::op_linear(&st, x256.data(), &q8_rows, nullptr, 256, H, 2048, y.data()); });
+    rows.push_back({name, "GEMM Q8_0 (dense prefill)", "2048x2880, 256 tok", s,
+                    2048.0 * H * 34.0 / 32.0, 2.0 * 256 * 2048.0 * H});
     for (int bf16 = 0; bf16 < 2; ++bf16) {
       const size_t elem = bf16 ? 2 : 4, layer_bytes = ctx * KV * elem;
       s = time_best(reps, [&] {

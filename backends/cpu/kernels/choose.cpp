@@ -13,6 +13,7 @@ namespace {
 enum class Format {
   any,
   mxfp4,
+  q8_0,
   bf16_logits,  // bf16 unembedding (its outputs feed the sampler only), even columns
   bf16_lanes,   // bf16 rows repacked at upload (Weight::bf16_lanes)
 };
@@ -30,9 +31,16 @@ bool has_fp32(const Kernels& k, const Weight&) { return k.fp32 != nullptr; }
 bool has_fp32_pairs(const Kernels& k, const Weight& w) {
   return k.fp32 != nullptr && k.fp32->has_pairs(w.dtype);
 }
-bool has_q8(const Kernels& k, const Weight&) { return k.matmul_mxfp4_q8 != nullptr; }
-bool has_q8_step(const Kernels& k, const Weight&) {
-  return k.gemv_mxfp4_q8 != nullptr && k.matmul_mxfp4_q8 != nullptr;
+// The int8 kernels of w's format at level k (null where the level has none).
+Kernels::Int8Matmul int8_matmul(const Kernels& k, const Weight& w) {
+  return w.dtype == gptoss_dtype_q8_0 ? k.matmul_q8_0_q8 : k.matmul_mxfp4_q8;
+}
+Kernels::Int8Matmul int8_gemv(const Kernels& k, const Weight& w) {
+  return w.dtype == gptoss_dtype_q8_0 ? k.gemv_q8_0_q8 : k.gemv_mxfp4_q8;
+}
+bool has_q8(const Kernels& k, const Weight& w) { return int8_matmul(k, w) != nullptr; }
+bool has_q8_step(const Kernels& k, const Weight& w) {
+  return int8_gemv(k, w) != nullptr && int8_matmul(k, w) != nullptr;
 }
 bool has_bf16_lanes(const Kernels& k, const Weight&) { return k.matmul_bf16_lanes != nullptr; }
 bool has_bf16_pairs(const Kernels& k, const Weight&) {
@@ -50,7 +58,9 @@ struct Row {
 // Why each row: the attention projections that the upload repacked (bf16 lanes) take their one
 // kernel at every token count; the fast mode multiplies MXFP4 weights by int8 activations where
 // a level has the kernels (GEMV for one token, the several-token GEMV for a decode step's few,
-// or else the one-token GEMV per token over L2-sized row blocks; panels for prefill); the
+// or else the one-token GEMV per token over L2-sized row blocks; panels for prefill), and Q8_0
+// weights (a GGUF's dense tensors) likewise, but with panels from 5 tokens on (every token of a
+// step shares a dense weight: at 8 the panels are 1.6x the several-token GEMV); the bf16
 // unembedding takes bf16 pairs in every step (its logits feed no later layer). Everything else
 // takes fp32 activations: the GEMV for one token, two tokens per row read for the 16-bit and
 // Q8_0 rows of a decode step, the GEMV per token over row blocks for a few, the panels beyond.
@@ -66,6 +76,9 @@ constexpr Row kRows[] = {
     {Format::mxfp4,       Tokens::batch,   Precision::fast, has_q8,         MatmulKernel::q8},
     {Format::mxfp4,       Tokens::step,    Precision::fast, has_q8_step,    MatmulKernel::q8_step},
     {Format::mxfp4,       Tokens::step,    Precision::fast, has_q8,         MatmulKernel::q8_each_token},
+    {Format::q8_0,        Tokens::one,     Precision::fast, has_q8,         MatmulKernel::q8},
+    {Format::q8_0,        Tokens::few,     Precision::fast, has_q8_step,    MatmulKernel::q8_step},
+    {Format::q8_0,        Tokens::any,     Precision::fast, has_q8,         MatmulKernel::q8},
     {Format::any,         Tokens::one,     Precision::any,  has_fp32,       MatmulKernel::fp32_gemv},
     {Format::any,         Tokens::several, Precision::any,  has_fp32_pairs, MatmulKernel::fp32_pairs},
     {Format::any,         Tokens::few,     Precision::any,  has_fp32,       MatmulKernel::fp32_row_blocks},
@@ -77,6 +90,7 @@ bool matches(Format f, const Weight& w) {
   switch (f) {
     case Format::any: return true;
     case Format::mxfp4: return w.dtype == gptoss_dtype_mxfp4;
+    case Format::q8_0: return w.dtype == gptoss_dtype_q8_0;
     case Format::bf16_lanes: return w.bf16_lanes;
     case Format::bf16_logits:
       return w.dtype == gptoss_dtype_bf16 && w.logits_only && w.cols % 2 == 0;
@@ -137,13 +151,16 @@ void run_matmul(MatmulKernel kernel, const Kernels& k, const Weight& w, size_t r
       return k.dense_bf16->matmul(w, r0, n_rows, x.x + t0 * x.ld, x.ld, n_tok, y, ldy);
     case MatmulKernel::bf16_lanes:
       return k.matmul_bf16_lanes(w, r0, n_rows, x.x + t0 * x.ld, x.ld, n_tok, y, ldy);
-    case MatmulKernel::q8: return k.matmul_mxfp4_q8(w, r0, n_rows, *x.q8, t0, n_tok, y, ldy);
-    case MatmulKernel::q8_step: return k.gemv_mxfp4_q8(w, r0, n_rows, *x.q8, t0, n_tok, y, ldy);
-    case MatmulKernel::q8_each_token:
-      return for_each_token_block(
-          n_rows, w.row_bytes + w.cols / 32, n_tok, [&](size_t b, size_t n, size_t t) {
-            k.matmul_mxfp4_q8(w, r0 + b, n, *x.q8, t0 + t, 1, y + t * ldy + b, ldy);
-          });
+    case MatmulKernel::q8: return int8_matmul(k, w)(w, r0, n_rows, *x.q8, t0, n_tok, y, ldy);
+    case MatmulKernel::q8_step: return int8_gemv(k, w)(w, r0, n_rows, *x.q8, t0, n_tok, y, ldy);
+    case MatmulKernel::q8_each_token: {
+      const Kernels::Int8Matmul matmul = int8_matmul(k, w);
+      const size_t scale_bytes = w.scales != nullptr ? w.cols / 32 : 0;
+      return for_each_token_block(n_rows, w.row_bytes + scale_bytes, n_tok,
+                                  [&](size_t b, size_t n, size_t t) {
+                                    matmul(w, r0 + b, n, *x.q8, t0 + t, 1, y + t * ldy + b, ldy);
+                                  });
+    }
   }
 }
 

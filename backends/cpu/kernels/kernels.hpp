@@ -56,15 +56,21 @@ bool cpu_has_avxvnni();
 // 0..24): vpdpbusd wants one unsigned operand. Then per block b of a row with scale s_b:
 //   dot_b = s_b * d_b * sum(v q) = (s_b * d_b / 2) * (sum((2v + 12) q) - 12 * sum(q))
 // half_d holds d_b / 2, q12f holds 12 * sum(q) and neg_q12 holds -12 * sum(q) per block.
+//
+// Q8_0 weights (int8 w, one f16 step e_b per block) take the same activations: the kernels map
+// w to u8 as w + 128 and per block
+//   dot_b = e_b * d_b * sum(w q) = (2 e_b * d_b / 2) * (sum((w + 128) q) - 128 * sum(q))
+// with neg_q128 holding -128 * sum(q) per block.
 struct Q8Acts {
   size_t n_tok;
   size_t cols;        // logical columns (multiple of 32)
   size_t q_stride;    // bytes per token in q (multiple of 128, >= cols)
-  size_t b_stride;    // entries per token in half_d / q12f / neg_q12 (multiple of 16)
+  size_t b_stride;    // entries per token in half_d / q12f / neg_q12 / neg_q128 (multiple of 16)
   int8_t* q;
   float* half_d;
   float* q12f;
   int32_t* neg_q12;
+  int32_t* neg_q128;
 };
 
 // The fp32 matmul's paths at a level (matmul_driver.hpp), each with Kernels::matmul's contract
@@ -87,6 +93,9 @@ struct DenseBf16Kernels;  // dense_bf16_kernels.hpp
 // One level's kernels. Every field is set in the level's table.cpp; a null pointer means the
 // level has no such kernel, and the chooser (choose.hpp) then takes another row.
 struct Kernels {
+  // The int8 kernels' signature: rows [r0, r0 + n_rows) of w times tokens [t0, t0 + n_tok) of x.
+  using Int8Matmul = void (*)(const Weight& w, size_t r0, size_t n_rows, const Q8Acts& x, size_t t0,
+                              size_t n_tok, float* y, size_t ldy);
   Isa isa;
   // y[t * ldy + i] = dot(row r0 + i of w, x + t * ldx) for i < n_rows, t < n_tok.
   // x is in kernel order when w is MXFP4. Any dtype of backend.h is accepted.
@@ -110,13 +119,15 @@ struct Kernels {
   // kernel-order permutation of MXFP4 rows is folded into the quad layout.
   void (*quantize_q8)(const float* x, size_t ldx, size_t n_tok, Q8Acts& out);
   // Like matmul for an MXFP4 weight, with tokens [t0, t0 + n_tok) of quantized activations.
-  void (*matmul_mxfp4_q8)(const Weight& w, size_t r0, size_t n_rows, const Q8Acts& x,
-                          size_t t0, size_t n_tok, float* y, size_t ldy);
+  Int8Matmul matmul_mxfp4_q8;
   // Fast mode, a decode step's few tokens (n_tok <= kGemvStepTokens) of an MXFP4 weight: each
   // token exactly matmul_mxfp4_q8's one-token result, the codes decoded once for several
   // tokens. Null where a level has none.
-  void (*gemv_mxfp4_q8)(const Weight& w, size_t r0, size_t n_rows, const Q8Acts& x, size_t t0,
-                        size_t n_tok, float* y, size_t ldy);
+  Int8Matmul gemv_mxfp4_q8;
+  // The same two for a Q8_0 weight (the attention projections and the unembedding of a GGUF
+  // with Q8_0 dense tensors): int8 weights times int8 activations. Null where a level has none.
+  Int8Matmul matmul_q8_0_q8;
+  Int8Matmul gemv_q8_0_q8;
   // The tiled attention's inner kernels (never null).
   const AttnKernels* attention;
   // Fast mode over a bf16 cache: dot products of bf16 pairs. Null below avx512bf16; the
@@ -147,10 +158,14 @@ void swiglu_reference(const float* h, const float* b, size_t n, float limit, flo
 // The scalar sum_exp (std::exp in double).
 double sum_exp_reference(const float* x, size_t n, float shift);
 
-// The scalar definitions of the two fast-mode kernels (the reference of the SIMD ones).
+// The scalar definitions of the fast-mode kernels (the reference of the SIMD ones).
 void quantize_q8_reference(const float* x, size_t ldx, size_t n_tok, Q8Acts& out);
 void matmul_mxfp4_q8_reference(const Weight& w, size_t r0, size_t n_rows, const Q8Acts& x,
                                size_t t0, size_t n_tok, float* y, size_t ldy);
+// The reference of matmul_q8_0_q8: per block the exact integer sum(w q), times e_b * d_b, summed
+// in double.
+void matmul_q8_0_q8_reference(const Weight& w, size_t r0, size_t n_rows, const Q8Acts& x, size_t t0,
+                              size_t n_tok, float* y, size_t ldy);
 
 // Kernels::matmul_bf16_lanes in scalar code (tests): std::fma over k in order.
 void matmul_bf16_lanes_reference(const Weight& w, size_t r0, size_t n_rows, const float* x,

@@ -14,12 +14,14 @@ namespace {
 // Offset in a row of the 16 even elements of block b; its 16 odd ones follow 64 bytes later.
 inline size_t quad_evens(size_t b) { return 128 * (b / 4) + 16 * (b % 4); }
 
-// The per-block data of block b of a quantized row: d / 2 and the offset terms of the codes.
-inline void store_block_terms(float* half_d, float* q12f, int32_t* neg_q12, size_t b, float d,
-                              int32_t sum_q) {
-  half_d[b] = d * 0.5f;
-  q12f[b] = float(12 * sum_q);
-  neg_q12[b] = -12 * sum_q;
+// The per-block data of block b of quantized row t: d / 2 and the offset terms of the MXFP4
+// codes and of the Q8_0 weights.
+inline void store_block_terms(Q8Acts& out, size_t t, size_t b, float d, int32_t sum_q) {
+  const size_t i = t * out.b_stride + b;
+  out.half_d[i] = d * 0.5f;
+  out.q12f[i] = float(12 * sum_q);
+  out.neg_q12[i] = -12 * sum_q;
+  out.neg_q128[i] = -128 * sum_q;
 }
 
 // Zeroes row t's padding: the int8 values of blocks [nb, q_stride / 32) and the per-block
@@ -30,9 +32,7 @@ inline void zero_row_padding(Q8Acts& out, size_t t, size_t nb) {
     std::memset(q + quad_evens(b), 0, 16);
     std::memset(q + quad_evens(b) + 64, 0, 16);
   }
-  for (size_t b = nb; b < out.b_stride; ++b)
-    store_block_terms(out.half_d + t * out.b_stride, out.q12f + t * out.b_stride,
-                      out.neg_q12 + t * out.b_stride, b, 0.0f, 0);
+  for (size_t b = nb; b < out.b_stride; ++b) store_block_terms(out, t, b, 0.0f, 0);
 }
 
 }  // namespace

@@ -103,6 +103,7 @@ gptoss_status op_moe(Stream* stream, const float* x, const int32_t* expert_ids,
         part.half_d += a * q.b_stride;
         part.q12f += a * q.b_stride;
         part.neg_q12 += a * q.b_stride;
+        part.neg_q128 += a * q.b_stride;
         k.quantize_q8(src + a * cols, cols, e - a, part);
       });
       return q;

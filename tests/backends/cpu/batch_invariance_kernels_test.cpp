@@ -68,28 +68,33 @@ TEST_CASE("q8: every token count gives each token its one-token result", "[cpu-k
   for (int shape = 0; shape < 8; ++shape) {
     const size_t rows = 1 + rng() % 200, cols = 32 * (1 + rng() % 100);
     const size_t n_tok = kTokenCounts[rng() % std::size(kTokenCounts)];
-    const Weight w = random_weight(gptoss_dtype_mxfp4, rows, cols, uint32_t(rng()), 0, -8);
+    const gptoss_dtype dtype = shape % 2 ? gptoss_dtype_q8_0 : gptoss_dtype_mxfp4;
+    const Weight w = random_weight(dtype, rows, cols, uint32_t(rng()), 0, -8);
     std::vector<float> x = random_floats((n_tok + 1) * cols, uint32_t(rng()));
     for (size_t i = 0; i < x.size(); i += 37) x[i] *= 40.0f;  // outliers: steps differ per block
     for (Isa isa : supported_isas()) {
       const Kernels& k = kernels_for(isa);
-      if (k.matmul_mxfp4_q8 == nullptr) continue;
-      INFO(isa_name(isa) << " " << rows << "x" << cols << ", " << n_tok << " tokens");
+      const bool q8_0 = dtype == gptoss_dtype_q8_0;
+      const auto matmul = q8_0 ? k.matmul_q8_0_q8 : k.matmul_mxfp4_q8;
+      const auto gemv = q8_0 ? k.gemv_q8_0_q8 : k.gemv_mxfp4_q8;
+      if (matmul == nullptr) continue;
+      INFO(isa_name(isa) << (q8_0 ? " q8_0 " : " mxfp4 ") << rows << "x" << cols << ", " << n_tok
+                         << " tokens");
       Q8Storage mem;
       Q8Acts& q = mem.prepare(n_tok + 1, cols);
       k.quantize_q8(x.data(), cols, n_tok + 1, q);
       std::vector<float> batched(n_tok * rows), alone(n_tok * rows), cut(n_tok * rows);
       for (size_t t = 0; t < n_tok; ++t)  // tokens 1.. (t0 != 0)
-        k.matmul_mxfp4_q8(w, 0, rows, q, 1 + t, 1, alone.data() + t * rows, rows);
-      k.matmul_mxfp4_q8(w, 0, rows, q, 1, n_tok, batched.data(), rows);
+        matmul(w, 0, rows, q, 1 + t, 1, alone.data() + t * rows, rows);
+      matmul(w, 0, rows, q, 1, n_tok, batched.data(), rows);
       CHECK(same_bits(batched, alone));
       const size_t a = rows / 3;
-      k.matmul_mxfp4_q8(w, 0, a, q, 1, n_tok, cut.data(), rows);
-      k.matmul_mxfp4_q8(w, a, rows - a, q, 1, n_tok, cut.data() + a, rows);
+      matmul(w, 0, a, q, 1, n_tok, cut.data(), rows);
+      matmul(w, a, rows - a, q, 1, n_tok, cut.data() + a, rows);
       CHECK(same_bits(cut, alone));
-      if (k.gemv_mxfp4_q8 != nullptr && n_tok <= kGemvStepTokens) {
+      if (gemv != nullptr && n_tok <= kGemvStepTokens) {
         std::vector<float> step(n_tok * rows);
-        k.gemv_mxfp4_q8(w, 0, rows, q, 1, n_tok, step.data(), rows);
+        gemv(w, 0, rows, q, 1, n_tok, step.data(), rows);
         CHECK(same_bits(step, alone));
       }
     }

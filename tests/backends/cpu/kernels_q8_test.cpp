@@ -1,9 +1,10 @@
-// The fast mode's int8 kernels (quantize_q8, matmul_mxfp4_q8, gemv_mxfp4_q8) of every level that has them,
-// on random data, against their scalar definitions (kernels_scalar.cpp) and against the exact
-// fp32 product:
+// The fast mode's int8 kernels (quantize_q8; matmul_mxfp4_q8, gemv_mxfp4_q8 and their Q8_0
+// twins matmul_q8_0_q8, gemv_q8_0_q8) of every level that has them, on random data, against
+// their scalar definitions (scalar/matmul.cpp) and against the exact fp32 product:
 //   - quantization is bit-identical to the reference (same float operations, RNE rounding);
 //   - the SIMD matmul equals the reference up to fp32 summation order:
-//       |y - ref| <= 1e-6 + 4e-6 * sum_b |s_b d_b / 2| (|S_b| + 12 |Q_b|)
+//       |y - ref| <= 1e-6 + 4e-6 * sum_b |s_b d_b / 2| (|S_b| + 12 |Q_b|)      (MXFP4)
+//       |y - ref| <= 1e-6 + 4e-6 * sum_b |e_b| d_b sum_k |w_k q_k|             (Q8_0)
 //     (the integer block sums S_b are exact; only their scaled fp32 sum is rounded);
 //   - the reference is within the quantization bound of the exact dot product:
 //       |ref - w.x| <= sum_b (d_b / 2) sum_k |w_k| * (1 + 1e-5) + 1e-6 * sum |w x|
@@ -11,6 +12,7 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <utility>
 #include <vector>
@@ -36,6 +38,13 @@ std::vector<Isa> q8_isas() {
   return v;
 }
 
+std::vector<Isa> q8_0_isas() {
+  std::vector<Isa> v;
+  for (Isa isa : supported_isas())
+    if (kernels_for(isa).matmul_q8_0_q8 != nullptr) v.push_back(isa);
+  return v;
+}
+
 // Random activations (natural order) with a few outliers (as in real residual streams), so
 // blocks have very different steps d_b.
 std::vector<float> activations(size_t n_tok, size_t cols, uint32_t seed) {
@@ -53,12 +62,14 @@ void check_quantize(Isa isa, size_t n_tok, size_t cols) {
   quantize_q8_reference(x.data(), cols, n_tok, ref);
   // Garbage first: the kernel must write every byte of the padding too.
   for (size_t i = 0; i < n_tok * got.q_stride; ++i) got.q[i] = int8_t(i * 7 + 3);
-  for (size_t i = 0; i < n_tok * got.b_stride; ++i) got.half_d[i] = got.q12f[i] = 1e30f, got.neg_q12[i] = 77;
+  for (size_t i = 0; i < n_tok * got.b_stride; ++i)
+    got.half_d[i] = got.q12f[i] = 1e30f, got.neg_q12[i] = got.neg_q128[i] = 77;
   kernels_for(isa).quantize_q8(x.data(), cols, n_tok, got);
   size_t bad = 0;
   for (size_t i = 0; i < n_tok * ref.q_stride; ++i) bad += ref.q[i] != got.q[i];
   for (size_t i = 0; i < n_tok * ref.b_stride; ++i)
-    bad += ref.half_d[i] != got.half_d[i] || ref.q12f[i] != got.q12f[i] || ref.neg_q12[i] != got.neg_q12[i];
+    bad += ref.half_d[i] != got.half_d[i] || ref.q12f[i] != got.q12f[i] ||
+           ref.neg_q12[i] != got.neg_q12[i] || ref.neg_q128[i] != got.neg_q128[i];
   INFO(isa_name(isa) << " tokens " << n_tok << " cols " << cols);
   CHECK(bad == 0);
   // Every block uses its full range and the reconstruction is within half a step.
@@ -79,13 +90,14 @@ using MatmulQ8 = decltype(Kernels::matmul_mxfp4_q8);
 
 // The size of a row's terms for token t, which the contract's rounding bound scales with:
 // sum_b s_b d_b / 2 (|S_b| + 12 |Q_b|), with S_b = sum (2v + 12) q and s_b |2v| = 2 |w|.
-// `row`: the row decoded (natural order), `scales`: its E8M0 bytes.
+// `row`: the row decoded (natural order), `scales`: its E8M0 bytes, or null for a Q8_0 row,
+// whose terms are sum_b d_b sum_k |w_k q_k| (its offset is added in integers).
 double row_terms(const float* row, const uint8_t* scales, const Q8Acts& q, size_t t, size_t nb) {
   const int8_t* qt = q.q + t * q.q_stride;
   double mag = 0.0;
   for (size_t b = 0; b < nb; ++b) {
     const double hd = q.half_d[t * q.b_stride + b];
-    const double sb = gptoss_e8m0_to_f32(scales[b]);
+    const double sb = scales != nullptr ? gptoss_e8m0_to_f32(scales[b]) : 0.0;
     double wq = 0.0, qabs = 0.0;
     for (size_t j = 0; j < 32; ++j) {
       const int q8 = qt[q8_pos(b, kernel_pos(j))];
@@ -98,10 +110,12 @@ double row_terms(const float* row, const uint8_t* scales, const Q8Acts& q, size_
 }
 
 void check_matmul_fn(const char* name, MatmulQ8 matmul, size_t rows, size_t cols, size_t n_tok,
-                     size_t first = 0, size_t count = 0, uint32_t seed = 0) {
+                     size_t first = 0, size_t count = 0, uint32_t seed = 0,
+                     gptoss_dtype dtype = gptoss_dtype_mxfp4) {
   if (count == 0) count = rows;
-  const Weight w =
-      random_weight(gptoss_dtype_mxfp4, rows, cols, uint32_t(rows * 13 + cols) + seed, 0, -12);
+  const Weight w = random_weight(dtype, rows, cols, uint32_t(rows * 13 + cols) + seed, 0, -12);
+  const MatmulQ8 reference =
+      dtype == gptoss_dtype_q8_0 ? matmul_q8_0_q8_reference : matmul_mxfp4_q8_reference;
   const auto x = activations(n_tok, cols, uint32_t(cols * 3 + n_tok) + seed);
   Q8Storage mem;
   Q8Acts& q = mem.prepare(n_tok + 2, cols);
@@ -111,7 +125,7 @@ void check_matmul_fn(const char* name, MatmulQ8 matmul, size_t rows, size_t cols
   quantize_q8_reference(xx.data(), cols, n_tok + 2, q);
   const size_t ldy = count + 5;
   std::vector<float> want(n_tok * ldy, -777.0f), got(n_tok * ldy, -777.0f);
-  matmul_mxfp4_q8_reference(w, first, count, q, 2, n_tok, want.data(), ldy);
+  reference(w, first, count, q, 2, n_tok, want.data(), ldy);
   matmul(w, first, count, q, 2, n_tok, got.data(), ldy);
 
   std::vector<float> row(cols);
@@ -120,7 +134,8 @@ void check_matmul_fn(const char* name, MatmulQ8 matmul, size_t rows, size_t cols
   for (size_t i = 0; i < count; ++i) {
     decode_row(w, first + i, row.data());  // natural order, like x
     for (size_t t = 0; t < n_tok; ++t) {
-      const double mag = row_terms(row.data(), w.scales + (first + i) * nb, q, t + 2, nb);
+      const double mag = row_terms(
+          row.data(), w.scales != nullptr ? w.scales + (first + i) * nb : nullptr, q, t + 2, nb);
       double bound = 0.0, exact = 0.0, exact_mag = 0.0;
       for (size_t b = 0; b < nb; ++b) {
         const double hd = q.half_d[(t + 2) * q.b_stride + b];
@@ -153,6 +168,12 @@ void check_matmul(Isa isa, size_t rows, size_t cols, size_t n_tok, size_t first 
   check_matmul_fn(isa_name(isa), kernels_for(isa).matmul_mxfp4_q8, rows, cols, n_tok, first, count);
 }
 
+void check_matmul_q8_0(Isa isa, size_t rows, size_t cols, size_t n_tok, size_t first = 0,
+                       size_t count = 0) {
+  check_matmul_fn(isa_name(isa), kernels_for(isa).matmul_q8_0_q8, rows, cols, n_tok, first, count,
+                  0, gptoss_dtype_q8_0);
+}
+
 }  // namespace
 
 TEST_CASE("q8: quantization is bit-identical to the reference", "[cpu-kernels][q8]") {
@@ -179,6 +200,72 @@ TEST_CASE("q8: MXFP4 x int8 matmul at real gpt-oss shapes", "[cpu-kernels][q8]")
   }
 }
 
+TEST_CASE("q8: Q8_0 x int8 matmul, tails of rows, blocks and tokens", "[cpu-kernels][q8]") {
+  for (Isa isa : q8_0_isas()) {
+    for (size_t cols : {32, 64, 96, 128, 160, 544})  // partial and whole groups of 4 blocks
+      for (size_t rows : {1, 5, 16, 37})
+        for (size_t n_tok : {1, 2, 9, 17}) check_matmul_q8_0(isa, rows, cols, n_tok);
+    check_matmul_q8_0(isa, 40, 96, 3, 7, 30);  // a row offset
+  }
+  if (q8_0_isas().empty()) WARN("no level of this CPU has the Q8_0 int8 kernels: not tested");
+}
+
+// The attention projections of gpt-oss-20b (q, k, v fused: 5120 x 2880; output: 2880 x 4096),
+// tails of them, as a decode token, a step and a prefill chunk.
+TEST_CASE("q8: Q8_0 x int8 matmul at real gpt-oss shapes", "[cpu-kernels][q8]") {
+  for (Isa isa : q8_0_isas()) {
+    check_matmul_q8_0(isa, 5120, 2880, 1, 0, 256);
+    check_matmul_q8_0(isa, 5120, 2880, 1, 5060, 60);
+    check_matmul_q8_0(isa, 2880, 4096, 8, 2850, 30);
+    check_matmul_q8_0(isa, 2880, 4096, 64, 0, 48);
+  }
+}
+
+// f16 steps at the ends of their range, which the random weights never draw: zero, the smallest
+// subnormal (2^-24), a subnormal with every mantissa bit, the largest finite (65504), negative
+// ones, in whole rows and alternating. The bound is relative to the row's terms with no absolute
+// slack, so a step decoded wrongly fails it even where the results are tiny.
+TEST_CASE("q8: extreme Q8_0 steps give the reference's results", "[cpu-kernels][q8]") {
+  const size_t rows = 9, cols = 544, nb = cols / 32;
+  Weight w = random_weight(gptoss_dtype_q8_0, rows, cols, 51);
+  const uint16_t steps[][2] = {{0x0000, 0x0000}, {0x0001, 0x0001}, {0x03ff, 0x83ff},
+                               {0x7bff, 0x7bff}, {0x0001, 0x7bff}, {0xbc00, 0x3c00},
+                               {0x0400, 0x8001}, {0x7bff, 0x0000}, {0x3555, 0xfbff}};
+  for (size_t r = 0; r < rows; ++r)
+    for (size_t b = 0; b < nb; ++b)
+      std::memcpy(w.owned_data.data() + r * w.row_bytes + 34 * b, &steps[r][b % 2], 2);
+  std::vector<float> row(cols);
+  for (size_t n_tok : {1u, 3u, 9u}) {
+    const auto x = activations(n_tok, cols, uint32_t(54 + n_tok));
+    Q8Storage mem;
+    Q8Acts& q = mem.prepare(n_tok, cols);
+    quantize_q8_reference(x.data(), cols, n_tok, q);
+    std::vector<float> want(n_tok * rows), got(n_tok * rows);
+    matmul_q8_0_q8_reference(w, 0, rows, q, 0, n_tok, want.data(), rows);
+    for (Isa isa : q8_0_isas()) {
+      const Kernels& k = kernels_for(isa);
+      for (const auto& [name, fn] :
+           {std::pair{"matmul", k.matmul_q8_0_q8}, std::pair{"gemv", k.gemv_q8_0_q8}}) {
+        if (fn == nullptr || (fn == k.gemv_q8_0_q8 && n_tok > kGemvStepTokens)) continue;
+        std::fill(got.begin(), got.end(), -777.0f);
+        fn(w, 0, rows, q, 0, n_tok, got.data(), rows);
+        for (size_t i = 0; i < rows; ++i) {
+          decode_row(w, i, row.data());
+          for (size_t t = 0; t < n_tok; ++t) {
+            const double mag = row_terms(row.data(), nullptr, q, t, nb);
+            const double y_ref = want[t * rows + i], y = got[t * rows + i];
+            INFO(isa_name(isa) << " " << name << " row " << i << " token " << t << " of " << n_tok
+                               << ": got " << y << " reference " << y_ref << " (terms " << mag
+                               << ")");
+            CHECK(std::fabs(y - y_ref) <= 4e-6 * mag + 1e-44);
+            if (i == 0) CHECK(y == 0.0f);
+          }
+        }
+      }
+    }
+  }
+}
+
 // Fresh random shapes, weights and activations each run (the seed is printed on failure), at
 // every level this CPU has: the matmul (any token count: GEMV, panels) and the decode step's
 // several-token GEMV against the scalar reference, within the contract's bound.
@@ -200,6 +287,11 @@ TEST_CASE("q8: every level against the reference on fresh random shapes", "[cpu-
       check_matmul_fn(isa_name(isa), k.matmul_mxfp4_q8, rows, cols, n_tok, first, count, s);
       if (k.gemv_mxfp4_q8 != nullptr && n_tok <= kGemvStepTokens)
         check_matmul_fn(isa_name(isa), k.gemv_mxfp4_q8, rows, cols, n_tok, first, count, s);
+      const gptoss_dtype q8_0 = gptoss_dtype_q8_0;
+      if (k.matmul_q8_0_q8 != nullptr)
+        check_matmul_fn(isa_name(isa), k.matmul_q8_0_q8, rows, cols, n_tok, first, count, s, q8_0);
+      if (k.gemv_q8_0_q8 != nullptr && n_tok <= kGemvStepTokens)
+        check_matmul_fn(isa_name(isa), k.gemv_q8_0_q8, rows, cols, n_tok, first, count, s, q8_0);
     }
   }
 }
@@ -257,18 +349,23 @@ TEST_CASE("q8: extreme E8M0 scales give the reference's results", "[cpu-kernels]
 // a row's result must not depend on how the caller split the rows.
 TEST_CASE("q8: one token's results do not depend on how the rows are split", "[cpu-kernels][q8]") {
   const size_t rows = 45, cols = 544;
-  const Weight w = random_weight(gptoss_dtype_mxfp4, rows, cols, 97);
   const auto x = activations(1, cols, 96);
-  for (Isa isa : q8_isas()) {
-    Q8Storage mem;
-    Q8Acts& q = mem.prepare(1, cols);
-    kernels_for(isa).quantize_q8(x.data(), cols, 1, q);
-    std::vector<float> whole(rows), split(rows);
-    kernels_for(isa).matmul_mxfp4_q8(w, 0, rows, q, 0, 1, whole.data(), rows);
-    for (size_t r0 = 0, n = 1; r0 < rows; r0 += n, n = n % 9 + 2)
-      kernels_for(isa).matmul_mxfp4_q8(w, r0, std::min(n, rows - r0), q, 0, 1, split.data() + r0, rows);
-    INFO(isa_name(isa));
-    CHECK(whole == split);
+  for (gptoss_dtype dtype : {gptoss_dtype_mxfp4, gptoss_dtype_q8_0}) {
+    const Weight w = random_weight(dtype, rows, cols, 97);
+    for (Isa isa : q8_isas()) {
+      const Kernels& k = kernels_for(isa);
+      const MatmulQ8 matmul = dtype == gptoss_dtype_q8_0 ? k.matmul_q8_0_q8 : k.matmul_mxfp4_q8;
+      if (matmul == nullptr) continue;
+      Q8Storage mem;
+      Q8Acts& q = mem.prepare(1, cols);
+      k.quantize_q8(x.data(), cols, 1, q);
+      std::vector<float> whole(rows), split(rows);
+      matmul(w, 0, rows, q, 0, 1, whole.data(), rows);
+      for (size_t r0 = 0, n = 1; r0 < rows; r0 += n, n = n % 9 + 2)
+        matmul(w, r0, std::min(n, rows - r0), q, 0, 1, split.data() + r0, rows);
+      INFO(isa_name(isa) << (dtype == gptoss_dtype_q8_0 ? " q8_0" : " mxfp4"));
+      CHECK(whole == split);
+    }
   }
 }
 
@@ -278,30 +375,35 @@ TEST_CASE("q8: one token's results do not depend on how the rows are split", "[c
 // 4 blocks (160 = 5 blocks) or one block.
 TEST_CASE("q8: a step's tokens of one weight each get their one-token GEMV", "[cpu-kernels][q8]") {
   bool any = false;
-  for (Isa isa : q8_isas()) {
-    const auto step = kernels_for(isa).gemv_mxfp4_q8;
-    if (step == nullptr) continue;
-    any = true;
-    for (size_t cols : {2880, 160, 32})
-      for (size_t rows : {1, 2, 7, 45, 300})
-        for (size_t n_tok : {1, 2, 3, 4, 5, 8, 9, 16}) {
-          INFO(isa_name(isa) << " " << rows << "x" << cols << ", " << n_tok << " tokens");
-          const Weight w = random_weight(gptoss_dtype_mxfp4, rows, cols, uint32_t(101 + rows + cols), 0, -8);
-          const auto x = activations(n_tok + 1, cols, uint32_t(102 + n_tok));
-          Q8Storage mem;
-          Q8Acts& q = mem.prepare(n_tok + 1, cols);
-          kernels_for(isa).quantize_q8(x.data(), cols, n_tok + 1, q);
-          std::vector<float> got(n_tok * rows), alone(n_tok * rows), cut(n_tok * rows);
-          step(w, 0, rows, q, 1, n_tok, got.data(), rows);  // tokens 1.. (t0 != 0)
-          for (size_t t = 0; t < n_tok; ++t)
-            kernels_for(isa).matmul_mxfp4_q8(w, 0, rows, q, 1 + t, 1, alone.data() + t * rows, rows);
-          CHECK(got == alone);
-          const size_t a = rows / 3;
-          step(w, 0, a, q, 1, n_tok, cut.data(), rows);
-          step(w, a, rows - a, q, 1, n_tok, cut.data() + a, rows);
-          CHECK(got == cut);
-        }
-  }
+  for (gptoss_dtype dtype : {gptoss_dtype_mxfp4, gptoss_dtype_q8_0})
+    for (Isa isa : q8_isas()) {
+      const Kernels& k = kernels_for(isa);
+      const bool q8_0 = dtype == gptoss_dtype_q8_0;
+      const MatmulQ8 step = q8_0 ? k.gemv_q8_0_q8 : k.gemv_mxfp4_q8;
+      const MatmulQ8 matmul = q8_0 ? k.matmul_q8_0_q8 : k.matmul_mxfp4_q8;
+      if (step == nullptr) continue;
+      any = true;
+      for (size_t cols : {2880, 160, 32})
+        for (size_t rows : {1, 2, 7, 45, 300})
+          for (size_t n_tok : {1, 2, 3, 4, 5, 8, 9, 16}) {
+            INFO(isa_name(isa) << (q8_0 ? " q8_0 " : " mxfp4 ") << rows << "x" << cols << ", "
+                               << n_tok << " tokens");
+            const Weight w = random_weight(dtype, rows, cols, uint32_t(101 + rows + cols), 0, -8);
+            const auto x = activations(n_tok + 1, cols, uint32_t(102 + n_tok));
+            Q8Storage mem;
+            Q8Acts& q = mem.prepare(n_tok + 1, cols);
+            k.quantize_q8(x.data(), cols, n_tok + 1, q);
+            std::vector<float> got(n_tok * rows), alone(n_tok * rows), cut(n_tok * rows);
+            step(w, 0, rows, q, 1, n_tok, got.data(), rows);  // tokens 1.. (t0 != 0)
+            for (size_t t = 0; t < n_tok; ++t)
+              matmul(w, 0, rows, q, 1 + t, 1, alone.data() + t * rows, rows);
+            CHECK(got == alone);
+            const size_t a = rows / 3;
+            step(w, 0, a, q, 1, n_tok, cut.data(), rows);
+            step(w, a, rows - a, q, 1, n_tok, cut.data() + a, rows);
+            CHECK(got == cut);
+          }
+    }
   if (!any) WARN("no level of this CPU has the several-token int8 GEMV: not tested");
 }
 

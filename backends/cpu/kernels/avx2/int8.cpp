@@ -43,9 +43,6 @@ void quantize_q8_avx2(const float* x, size_t ldx, size_t n_tok, Q8Acts& out) {
   for (size_t t = 0; t < n_tok; ++t) {
     const float* xr = x + t * ldx;
     int8_t* q = out.q + t * out.q_stride;
-    float* hd = out.half_d + t * out.b_stride;
-    float* qf = out.q12f + t * out.b_stride;
-    int32_t* qi = out.neg_q12 + t * out.b_stride;
     for (size_t b = 0; b < nb; ++b) {
       __m256 v[4];
       for (int i = 0; i < 4; ++i) v[i] = _mm256_loadu_ps(xr + 32 * b + 8 * size_t(i));
@@ -68,7 +65,7 @@ void quantize_q8_avx2(const float* x, size_t ldx, size_t n_tok, Q8Acts& out) {
       _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), _mm256_castsi256_si128(p));
       _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 64), _mm256_extracti128_si256(p, 1));
       const int32_t sum = hsum_epi32(_mm256_add_epi32(_mm256_add_epi32(qv[0], qv[1]), _mm256_add_epi32(qv[2], qv[3])));
-      store_block_terms(hd, qf, qi, b, d, sum);
+      store_block_terms(out, t, b, d, sum);
     }
     zero_row_padding(out, t, nb);
   }

@@ -10,5 +10,9 @@ void matmul_mxfp4_q8_avx512vnni(const Weight& w, size_t r0, size_t n_rows, const
                                 size_t t0, size_t n_tok, float* y, size_t ldy);
 void gemv_mxfp4_q8_avx512vnni(const Weight& w, size_t r0, size_t n_rows, const Q8Acts& x, size_t t0,
                               size_t n_tok, float* y, size_t ldy);
+void matmul_q8_0_q8_avx512vnni(const Weight& w, size_t r0, size_t n_rows, const Q8Acts& x,
+                               size_t t0, size_t n_tok, float* y, size_t ldy);
+void gemv_q8_0_q8_avx512vnni(const Weight& w, size_t r0, size_t n_rows, const Q8Acts& x, size_t t0,
+                             size_t n_tok, float* y, size_t ldy);
 
 }  // namespace gptoss::cpu

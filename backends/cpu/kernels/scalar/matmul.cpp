@@ -189,6 +189,7 @@ void quantize_q8_reference(const float* x, size_t ldx, size_t n_tok, Q8Acts& out
       out.half_d[t * out.b_stride + b] = d * 0.5f;
       out.q12f[t * out.b_stride + b] = float(12 * sum);
       out.neg_q12[t * out.b_stride + b] = -12 * sum;
+      out.neg_q128[t * out.b_stride + b] = -128 * sum;
     }
     for (size_t b = nb; b < out.q_stride / 32; ++b)
       for (size_t j = 0; j < 32; ++j) q[q8_pos(b, j)] = 0;
@@ -218,17 +219,40 @@ void matmul_mxfp4_q8_reference(const Weight& w, size_t r0, size_t n_rows, const 
   }
 }
 
+void matmul_q8_0_q8_reference(const Weight& w, size_t r0, size_t n_rows, const Q8Acts& x, size_t t0,
+                              size_t n_tok, float* y, size_t ldy) {
+  const size_t nb = w.cols / 32;
+  for (size_t i = 0; i < n_rows; ++i) {
+    const uint8_t* row = w.data + (r0 + i) * w.row_bytes;
+    for (size_t t = t0; t < t0 + n_tok; ++t) {
+      const int8_t* q = x.q + t * x.q_stride;
+      double acc = 0.0;
+      for (size_t b = 0; b < nb; ++b) {
+        const uint8_t* block = row + 34 * b;
+        uint16_t e16;
+        std::memcpy(&e16, block, 2);
+        int32_t s = 0;                   // sum of w q over the block, exact in integers
+        for (size_t j = 0; j < 32; ++j)  // natural element j sits at its kernel-order position
+          s += int32_t(int8_t(block[2 + j])) * q[q8_pos(b, (j & 1) ? 16 + j / 2 : j / 2)];
+        acc += double(2.0f * f16_to_f32(e16) * x.half_d[t * x.b_stride + b]) * double(s);
+      }
+      y[(t - t0) * ldy + i] = float(acc);
+    }
+  }
+}
+
 void copy_q8_row(const Q8Acts& src, size_t i, Q8Acts& dst, size_t j) {
   std::memcpy(dst.q + j * dst.q_stride, src.q + i * src.q_stride, src.q_stride);
   std::memcpy(dst.half_d + j * dst.b_stride, src.half_d + i * src.b_stride, src.b_stride * 4);
   std::memcpy(dst.q12f + j * dst.b_stride, src.q12f + i * src.b_stride, src.b_stride * 4);
   std::memcpy(dst.neg_q12 + j * dst.b_stride, src.neg_q12 + i * src.b_stride, src.b_stride * 4);
+  std::memcpy(dst.neg_q128 + j * dst.b_stride, src.neg_q128 + i * src.b_stride, src.b_stride * 4);
 }
 
 Q8Acts& Q8Storage::prepare(size_t n_tok, size_t cols) {
   const size_t q_stride = (cols + 127) / 128 * 128;
   const size_t b_stride = (cols / 32 + 15) / 16 * 16;
-  const size_t need = 64 + n_tok * (q_stride + 12 * b_stride);
+  const size_t need = 64 + n_tok * (q_stride + 16 * b_stride);
   if (bytes_.size() < need) bytes_.resize(need);
   uint8_t* p = bytes_.data();
   p += (64 - reinterpret_cast<uintptr_t>(p) % 64) % 64;
@@ -240,6 +264,7 @@ Q8Acts& Q8Storage::prepare(size_t n_tok, size_t cols) {
   view_.half_d = reinterpret_cast<float*>(p + n_tok * q_stride);
   view_.q12f = view_.half_d + n_tok * b_stride;
   view_.neg_q12 = reinterpret_cast<int32_t*>(view_.q12f + n_tok * b_stride);
+  view_.neg_q128 = view_.neg_q12 + n_tok * b_stride;
   return view_;
 }
 
