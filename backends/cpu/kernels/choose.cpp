@@ -13,7 +13,7 @@ namespace {
 enum class Format {
   any,
   mxfp4,
-  q8_0,
+  q8_0_logits,  // Q8_0 unembedding (a GGUF's output tensor)
   bf16_logits,  // bf16 unembedding (its outputs feed the sampler only), even columns
   bf16_lanes,   // bf16 rows repacked at upload (Weight::bf16_lanes)
 };
@@ -58,10 +58,12 @@ struct Row {
 // Why each row: the attention projections that the upload repacked (bf16 lanes) take their one
 // kernel at every token count; the fast mode multiplies MXFP4 weights by int8 activations where
 // a level has the kernels (GEMV for one token, the several-token GEMV for a decode step's few,
-// or else the one-token GEMV per token over L2-sized row blocks; panels for prefill), and Q8_0
-// weights (a GGUF's dense tensors) likewise, but with panels from 5 tokens on (every token of a
-// step shares a dense weight: at 8 the panels are 1.6x the several-token GEMV); the bf16
-// unembedding takes bf16 pairs in every step (its logits feed no later layer). Everything else
+// or else the one-token GEMV per token over L2-sized row blocks; panels for prefill); so does a
+// Q8_0 unembedding, with panels from 5 tokens on (every token of a step shares it: at 8 the
+// panels are 1.6x the several-token GEMV), and the bf16 unembedding takes bf16 pairs in every
+// step: their logits feed no later layer. Int8 activations into the Q8_0 attention projections
+// would be faster still, but they about double the fast precision's error on the logits set
+// (docs/performance.md, "Q8_0 times int8"), so those keep fp32 activations. Everything else
 // takes fp32 activations: the GEMV for one token, two tokens per row read for the 16-bit and
 // Q8_0 rows of a decode step, the GEMV per token over row blocks for a few, the panels beyond.
 // Which kernel serves a call changes no result (choose.hpp); the rows are the fastest measured
@@ -76,9 +78,9 @@ constexpr Row kRows[] = {
     {Format::mxfp4,       Tokens::batch,   Precision::fast, has_q8,         MatmulKernel::q8},
     {Format::mxfp4,       Tokens::step,    Precision::fast, has_q8_step,    MatmulKernel::q8_step},
     {Format::mxfp4,       Tokens::step,    Precision::fast, has_q8,         MatmulKernel::q8_each_token},
-    {Format::q8_0,        Tokens::one,     Precision::fast, has_q8,         MatmulKernel::q8},
-    {Format::q8_0,        Tokens::few,     Precision::fast, has_q8_step,    MatmulKernel::q8_step},
-    {Format::q8_0,        Tokens::any,     Precision::fast, has_q8,         MatmulKernel::q8},
+    {Format::q8_0_logits, Tokens::one,     Precision::fast, has_q8,         MatmulKernel::q8},
+    {Format::q8_0_logits, Tokens::few,     Precision::fast, has_q8_step,    MatmulKernel::q8_step},
+    {Format::q8_0_logits, Tokens::any,     Precision::fast, has_q8,         MatmulKernel::q8},
     {Format::any,         Tokens::one,     Precision::any,  has_fp32,       MatmulKernel::fp32_gemv},
     {Format::any,         Tokens::several, Precision::any,  has_fp32_pairs, MatmulKernel::fp32_pairs},
     {Format::any,         Tokens::few,     Precision::any,  has_fp32,       MatmulKernel::fp32_row_blocks},
@@ -90,7 +92,7 @@ bool matches(Format f, const Weight& w) {
   switch (f) {
     case Format::any: return true;
     case Format::mxfp4: return w.dtype == gptoss_dtype_mxfp4;
-    case Format::q8_0: return w.dtype == gptoss_dtype_q8_0;
+    case Format::q8_0_logits: return w.dtype == gptoss_dtype_q8_0 && w.logits_only;
     case Format::bf16_lanes: return w.bf16_lanes;
     case Format::bf16_logits:
       return w.dtype == gptoss_dtype_bf16 && w.logits_only && w.cols % 2 == 0;

@@ -107,9 +107,9 @@ TEST_CASE("the chooser's kernels agree for every step size", "[cpu-kernels]") {
   const uint64_t seed = fresh_seed();
   INFO("seed " << seed);
   std::mt19937_64 rng(seed);
-  for (gptoss_dtype d : {gptoss_dtype_bf16, gptoss_dtype_mxfp4})
+  for (gptoss_dtype d : {gptoss_dtype_bf16, gptoss_dtype_mxfp4, gptoss_dtype_q8_0})
     for (bool logits : {false, true}) {
-      if (logits && d != gptoss_dtype_bf16) continue;
+      if (logits && d == gptoss_dtype_mxfp4) continue;
       const size_t rows = 1 + rng() % 150, cols = 32 * (1 + rng() % 60);
       Weight w = random_weight(d, rows, cols, uint32_t(rng()), 0, -8);
       w.logits_only = logits;

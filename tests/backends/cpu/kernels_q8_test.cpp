@@ -20,6 +20,7 @@
 #include "avx2/int8.hpp"
 #include "avx2vnni/avx2vnni.hpp"
 #include "backends/cpu/test_weights.hpp"
+#include "choose.hpp"
 #include "formats.hpp"
 #include "kernels.hpp"
 #include "q8_storage.hpp"
@@ -263,6 +264,27 @@ TEST_CASE("q8: extreme Q8_0 steps give the reference's results", "[cpu-kernels][
         }
       }
     }
+  }
+}
+
+// Which Q8_0 weights take int8 activations: the unembedding in fast precision, at every token
+// count, where the level has the kernels; never the projections (int8 activations there about
+// double the fast precision's error on the logits set), never in exact precision.
+TEST_CASE("q8: the chooser gives int8 activations to a Q8_0 unembedding only",
+          "[cpu-kernels][q8]") {
+  Weight w = random_weight(gptoss_dtype_q8_0, 8, 64, 5);
+  for (Isa isa : supported_isas()) {
+    if (isa == Isa::scalar) continue;
+    const Kernels& k = kernels_for(isa);
+    for (size_t n : {1, 2, 4, 5, 8, 16, 17, 64})
+      for (bool logits : {false, true})
+        for (bool fast : {false, true}) {
+          w.logits_only = logits;
+          INFO(isa_name(isa) << " " << n << " tokens" << (logits ? " logits" : "")
+                             << (fast ? " fast" : " exact"));
+          const bool int8 = logits && fast && k.matmul_q8_0_q8 != nullptr;
+          CHECK((acts_for(k, w, n, fast) == MatmulActs::q8) == int8);
+        }
   }
 }
 
