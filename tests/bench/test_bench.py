@@ -186,6 +186,23 @@ class BenchTest(unittest.TestCase):
             self.assertEqual(r.returncode, 1)
             self.assertIn("nonexistent", r.stderr)
 
+    def test_q8_0_precision_script_arguments(self):
+        # examples/bench/q8_0_precision.sh needs llama.cpp's sources and build (CI has neither):
+        # its usage, and a clear exit 1 naming what is missing.
+        script = str(REPO / "examples/bench/q8_0_precision.sh")
+        r = subprocess.run(["bash", script], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("LLAMA_SOURCE_DIR LLAMA_BUILD_DIR", r.stdout)
+        with tempfile.TemporaryDirectory() as tmp:
+            r = subprocess.run(["bash", script, tmp, tmp], capture_output=True, text=True)
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("llama.h", r.stderr)
+            (Path(tmp) / "include").mkdir()
+            (Path(tmp) / "include/llama.h").write_text("")
+            r = subprocess.run(["bash", script, tmp, tmp], capture_output=True, text=True)
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("llama-quantize", r.stderr)
+
     def test_speculative_and_prompt_lookup(self):
         """--speculative: the verify cost per k (with --logit-rows the plain forward beside it)
         and the oracle, which keeps every draft; --prompt-lookup: the restated file's drafts are
