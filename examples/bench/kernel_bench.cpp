@@ -200,6 +200,20 @@ void compute_rates(Isa isa, const std::vector<float>& x4, std::vector<float>& y,
       rows.push_back({name, "compute: int8 Q8_0 panels, L2, 1 thread", "128x2880, 24 tok", s, qb,
                       2.0 * kPrefillTokens * 128 * H});
     }
+    if (k.matmul_q8_0_q16 != nullptr) {  // a GGUF's Q8_0 projections in the fast precision
+      const double qb = 128.0 * H * 34.0 / 32.0;
+      cpu::Q16Storage mem16;
+      cpu::Q16Acts& x16 = mem16.prepare(kPrefillTokens, H);
+      k.quantize_q16(x24.data(), H, kPrefillTokens, x16);
+      for (size_t nt : {size_t(1), size_t(8), kPrefillTokens}) {
+        s = best([&] { k.matmul_q8_0_q16(q, 0, q.rows, x16, 0, nt, y.data(), q.rows); });
+        rows.push_back({name,
+                        nt == 1 ? "compute: int16 Q8_0 GEMV, L2, 1 thread"
+                                : "compute: int16 Q8_0 panels, L2, 1 thread",
+                        "128x2880, " + std::to_string(nt) + " tok", s, qb,
+                        2.0 * double(nt) * 128 * H});
+      }
+    }
   }
   if (k.fp32 != nullptr) {
     // A dense projection's prefill (both precisions), 32 rows: weights, their fp32 panel and the
@@ -241,7 +255,7 @@ int run_kernel_bench(const Options& o) {
   // 8 experts' mlp1 (70 MB): several times the last-level cache.
   const Weight mlp1 = make_weight(gptoss_dtype_mxfp4, 8 * 2 * I, H, 1);
   Weight dense = make_weight(gptoss_dtype_bf16, 32768, H, 2);  // 189 MB (unembedding-like)
-  const Weight dense_q8 = make_weight(gptoss_dtype_q8_0, 65536, H, 9);  // 200 MB, Q8_0 GGUFs
+  Weight dense_q8 = make_weight(gptoss_dtype_q8_0, 65536, H, 9);  // 200 MB, Q8_0 GGUFs
   const Weight dense_lanes = lanes_of(dense);
   const auto x1 = floats(H, 3), x64 = floats(64 * H, 4), x256 = floats(256 * H, 10);
   std::vector<float> y(64 * 8 * 2 * I);
@@ -353,12 +367,26 @@ int run_kernel_bench(const Options& o) {
                       "32768x2880, 8 tok", s, double(dense.rows) * H * 2.0, 2.0 * 8 * double(dense.rows) * H});
     }
     dense.logits_only = false;
-    s = time_best(reps, [&] { cpu::op_linear(&st, x1.data(), &dense_q8, nullptr, 1, H, dense_q8.rows, y.data()); });
-    rows.push_back({name, "GEMV Q8_0 (GGUF unembedding)", "65536x2880, 1 tok", s,
-                    double(dense_q8.rows) * H * 34.0 / 32.0, 2.0 * double(dense_q8.rows) * H});
-    s = time_best(reps, [&] { cpu::op_linear(&st, x64.data(), &dense_q8, nullptr, 8, H, dense_q8.rows, y.data()); });
-    rows.push_back({name, "GEMV Q8_0 (8-sequence step)", "65536x2880, 8 tok", s,
-                    double(dense_q8.rows) * H * 34.0 / 32.0, 2.0 * 8 * double(dense_q8.rows) * H});
+    // A GGUF's Q8_0 matrices: the unembedding (int8 activations in fast precision where the
+    // level has them) and the projections (int16 there).
+    for (bool logits : {true, false}) {
+      dense_q8.logits_only = logits;
+      s = time_best(reps, [&] {
+        cpu::op_linear(&st, x1.data(), &dense_q8, nullptr, 1, H, dense_q8.rows, y.data());
+      });
+      rows.push_back({name, logits ? "GEMV Q8_0 (GGUF unembedding)" : "GEMV Q8_0 (GGUF projection)",
+                      "65536x2880, 1 tok", s, double(dense_q8.rows) * H * 34.0 / 32.0,
+                      2.0 * double(dense_q8.rows) * H});
+      s = time_best(reps, [&] {
+        cpu::op_linear(&st, x64.data(), &dense_q8, nullptr, 8, H, dense_q8.rows, y.data());
+      });
+      rows.push_back(
+          {name,
+           logits ? "GEMV Q8_0 (8-sequence step, unembedding)" : "GEMV Q8_0 (8-sequence step)",
+           "65536x2880, 8 tok", s, double(dense_q8.rows) * H * 34.0 / 32.0,
+           2.0 * 8 * double(dense_q8.rows) * H});
+    }
+    dense_q8.logits_only = false;
     Weight q8_rows = dense_q8;  // a Q8_0 projection's prefill: 2048 rows, 256 tokens
     q8_rows.shape[0] = 2048;
     q8_rows.rows = 2048;

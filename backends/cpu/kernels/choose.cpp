@@ -14,6 +14,7 @@ enum class Format {
   any,
   mxfp4,
   q8_0_logits,  // Q8_0 unembedding (a GGUF's output tensor)
+  q8_0_proj,    // any other Q8_0 matrix (a GGUF's attention projections)
   bf16_logits,  // bf16 unembedding (its outputs feed the sampler only), even columns
   bf16_lanes,   // bf16 rows repacked at upload (Weight::bf16_lanes)
 };
@@ -42,6 +43,9 @@ bool has_q8(const Kernels& k, const Weight& w) { return int8_matmul(k, w) != nul
 bool has_q8_step(const Kernels& k, const Weight& w) {
   return int8_gemv(k, w) != nullptr && int8_matmul(k, w) != nullptr;
 }
+bool has_q16(const Kernels& k, const Weight&) {
+  return k.quantize_q16 != nullptr && k.matmul_q8_0_q16 != nullptr;
+}
 bool has_bf16_lanes(const Kernels& k, const Weight&) { return k.matmul_bf16_lanes != nullptr; }
 bool has_bf16_pairs(const Kernels& k, const Weight&) {
   return k.dense_bf16 != nullptr && k.attention_bf16 != nullptr;
@@ -63,7 +67,9 @@ struct Row {
 // panels are 1.6x the several-token GEMV), and the bf16 unembedding takes bf16 pairs in every
 // step: their logits feed no later layer. Int8 activations into the Q8_0 attention projections
 // would be faster still, but they about double the fast precision's error on the logits set
-// (docs/performance.md, "Q8_0 times int8"), so those keep fp32 activations. Everything else
+// (docs/performance.md, "Q8_0 times int8 and int16"), so those take int16 activations where a level
+// has the kernels (the GEMV for one token, per token over L2-sized row blocks for 2 to 4, panels
+// beyond), and fp32 ones elsewhere. Everything else
 // takes fp32 activations: the GEMV for one token, two tokens per row read for the 16-bit and
 // Q8_0 rows of a decode step, the GEMV per token over row blocks for a few, the panels beyond.
 // Which kernel serves a call changes no result (choose.hpp); the rows are the fastest measured
@@ -81,6 +87,9 @@ constexpr Row kRows[] = {
     {Format::q8_0_logits, Tokens::one,     Precision::fast, has_q8,         MatmulKernel::q8},
     {Format::q8_0_logits, Tokens::few,     Precision::fast, has_q8_step,    MatmulKernel::q8_step},
     {Format::q8_0_logits, Tokens::any,     Precision::fast, has_q8,         MatmulKernel::q8},
+    {Format::q8_0_proj,   Tokens::one,     Precision::fast, has_q16,        MatmulKernel::q16},
+    {Format::q8_0_proj,   Tokens::few,     Precision::fast, has_q16,        MatmulKernel::q16_each_token},
+    {Format::q8_0_proj,   Tokens::any,     Precision::fast, has_q16,        MatmulKernel::q16},
     {Format::any,         Tokens::one,     Precision::any,  has_fp32,       MatmulKernel::fp32_gemv},
     {Format::any,         Tokens::several, Precision::any,  has_fp32_pairs, MatmulKernel::fp32_pairs},
     {Format::any,         Tokens::few,     Precision::any,  has_fp32,       MatmulKernel::fp32_row_blocks},
@@ -93,6 +102,7 @@ bool matches(Format f, const Weight& w) {
     case Format::any: return true;
     case Format::mxfp4: return w.dtype == gptoss_dtype_mxfp4;
     case Format::q8_0_logits: return w.dtype == gptoss_dtype_q8_0 && w.logits_only;
+    case Format::q8_0_proj: return w.dtype == gptoss_dtype_q8_0 && !w.logits_only;
     case Format::bf16_lanes: return w.bf16_lanes;
     case Format::bf16_logits:
       return w.dtype == gptoss_dtype_bf16 && w.logits_only && w.cols % 2 == 0;
@@ -125,6 +135,8 @@ MatmulActs acts_of(MatmulKernel k) {
     case MatmulKernel::q8:
     case MatmulKernel::q8_step:
     case MatmulKernel::q8_each_token: return MatmulActs::q8;
+    case MatmulKernel::q16:
+    case MatmulKernel::q16_each_token: return MatmulActs::q16;
   }
   return MatmulActs::fp32;
 }
@@ -163,6 +175,11 @@ void run_matmul(MatmulKernel kernel, const Kernels& k, const Weight& w, size_t r
                                     matmul(w, r0 + b, n, *x.q8, t0 + t, 1, y + t * ldy + b, ldy);
                                   });
     }
+    case MatmulKernel::q16: return k.matmul_q8_0_q16(w, r0, n_rows, *x.q16, t0, n_tok, y, ldy);
+    case MatmulKernel::q16_each_token:
+      return for_each_token_block(n_rows, w.row_bytes, n_tok, [&](size_t b, size_t n, size_t t) {
+        k.matmul_q8_0_q16(w, r0 + b, n, *x.q16, t0 + t, 1, y + t * ldy + b, ldy);
+      });
   }
 }
 

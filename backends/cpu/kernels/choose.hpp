@@ -15,15 +15,17 @@ enum class MatmulKernel {
   fp32_row_blocks,
   fp32_pairs,
   fp32_panels,
-  bf16_pairs,     // Kernels::dense_bf16, activations rounded to bf16 pairs
-  q8,             // Kernels::matmul_mxfp4_q8, int8 activations
-  q8_step,        // Kernels::gemv_mxfp4_q8: a decode step's tokens, each its one-token result
-  q8_each_token,  // Kernels::matmul_mxfp4_q8 one token at a time over L2-sized row blocks
-  bf16_lanes,     // Kernels::matmul_bf16_lanes: bf16 rows repacked at upload, fp32 activations
+  bf16_pairs,      // Kernels::dense_bf16, activations rounded to bf16 pairs
+  q8,              // Kernels::matmul_mxfp4_q8, int8 activations
+  q8_step,         // Kernels::gemv_mxfp4_q8: a decode step's tokens, each its one-token result
+  q8_each_token,   // Kernels::matmul_mxfp4_q8 one token at a time over L2-sized row blocks
+  bf16_lanes,      // Kernels::matmul_bf16_lanes: bf16 rows repacked at upload, fp32 activations
+  q16,             // Kernels::matmul_q8_0_q16, int16 activations
+  q16_each_token,  // Kernels::matmul_q8_0_q16 one token at a time over L2-sized row blocks
 };
 
 // What a kernel takes as activations.
-enum class MatmulActs { fp32, bf16_pairs, q8 };
+enum class MatmulActs { fp32, bf16_pairs, q8, q16 };
 MatmulActs acts_of(MatmulKernel k);
 
 // The kernel for `n_tok` tokens (of the `step_tokens` of the op: the whole batch, of which a
@@ -40,12 +42,13 @@ inline MatmulActs acts_for(const Kernels& k, const Weight& w, size_t step_tokens
   return acts_of(choose_matmul(k, w, step_tokens, step_tokens, fast));
 }
 
-// An op's activations as acts_for says: fp32 rows (or rows of bf16 pairs) with stride ld, or
-// int8 rows.
+// An op's activations as acts_for says: fp32 rows (or rows of bf16 pairs) with stride ld, int8
+// rows or int16 rows.
 struct ActsView {
   const float* x = nullptr;
   size_t ld = 0;
   const Q8Acts* q8 = nullptr;
+  const Q16Acts* q16 = nullptr;
 };
 
 // y[t * ldy + i] = row r0 + i of w times activation row t0 + t, for i < n_rows, t < n_tok,

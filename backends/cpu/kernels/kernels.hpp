@@ -63,14 +63,31 @@ bool cpu_has_avxvnni();
 // with neg_q128 holding -128 * sum(q) per block.
 struct Q8Acts {
   size_t n_tok;
-  size_t cols;        // logical columns (multiple of 32)
-  size_t q_stride;    // bytes per token in q (multiple of 128, >= cols)
-  size_t b_stride;    // entries per token in half_d / q12f / neg_q12 / neg_q128 (multiple of 16)
+  size_t cols;      // logical columns (multiple of 32)
+  size_t q_stride;  // bytes per token in q (multiple of 128, >= cols)
+  size_t b_stride;  // entries per token in half_d / q12f / neg_q12 / neg_q128 (multiple of 16)
   int8_t* q;
   float* half_d;
   float* q12f;
   int32_t* neg_q12;
   int32_t* neg_q128;
+};
+
+// Activations quantized to int16 for the fast mode's Q8_0 attention projections: per token and
+// per 32-block, d = max|x| / 32767 and q = round-to-nearest-even(x / d), in natural order. Int8
+// activations there about double the fast precision's error on the logits set
+// (docs/performance.md, "Q8_0 times int8 and int16"); int16 ones leave it where fp32 ones had
+// it (their rounding is 1/256 of int8's), and vpdpwssd still does 32 multiply-adds an
+// instruction, twice an fp32 FMA. Filled by quantize_q16;
+// storage owned by the caller (q8_storage.hpp). Rows are zero-padded to whole chunks of 16
+// blocks (q and d), so the SIMD kernels never need a tail on x.
+struct Q16Acts {
+  size_t n_tok;
+  size_t cols;      // logical columns (multiple of 32)
+  size_t q_stride;  // int16 values per token in q (multiple of 512, >= cols)
+  size_t b_stride;  // entries per token in d (q_stride / 32)
+  int16_t* q;
+  float* d;
 };
 
 // The fp32 matmul's paths at a level (matmul_driver.hpp), each with Kernels::matmul's contract
@@ -128,6 +145,15 @@ struct Kernels {
   // with Q8_0 dense tensors): int8 weights times int8 activations. Null where a level has none.
   Int8Matmul matmul_q8_0_q8;
   Int8Matmul gemv_q8_0_q8;
+  // Fast mode, a Q8_0 weight's int16 path (the attention projections of a GGUF with Q8_0
+  // dense tensors): x (n_tok rows, natural order, stride ldx) -> out, prepared for n_tok x
+  // out.cols; and the matmul over tokens [t0, t0 + n_tok) of such activations, any token count
+  // (a GEMV for one token, panels for more), every path a token's one-token bits. Per block
+  // the exact int32 sum(w q), converted to float and scaled by e_b * d_b, in 16 chains
+  // (matmul_q8_0_q16_reference has the exact sum). Null where a level has none.
+  void (*quantize_q16)(const float* x, size_t ldx, size_t n_tok, Q16Acts& out);
+  void (*matmul_q8_0_q16)(const Weight& w, size_t r0, size_t n_rows, const Q16Acts& x, size_t t0,
+                          size_t n_tok, float* y, size_t ldy);
   // The tiled attention's inner kernels (never null).
   const AttnKernels* attention;
   // Fast mode over a bf16 cache: dot products of bf16 pairs. Null below avx512bf16; the
@@ -166,6 +192,12 @@ void matmul_mxfp4_q8_reference(const Weight& w, size_t r0, size_t n_rows, const 
 // in double.
 void matmul_q8_0_q8_reference(const Weight& w, size_t r0, size_t n_rows, const Q8Acts& x, size_t t0,
                               size_t n_tok, float* y, size_t ldy);
+
+// The scalar definitions of the int16 path: the quantizer (the SIMD ones give its bits) and
+// the matmul, per block the exact integer sum(w q) times e_b * d_b, summed in double.
+void quantize_q16_reference(const float* x, size_t ldx, size_t n_tok, Q16Acts& out);
+void matmul_q8_0_q16_reference(const Weight& w, size_t r0, size_t n_rows, const Q16Acts& x,
+                               size_t t0, size_t n_tok, float* y, size_t ldy);
 
 // Kernels::matmul_bf16_lanes in scalar code (tests): std::fma over k in order.
 void matmul_bf16_lanes_reference(const Weight& w, size_t r0, size_t n_rows, const float* x,

@@ -73,6 +73,7 @@ gptoss_status op_linear(Stream* stream, const float* x, const Weight* weight, co
   try {
     thread_local std::vector<float> xs_temp;  // reused: see op_moe
     thread_local Q8Storage q8_temp;
+    thread_local Q16Storage q16_temp;
     std::vector<float>& xs = xs_temp;
     Q8Storage& q8 = q8_temp;
     // Each piece owns a range of output rows for every token: each weight row is read once.
@@ -104,6 +105,12 @@ gptoss_status op_linear(Stream* stream, const float* x, const Weight* weight, co
         Q8Acts& q = q8.prepare(n_tokens, n_in);
         k.quantize_q8(x, n_in, n_tokens, q);
         acts.q8 = &q;
+        break;
+      }
+      case MatmulActs::q16: {
+        Q16Acts& q = q16_temp.prepare(n_tokens, n_in);
+        k.quantize_q16(x, n_in, n_tokens, q);
+        acts.q16 = &q;
         break;
       }
       case MatmulActs::fp32:  // the fp32 kernels need the MXFP4 permutation done

@@ -19,6 +19,17 @@ class Q8Storage {
   Q8Acts view_{};
 };
 
+// Owns the memory behind a Q16Acts (64-byte aligned); reused across calls.
+class Q16Storage {
+ public:
+  // A view for n_tok rows of `cols` columns (cols % 32 == 0); contents undefined until filled.
+  Q16Acts& prepare(size_t n_tok, size_t cols);
+
+ private:
+  std::vector<uint8_t> bytes_;
+  Q16Acts view_{};
+};
+
 // Row j of dst = row i of src (same cols; all of its int8 values and per-block data).
 void copy_q8_row(const Q8Acts& src, size_t i, Q8Acts& dst, size_t j);
 

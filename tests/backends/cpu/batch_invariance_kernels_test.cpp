@@ -127,6 +127,7 @@ TEST_CASE("the chooser's kernels agree for every step size", "[cpu-kernels]") {
             const MatmulKernel kernel = choose_matmul(k, w, step_tokens, n, fast);
             std::vector<float> buf;
             Q8Storage q8;
+            Q16Storage q16;
             ActsView acts;
             switch (acts_of(kernel)) {
               case MatmulActs::bf16_pairs: {
@@ -142,6 +143,12 @@ TEST_CASE("the chooser's kernels agree for every step size", "[cpu-kernels]") {
                 Q8Acts& q = q8.prepare(n, cols);
                 k.quantize_q8(x.data() + t0 * cols, cols, n, q);
                 acts.q8 = &q;
+                break;
+              }
+              case MatmulActs::q16: {
+                Q16Acts& q = q16.prepare(n, cols);
+                k.quantize_q16(x.data() + t0 * cols, cols, n, q);
+                acts.q16 = &q;
                 break;
               }
               case MatmulActs::fp32:

@@ -1,6 +1,6 @@
 #pragma once
-// The avx512vnni level's int8 kernels (vpdpbusd on 512 bits), as its table and the higher
-// levels' tables name them (int8.cpp).
+// The avx512vnni level's int8 kernels (vpdpbusd on 512 bits; int8.cpp) and its int16 ones
+// (vpdpwssd; int16.cpp), as its table and the higher levels' tables name them.
 #include "kernels.hpp"
 
 namespace gptoss::cpu {
@@ -14,5 +14,8 @@ void matmul_q8_0_q8_avx512vnni(const Weight& w, size_t r0, size_t n_rows, const 
                                size_t t0, size_t n_tok, float* y, size_t ldy);
 void gemv_q8_0_q8_avx512vnni(const Weight& w, size_t r0, size_t n_rows, const Q8Acts& x, size_t t0,
                              size_t n_tok, float* y, size_t ldy);
+void quantize_q16_avx512vnni(const float* x, size_t ldx, size_t n_tok, Q16Acts& out);
+void matmul_q8_0_q16_avx512vnni(const Weight& w, size_t r0, size_t n_rows, const Q16Acts& x,
+                                size_t t0, size_t n_tok, float* y, size_t ldy);
 
 }  // namespace gptoss::cpu

@@ -241,6 +241,66 @@ void matmul_q8_0_q8_reference(const Weight& w, size_t r0, size_t n_rows, const Q
   }
 }
 
+void quantize_q16_reference(const float* x, size_t ldx, size_t n_tok, Q16Acts& out) {
+  const size_t nb = out.cols / 32;
+  for (size_t t = 0; t < n_tok; ++t) {
+    const float* xr = x + t * ldx;
+    int16_t* q = out.q + t * out.q_stride;
+    for (size_t b = 0; b < out.b_stride; ++b) {
+      float d = 0.0f;
+      if (b < nb) {
+        float amax = 0.0f;
+        for (size_t j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(xr[32 * b + j]));
+        d = amax / 32767.0f;
+        const float id = d != 0.0f ? 1.0f / d : 0.0f;
+        for (size_t j = 0; j < 32; ++j)
+          q[32 * b + j] =
+              int16_t(std::clamp(std::nearbyint(xr[32 * b + j] * id), -32767.0f, 32767.0f));
+      } else {
+        for (size_t j = 0; j < 32; ++j) q[32 * b + j] = 0;
+      }
+      out.d[t * out.b_stride + b] = d;
+    }
+  }
+}
+
+void matmul_q8_0_q16_reference(const Weight& w, size_t r0, size_t n_rows, const Q16Acts& x,
+                               size_t t0, size_t n_tok, float* y, size_t ldy) {
+  const size_t nb = w.cols / 32;
+  for (size_t i = 0; i < n_rows; ++i) {
+    const uint8_t* row = w.data + (r0 + i) * w.row_bytes;
+    for (size_t t = t0; t < t0 + n_tok; ++t) {
+      const int16_t* q = x.q + t * x.q_stride;
+      double acc = 0.0;
+      for (size_t b = 0; b < nb; ++b) {
+        const uint8_t* block = row + 34 * b;
+        uint16_t e16;
+        std::memcpy(&e16, block, 2);
+        int64_t s = 0;  // sum of w q over the block, exact in integers
+        for (size_t j = 0; j < 32; ++j) s += int64_t(int8_t(block[2 + j])) * q[32 * b + j];
+        acc += double(f16_to_f32(e16) * x.d[t * x.b_stride + b]) * double(s);
+      }
+      y[(t - t0) * ldy + i] = float(acc);
+    }
+  }
+}
+
+Q16Acts& Q16Storage::prepare(size_t n_tok, size_t cols) {
+  const size_t q_stride = (cols + 511) / 512 * 512;
+  const size_t b_stride = q_stride / 32;
+  const size_t need = 64 + n_tok * (2 * q_stride + 4 * b_stride);
+  if (bytes_.size() < need) bytes_.resize(need);
+  uint8_t* p = bytes_.data();
+  p += (64 - reinterpret_cast<uintptr_t>(p) % 64) % 64;
+  view_.n_tok = n_tok;
+  view_.cols = cols;
+  view_.q_stride = q_stride;
+  view_.b_stride = b_stride;
+  view_.q = reinterpret_cast<int16_t*>(p);
+  view_.d = reinterpret_cast<float*>(p + n_tok * q_stride * 2);
+  return view_;
+}
+
 void copy_q8_row(const Q8Acts& src, size_t i, Q8Acts& dst, size_t j) {
   std::memcpy(dst.q + j * dst.q_stride, src.q + i * src.q_stride, src.q_stride);
   std::memcpy(dst.half_d + j * dst.b_stride, src.half_d + i * src.b_stride, src.b_stride * 4);
