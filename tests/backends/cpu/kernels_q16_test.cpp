@@ -30,16 +30,8 @@ std::vector<Isa> q16_isas() {
   return v;
 }
 
-// Random activations (natural order) with outliers, so blocks have very different steps.
-std::vector<float> activations(size_t n_tok, size_t cols, uint32_t seed) {
-  std::vector<float> x = random_floats(n_tok * cols, seed, -1.0f, 1.0f);
-  for (size_t i = 0; i < x.size(); i += 37) x[i] *= 40.0f;
-  for (size_t i = 5; i < x.size(); i += 101) x[i] *= 1e-3f;
-  return x;
-}
-
 void check_quantize(Isa isa, size_t n_tok, size_t cols) {
-  const auto x = activations(n_tok, cols, uint32_t(cols + n_tok));
+  const auto x = outlier_activations(n_tok, cols, uint32_t(cols + n_tok));
   Q16Storage ref_mem, got_mem;
   Q16Acts& ref = ref_mem.prepare(n_tok, cols);
   Q16Acts& got = got_mem.prepare(n_tok, cols);
@@ -75,7 +67,7 @@ using MatmulQ16 = decltype(Kernels::matmul_q8_0_q16);
 void check_matmul(const char* name, MatmulQ16 matmul, const Weight& w, size_t n_tok, size_t first,
                   size_t count, uint32_t seed) {
   const size_t cols = w.cols, nb = cols / 32;
-  const auto x = activations(n_tok, cols, seed);
+  const auto x = outlier_activations(n_tok, cols, seed);
   Q16Storage mem;
   Q16Acts& q = mem.prepare(n_tok + 2, cols);
   std::vector<float> xx(2 * cols, 0.5f);
@@ -106,20 +98,24 @@ void check_matmul(const char* name, MatmulQ16 matmul, const Weight& w, size_t n_
       }
       const double y_ref = want[t * ldy + i], y = got[t * ldy + i];
       if (!(std::fabs(y - y_ref) <= 1e-6 + 4e-6 * mag) && bad++ < 5)
-        UNSCOPED_INFO(name << " row " << first + i << " token " << t << ": got " << y << " reference " << y_ref);
-      if (!(std::fabs(y_ref - exact) <= bound * (1 + 1e-5) + 1e-6 * exact_mag + 1e-30) && bad_exact++ < 5)
-        UNSCOPED_INFO("reference row " << first + i << " token " << t << ": " << y_ref << " vs exact " << exact
-                                       << " (bound " << bound << ")");
+        UNSCOPED_INFO(name << " row " << first + i << " token " << t << ": got " << y
+                           << " reference " << y_ref);
+      if (!(std::fabs(y_ref - exact) <= bound * (1 + 1e-5) + 1e-6 * exact_mag + 1e-30) &&
+          bad_exact++ < 5)
+        UNSCOPED_INFO("reference row " << first + i << " token " << t << ": " << y_ref
+                                       << " vs exact " << exact << " (bound " << bound << ")");
     }
     for (size_t t = 0; t < n_tok; ++t)
       for (size_t j = count; j < ldy; ++j) CHECK(got[t * ldy + j] == -777.0f);
   }
-  INFO(name << " " << w.rows << "x" << cols << " rows " << first << "+" << count << ", " << n_tok << " tokens");
+  INFO(name << " " << w.rows << "x" << cols << " rows " << first << "+" << count << ", " << n_tok
+            << " tokens");
   CHECK(bad == 0);
   CHECK(bad_exact == 0);
 }
 
-void check_shape(Isa isa, size_t rows, size_t cols, size_t n_tok, size_t first = 0, size_t count = 0) {
+void check_shape(Isa isa, size_t rows, size_t cols, size_t n_tok, size_t first = 0,
+                 size_t count = 0) {
   const Weight w = random_weight(gptoss_dtype_q8_0, rows, cols, uint32_t(rows * 13 + cols));
   check_matmul(isa_name(isa), kernels_for(isa).matmul_q8_0_q16, w, n_tok, first,
                count == 0 ? rows : count, uint32_t(cols * 3 + n_tok));
@@ -158,14 +154,17 @@ TEST_CASE("q16: every level against the reference on fresh random shapes", "[cpu
   const uint64_t seed = fresh_seed();
   INFO("seed " << seed);
   std::mt19937_64 rng(seed);
-  auto pick = [&](size_t lo, size_t hi) { return std::uniform_int_distribution<size_t>(lo, hi)(rng); };
+  auto pick = [&](size_t lo, size_t hi) {
+    return std::uniform_int_distribution<size_t>(lo, hi)(rng);
+  };
   for (int round = 0; round < 12; ++round) {
     const size_t cols = 32 * pick(1, 100), rows = pick(1, 80), first = pick(0, rows - 1);
     const size_t count = pick(1, rows - first), n_tok = pick(1, 20);
     const Weight w = random_weight(gptoss_dtype_q8_0, rows, cols, uint32_t(rng()));
     const uint32_t s = uint32_t(rng());
     INFO("round " << round);
-    for (Isa isa : q16_isas()) check_matmul(isa_name(isa), kernels_for(isa).matmul_q8_0_q16, w, n_tok, first, count, s);
+    for (Isa isa : q16_isas())
+      check_matmul(isa_name(isa), kernels_for(isa).matmul_q8_0_q16, w, n_tok, first, count, s);
   }
 }
 
@@ -183,7 +182,7 @@ TEST_CASE("q16: extreme Q8_0 steps give the reference's results", "[cpu-kernels]
   for (size_t n_tok : {1u, 3u, 9u})
     for (Isa isa : q16_isas()) {
       const auto matmul = kernels_for(isa).matmul_q8_0_q16;
-      const auto x = activations(n_tok, cols, uint32_t(64 + n_tok));
+      const auto x = outlier_activations(n_tok, cols, uint32_t(64 + n_tok));
       Q16Storage mem;
       Q16Acts& q = mem.prepare(n_tok, cols);
       quantize_q16_reference(x.data(), cols, n_tok, q);
@@ -196,7 +195,8 @@ TEST_CASE("q16: extreme Q8_0 steps give the reference's results", "[cpu-kernels]
         for (size_t t = 0; t < n_tok; ++t) {
           double mag = 0.0;
           for (size_t k = 0; k < cols; ++k)
-            mag += q.d[t * q.b_stride + k / 32] * std::fabs(row[k]) * std::abs(q.q[t * q.q_stride + k]);
+            mag += q.d[t * q.b_stride + k / 32] * std::fabs(row[k]) *
+                   std::abs(q.q[t * q.q_stride + k]);
           INFO(isa_name(isa) << " row " << i << " token " << t << " of " << n_tok << ": got "
                              << got[t * rows + i] << " reference " << want[t * rows + i]);
           CHECK(std::fabs(double(got[t * rows + i]) - want[t * rows + i]) <= 4e-6 * mag + 1e-44);
@@ -215,7 +215,7 @@ TEST_CASE("q16: every token count gives each token its one-token result", "[cpu-
     const size_t rows = 1 + rng() % 200, cols = 32 * (1 + rng() % 100);
     const size_t n_tok = 2 + rng() % 40;
     const Weight w = random_weight(gptoss_dtype_q8_0, rows, cols, uint32_t(rng()));
-    const auto x = activations(n_tok + 1, cols, uint32_t(rng()));
+    const auto x = outlier_activations(n_tok + 1, cols, uint32_t(rng()));
     for (Isa isa : q16_isas()) {
       const Kernels& k = kernels_for(isa);
       INFO(isa_name(isa) << " " << rows << "x" << cols << ", " << n_tok << " tokens");
@@ -241,7 +241,8 @@ TEST_CASE("q16: every token count gives each token its one-token result", "[cpu-
 // Which activations a Q8_0 weight takes in fast precision where the level has both paths: int8
 // for the unembedding, int16 for any other matrix (the projections), at every token count;
 // fp32 in exact precision.
-TEST_CASE("q16: the chooser gives int16 activations to the Q8_0 projections", "[cpu-kernels][q16]") {
+TEST_CASE("q16: the chooser gives int16 activations to the Q8_0 projections",
+          "[cpu-kernels][q16]") {
   Weight w = random_weight(gptoss_dtype_q8_0, 8, 64, 5);
   for (Isa isa : supported_isas()) {
     if (isa == Isa::scalar) continue;
@@ -250,7 +251,8 @@ TEST_CASE("q16: the chooser gives int16 activations to the Q8_0 projections", "[
       for (bool logits : {false, true})
         for (bool fast : {false, true}) {
           w.logits_only = logits;
-          INFO(isa_name(isa) << " " << n << " tokens" << (logits ? " logits" : "") << (fast ? " fast" : " exact"));
+          INFO(isa_name(isa) << " " << n << " tokens" << (logits ? " logits" : "")
+                             << (fast ? " fast" : " exact"));
           const bool int16 = !logits && fast && k.matmul_q8_0_q16 != nullptr;
           CHECK((acts_for(k, w, n, fast) == MatmulActs::q16) == int16);
         }

@@ -46,17 +46,8 @@ std::vector<Isa> q8_0_isas() {
   return v;
 }
 
-// Random activations (natural order) with a few outliers (as in real residual streams), so
-// blocks have very different steps d_b.
-std::vector<float> activations(size_t n_tok, size_t cols, uint32_t seed) {
-  std::vector<float> x = random_floats(n_tok * cols, seed, -1.0f, 1.0f);
-  for (size_t i = 0; i < x.size(); i += 37) x[i] *= 40.0f;
-  for (size_t i = 5; i < x.size(); i += 101) x[i] *= 1e-3f;
-  return x;
-}
-
 void check_quantize(Isa isa, size_t n_tok, size_t cols) {
-  const auto x = activations(n_tok, cols, uint32_t(cols + n_tok));
+  const auto x = outlier_activations(n_tok, cols, uint32_t(cols + n_tok));
   Q8Storage ref_mem, got_mem;
   Q8Acts& ref = ref_mem.prepare(n_tok, cols);
   Q8Acts& got = got_mem.prepare(n_tok, cols);
@@ -117,7 +108,7 @@ void check_matmul_fn(const char* name, MatmulQ8 matmul, size_t rows, size_t cols
   const Weight w = random_weight(dtype, rows, cols, uint32_t(rows * 13 + cols) + seed, 0, -12);
   const MatmulQ8 reference =
       dtype == gptoss_dtype_q8_0 ? matmul_q8_0_q8_reference : matmul_mxfp4_q8_reference;
-  const auto x = activations(n_tok, cols, uint32_t(cols * 3 + n_tok) + seed);
+  const auto x = outlier_activations(n_tok, cols, uint32_t(cols * 3 + n_tok) + seed);
   Q8Storage mem;
   Q8Acts& q = mem.prepare(n_tok + 2, cols);
   // Two extra leading tokens: the kernels must honour t0.
@@ -237,7 +228,7 @@ TEST_CASE("q8: extreme Q8_0 steps give the reference's results", "[cpu-kernels][
       std::memcpy(w.owned_data.data() + r * w.row_bytes + 34 * b, &steps[r][b % 2], 2);
   std::vector<float> row(cols);
   for (size_t n_tok : {1u, 3u, 9u}) {
-    const auto x = activations(n_tok, cols, uint32_t(54 + n_tok));
+    const auto x = outlier_activations(n_tok, cols, uint32_t(54 + n_tok));
     Q8Storage mem;
     Q8Acts& q = mem.prepare(n_tok, cols);
     quantize_q8_reference(x.data(), cols, n_tok, q);
@@ -337,7 +328,7 @@ TEST_CASE("q8: extreme E8M0 scales give the reference's results", "[cpu-kernels]
   }
   std::vector<float> row(cols);
   for (size_t n_tok : {1u, 3u, 9u}) {
-    const auto x = activations(n_tok, cols, uint32_t(44 + n_tok));
+    const auto x = outlier_activations(n_tok, cols, uint32_t(44 + n_tok));
     Q8Storage mem;
     Q8Acts& q = mem.prepare(n_tok, cols);
     quantize_q8_reference(x.data(), cols, n_tok, q);
@@ -371,7 +362,7 @@ TEST_CASE("q8: extreme E8M0 scales give the reference's results", "[cpu-kernels]
 // a row's result must not depend on how the caller split the rows.
 TEST_CASE("q8: one token's results do not depend on how the rows are split", "[cpu-kernels][q8]") {
   const size_t rows = 45, cols = 544;
-  const auto x = activations(1, cols, 96);
+  const auto x = outlier_activations(1, cols, 96);
   for (gptoss_dtype dtype : {gptoss_dtype_mxfp4, gptoss_dtype_q8_0}) {
     const Weight w = random_weight(dtype, rows, cols, 97);
     for (Isa isa : q8_isas()) {
@@ -411,7 +402,7 @@ TEST_CASE("q8: a step's tokens of one weight each get their one-token GEMV", "[c
             INFO(isa_name(isa) << (q8_0 ? " q8_0 " : " mxfp4 ") << rows << "x" << cols << ", "
                                << n_tok << " tokens");
             const Weight w = random_weight(dtype, rows, cols, uint32_t(101 + rows + cols), 0, -8);
-            const auto x = activations(n_tok + 1, cols, uint32_t(102 + n_tok));
+            const auto x = outlier_activations(n_tok + 1, cols, uint32_t(102 + n_tok));
             Q8Storage mem;
             Q8Acts& q = mem.prepare(n_tok + 1, cols);
             k.quantize_q8(x.data(), cols, n_tok + 1, q);
@@ -452,7 +443,7 @@ TEST_CASE("q8: both AVX2 matmul variants (vpmaddubsw and AVX-VNNI)", "[cpu-kerne
       for (size_t n_tok : {2, 3, 4, 5, 16}) {
         const size_t rows = 45;
         const Weight w = random_weight(gptoss_dtype_mxfp4, rows, cols, uint32_t(7 + cols), 0, -8);
-        const auto x = activations(n_tok, cols, uint32_t(8 + n_tok));
+        const auto x = outlier_activations(n_tok, cols, uint32_t(8 + n_tok));
         Q8Storage mem;
         Q8Acts& q = mem.prepare(n_tok, cols);
         quantize_q8_reference(x.data(), cols, n_tok, q);

@@ -33,6 +33,15 @@ inline std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1.0
   return v;
 }
 
+// Random activations (natural order, n_tok rows of cols) with a few outliers, as in real
+// residual streams, so the 32-blocks of the quantized kernels have very different steps.
+inline std::vector<float> outlier_activations(size_t n_tok, size_t cols, uint32_t seed) {
+  std::vector<float> x = random_floats(n_tok * cols, seed, -1.0f, 1.0f);
+  for (size_t i = 0; i < x.size(); i += 37) x[i] *= 40.0f;
+  for (size_t i = 5; i < x.size(); i += 101) x[i] *= 1e-3f;
+  return x;
+}
+
 // A weight of shape [rows, cols] (or [experts, rows/experts, cols] with `experts` > 0) owning
 // random data of `dtype`. MXFP4 scales are spread over 2^(min_exp) .. 2^(min_exp + 11).
 inline Weight random_weight(gptoss_dtype dtype, size_t rows, size_t cols, uint32_t seed,

@@ -40,7 +40,9 @@ constexpr size_t kPanelRows = 16;
 constexpr size_t kFarRowsPrefetchBytes = 1024;
 constexpr size_t kPrefetchRows = 2 * kPanelRows;
 
-inline __mmask16 mask16(size_t n) { return n >= 16 ? __mmask16(0xffff) : __mmask16((1u << n) - 1u); }
+inline __mmask16 mask16(size_t n) {
+  return n >= 16 ? __mmask16(0xffff) : __mmask16((1u << n) - 1u);
+}
 
 // Block i's 32 weights of a row widened to int16 (zero past the row: blocks >= nb).
 inline __m512i widen_block(const uint8_t* row, size_t b, size_t nb) {
@@ -84,9 +86,9 @@ __attribute__((always_inline)) inline __m512i chunk_sums(const uint8_t* row, siz
 // The f16 steps of blocks b0 .. b0 + 15 of a row (zero past the row), as floats in lanes 0..15:
 // the low half of the dword at each block's start.
 inline __m512 chunk_steps(const uint8_t* row, size_t b0, size_t nb) {
-  const __m512i at = _mm512_mullo_epi32(
-      _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-      _mm512_set1_epi32(int(kBlockBytes)));
+  const __m512i at =
+      _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                         _mm512_set1_epi32(int(kBlockBytes)));
   const __m512i d = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), mask16(nb - b0), at,
                                                 row + kBlockBytes * b0, 1);
   return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(d));
@@ -94,7 +96,8 @@ inline __m512 chunk_steps(const uint8_t* row, size_t b0, size_t nb) {
 
 // Rows r0 + r * step (r < R) for one token into y[r * step].
 template <int R>
-void gemv_rows(const Weight& w, size_t r0, size_t step, const int16_t* xq, const float* xd, float* y) {
+void gemv_rows(const Weight& w, size_t r0, size_t step, const int16_t* xq, const float* xd,
+               float* y) {
   const size_t nb = w.cols / 32;
   const uint8_t* row[R];
   __m512 acc[R];
@@ -106,8 +109,9 @@ void gemv_rows(const Weight& w, size_t r0, size_t step, const int16_t* xq, const
     const __m512 d = _mm512_loadu_ps(xd + b0);  // padding blocks have d = 0
     for (int r = 0; r < R; ++r) {
       for (size_t off = 0; off < 16 * kBlockBytes; off += 64)
-        _mm_prefetch(reinterpret_cast<const char*>(row[r] + kBlockBytes * b0 + off) + kFarRowsPrefetchBytes,
-                     _MM_HINT_T1);
+        _mm_prefetch(
+            reinterpret_cast<const char*>(row[r] + kBlockBytes * b0 + off) + kFarRowsPrefetchBytes,
+            _MM_HINT_T1);
       const __m512 c = _mm512_mul_ps(chunk_steps(row[r], b0, nb), d);
       acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(chunk_sums(row[r], b0, nb, xq)), c, acc[r]);
     }
@@ -130,7 +134,9 @@ void gemv_token(const Weight& w, size_t r0, size_t n_rows, const Q16Acts& x, siz
 // each slot 16 zmm of weight pairs then one zmm of row steps.
 constexpr size_t kSlotZmm = 17;
 inline size_t chain_len(size_t nb) { return (nb + kChains - 1) / kChains; }
-inline size_t panel_slot(size_t b, size_t nb) { return (b % kChains) * chain_len(nb) + b / kChains; }
+inline size_t panel_slot(size_t b, size_t nb) {
+  return (b % kChains) * chain_len(nb) + b / kChains;
+}
 
 // r[i] (row i's 16 dwords) -> out[p]: dword p of each row, row i in lane i.
 inline void transpose16(const __m512i (&r)[16], __m512i* out) {
@@ -171,9 +177,9 @@ void decode_panel(const Weight& w, size_t r0, size_t n, __m512i* panel) {
   }
   const __mmask16 valid = mask16(n);
   const size_t ahead = kPrefetchRows * w.row_bytes;
-  const __m512i offs = _mm512_mullo_epi32(
-      _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-      _mm512_set1_epi32(int(w.row_bytes)));
+  const __m512i offs =
+      _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                         _mm512_set1_epi32(int(w.row_bytes)));
   for (size_t b = 0; b < nb; ++b) {
     // A prefetch per row and block (34 bytes apart: every line of the rows below is asked for).
     for (size_t i = 0; i < n; ++i)
@@ -209,7 +215,8 @@ void panel_tile(const __m512i* panel, size_t panel_stride, size_t nb, const Q16A
       for (int n = 0; n < TN; ++n) acc[p][n] = _mm512_setzero_ps();
     for (size_t b = m; b < nb; b += 16) {
       const __m512i* wp[P];
-      for (int p = 0; p < P; ++p) wp[p] = panel + size_t(p) * panel_stride + kSlotZmm * panel_slot(b, nb);
+      for (int p = 0; p < P; ++p)
+        wp[p] = panel + size_t(p) * panel_stride + kSlotZmm * panel_slot(b, nb);
       __m512i s[P][TN];
       for (int p = 0; p < P; ++p)
         for (int n = 0; n < TN; ++n) s[p][n] = _mm512_setzero_si512();
@@ -226,8 +233,8 @@ void panel_tile(const __m512i* panel, size_t panel_stride, size_t nb, const Q16A
       for (int p = 0; p < P; ++p) {
         const __m512 e = _mm512_castsi512_ps(_mm512_load_si512(wp[p] + 16));
         for (int n = 0; n < TN; ++n)
-          acc[p][n] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[p][n]), _mm512_mul_ps(e, _mm512_set1_ps(xd[n][b])),
-                                      acc[p][n]);
+          acc[p][n] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[p][n]),
+                                      _mm512_mul_ps(e, _mm512_set1_ps(xd[n][b])), acc[p][n]);
       }
     }
     for (int p = 0; p < P; ++p)
@@ -237,15 +244,18 @@ void panel_tile(const __m512i* panel, size_t panel_stride, size_t nb, const Q16A
   for (size_t w = 8; w >= 1; w /= 2)
     for (size_t l = 0; l < w; ++l)
       for (int p = 0; p < P; ++p)
-        for (int n = 0; n < TN; ++n) part[l][p][n] = _mm512_add_ps(part[l][p][n], part[l + w][p][n]);
+        for (int n = 0; n < TN; ++n)
+          part[l][p][n] = _mm512_add_ps(part[l][p][n], part[l + w][p][n]);
   for (int p = 0; p < P; ++p) {
     const size_t rows = n_rows > 16 * size_t(p) ? n_rows - 16 * size_t(p) : 0;
     const __mmask16 mask = mask16(rows);
-    for (int n = 0; n < TN; ++n) _mm512_mask_storeu_ps(y + size_t(n) * ldy + 16 * size_t(p), mask, part[0][p][n]);
+    for (int n = 0; n < TN; ++n)
+      _mm512_mask_storeu_ps(y + size_t(n) * ldy + 16 * size_t(p), mask, part[0][p][n]);
   }
 }
 
-using TileFn = void (*)(const __m512i*, size_t, size_t, const Q16Acts&, size_t, size_t, float*, size_t);
+using TileFn = void (*)(const __m512i*, size_t, size_t, const Q16Acts&, size_t, size_t, float*,
+                        size_t);
 constexpr size_t kTileTokens1 = 8, kTileTokens2 = 4;  // tokens per tile for 1 and 2 panels
 const TileFn kTiles1[kTileTokens1] = {panel_tile<1, 1>, panel_tile<1, 2>, panel_tile<1, 3>,
                                       panel_tile<1, 4>, panel_tile<1, 5>, panel_tile<1, 6>,
@@ -264,8 +274,8 @@ void quantize_q16_avx512vnni(const float* x, size_t ldx, size_t n_tok, Q16Acts& 
     float* d = out.d + t * out.b_stride;
     for (size_t b = 0; b < nb; ++b) {
       const __m512 a = _mm512_loadu_ps(xr + 32 * b), c = _mm512_loadu_ps(xr + 32 * b + 16);
-      const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_andnot_ps(sign, a),
-                                                            _mm512_andnot_ps(sign, c)));
+      const float amax =
+          _mm512_reduce_max_ps(_mm512_max_ps(_mm512_andnot_ps(sign, a), _mm512_andnot_ps(sign, c)));
       const float step = amax / 32767.0f;
       const float inv = step != 0.0f ? 1.0f / step : 0.0f;
       // Round to nearest even (MXCSR default), like nearbyint; |x / step| <= 32767 after it.

@@ -358,6 +358,21 @@ void gemv_token_group(const Weight& w, size_t r0, size_t n_rows, const Q8Acts& x
 
 // --- prefill (n_tok > 1 outside a decode step): lane layout ----------------------------
 
+// A block's 8 groups of 16 rows into a panel slot: lo[k] / hi[k] hold, in 128-bit lane q, the
+// 16 even / odd weights of row 4q + k. 4x4 transposes of dwords inside each 128-bit lane make
+// dword k of lane q of out[g] group g of row 4q + k, i.e. row r lands in lane r.
+inline void store_lane_groups(const __m512i (&lo)[4], const __m512i (&hi)[4], __m512i* out) {
+  for (int h = 0; h < 2; ++h) {
+    const __m512i* v = h == 0 ? lo : hi;
+    const __m512i t0 = _mm512_unpacklo_epi32(v[0], v[1]), t1 = _mm512_unpackhi_epi32(v[0], v[1]);
+    const __m512i t2 = _mm512_unpacklo_epi32(v[2], v[3]), t3 = _mm512_unpackhi_epi32(v[2], v[3]);
+    _mm512_store_si512(out + 4 * h + 0, _mm512_unpacklo_epi64(t0, t2));
+    _mm512_store_si512(out + 4 * h + 1, _mm512_unpackhi_epi64(t0, t2));
+    _mm512_store_si512(out + 4 * h + 2, _mm512_unpacklo_epi64(t1, t3));
+    _mm512_store_si512(out + 4 * h + 3, _mm512_unpackhi_epi64(t1, t3));
+  }
+}
+
 // Rows [r0, r0 + n) (n <= 16; missing rows are zero) of w into panel: per block 8 zmm of
 // weights then one zmm of row scales.
 void decode_panel(const Weight& w, size_t r0, size_t n, __m512i* panel) {
@@ -396,18 +411,7 @@ void decode_panel(const Weight& w, size_t r0, size_t n, __m512i* panel) {
       lo[k] = _mm512_shuffle_epi8(lut, _mm512_and_si512(a, low4));
       hi[k] = _mm512_shuffle_epi8(lut, _mm512_and_si512(_mm512_srli_epi16(a, 4), low4));
     }
-    // 4x4 transposes of dwords inside each 128-bit lane: dword k of lane q of out[g] is group g
-    // of row 4q + k, i.e. row r lands in lane r.
-    __m512i* out = panel + 9 * panel_slot(b, nb);
-    for (int h = 0; h < 2; ++h) {
-      const __m512i* v = h == 0 ? lo : hi;
-      const __m512i t0 = _mm512_unpacklo_epi32(v[0], v[1]), t1 = _mm512_unpackhi_epi32(v[0], v[1]);
-      const __m512i t2 = _mm512_unpacklo_epi32(v[2], v[3]), t3 = _mm512_unpackhi_epi32(v[2], v[3]);
-      _mm512_store_si512(out + 4 * h + 0, _mm512_unpacklo_epi64(t0, t2));
-      _mm512_store_si512(out + 4 * h + 1, _mm512_unpackhi_epi64(t0, t2));
-      _mm512_store_si512(out + 4 * h + 2, _mm512_unpacklo_epi64(t1, t3));
-      _mm512_store_si512(out + 4 * h + 3, _mm512_unpackhi_epi64(t1, t3));
-    }
+    store_lane_groups(lo, hi, panel + 9 * panel_slot(b, nb));
   }
   // Row scales per block: one dword gather per block (row i's scale b is at i * nb + b; the
   // low byte of each dword), widened to 16 floats (missing rows zero). The last 3 blocks go
@@ -472,15 +476,7 @@ void decode_panel_q8_0(const Weight& w, size_t r0, size_t n, __m512i* panel) {
       hi[k] = _mm512_xor_si512(_mm512_permutex2var_epi64(a, odds, c), bias);
     }
     __m512i* out = panel + 9 * panel_slot(b, nb);
-    for (int h = 0; h < 2; ++h) {
-      const __m512i* v = h == 0 ? lo : hi;
-      const __m512i t0 = _mm512_unpacklo_epi32(v[0], v[1]), t1 = _mm512_unpackhi_epi32(v[0], v[1]);
-      const __m512i t2 = _mm512_unpacklo_epi32(v[2], v[3]), t3 = _mm512_unpackhi_epi32(v[2], v[3]);
-      _mm512_store_si512(out + 4 * h + 0, _mm512_unpacklo_epi64(t0, t2));
-      _mm512_store_si512(out + 4 * h + 1, _mm512_unpackhi_epi64(t0, t2));
-      _mm512_store_si512(out + 4 * h + 2, _mm512_unpacklo_epi64(t1, t3));
-      _mm512_store_si512(out + 4 * h + 3, _mm512_unpackhi_epi64(t1, t3));
-    }
+    store_lane_groups(lo, hi, out);
     // The rows' f16 steps: the low half of the dword at each block's start (missing rows zero).
     const __m512i d = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), valid, offs,
                                                   w.data + r0 * w.row_bytes + kBlock * b, 1);

@@ -167,6 +167,15 @@ void matmul_scalar(const Weight& w, size_t r0, size_t n_rows, const float* x, si
 
 }  // namespace
 
+namespace {
+// max |x[j]| over a 32-block (the quantizers' step is this over 127 or 32767).
+float block_amax(const float* x) {
+  float amax = 0.0f;
+  for (size_t j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(x[j]));
+  return amax;
+}
+}  // namespace
+
 void quantize_q8_reference(const float* x, size_t ldx, size_t n_tok, Q8Acts& out) {
   const size_t nb = out.cols / 32;
   for (size_t t = 0; t < n_tok; ++t) {
@@ -176,9 +185,7 @@ void quantize_q8_reference(const float* x, size_t ldx, size_t n_tok, Q8Acts& out
       float d = 0.0f;
       int32_t sum = 0;
       if (b < nb) {
-        float amax = 0.0f;
-        for (size_t j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(xr[32 * b + j]));
-        d = amax / 127.0f;
+        d = block_amax(xr + 32 * b) / 127.0f;
         const float id = d != 0.0f ? 1.0f / d : 0.0f;
         for (size_t j = 0; j < 32; ++j) {  // natural element j is kernel-order position
           const float v = std::clamp(std::nearbyint(xr[32 * b + j] * id), -127.0f, 127.0f);
@@ -249,9 +256,7 @@ void quantize_q16_reference(const float* x, size_t ldx, size_t n_tok, Q16Acts& o
     for (size_t b = 0; b < out.b_stride; ++b) {
       float d = 0.0f;
       if (b < nb) {
-        float amax = 0.0f;
-        for (size_t j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(xr[32 * b + j]));
-        d = amax / 32767.0f;
+        d = block_amax(xr + 32 * b) / 32767.0f;
         const float id = d != 0.0f ? 1.0f / d : 0.0f;
         for (size_t j = 0; j < 32; ++j)
           q[32 * b + j] =
