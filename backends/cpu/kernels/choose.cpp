@@ -67,11 +67,11 @@ struct Row {
 // panels are 1.6x the several-token GEMV), and the bf16 unembedding takes bf16 pairs in every
 // step: their logits feed no later layer. Int8 activations into the Q8_0 attention projections
 // would be faster still, but they about double the fast precision's error on the logits set
-// (docs/performance.md, "Q8_0 times int8 and int16"), so those take int16 activations where a level
-// has the kernels (the GEMV for one token, per token over L2-sized row blocks for 2 to 4, panels
-// beyond), and fp32 ones elsewhere. Everything else
-// takes fp32 activations: the GEMV for one token, two tokens per row read for the 16-bit and
-// Q8_0 rows of a decode step, the GEMV per token over row blocks for a few, the panels beyond.
+// (docs/performance.md, "Q8_0 times int8 and int16"), so those take int16 activations where a
+// level has the kernels (the GEMV for one token, per token over L2-sized row blocks for 2 to 4,
+// panels beyond). Everything else takes fp32 activations: the GEMV for one token, two tokens per
+// row read for the 16-bit and Q8_0 rows of a decode step, the GEMV per token over row blocks for
+// a few, the panels beyond.
 // Which kernel serves a call changes no result (choose.hpp); the rows are the fastest measured
 // (docs/performance.md).
 // The rows are a table, aligned by column.

@@ -78,9 +78,9 @@ struct Q8Acts {
 // activations there about double the fast precision's error on the logits set
 // (docs/performance.md, "Q8_0 times int8 and int16"); int16 ones leave it where fp32 ones had
 // it (their rounding is 1/256 of int8's), and vpdpwssd still does 32 multiply-adds an
-// instruction, twice an fp32 FMA. Filled by quantize_q16;
-// storage owned by the caller (q8_storage.hpp). Rows are zero-padded to whole chunks of 16
-// blocks (q and d), so the SIMD kernels never need a tail on x.
+// instruction, twice an fp32 FMA. Filled by quantize_q16; storage owned by the caller
+// (q8_storage.hpp). Rows are zero-padded to whole chunks of 16 blocks (q and d), so the SIMD
+// kernels never need a tail on x.
 struct Q16Acts {
   size_t n_tok;
   size_t cols;      // logical columns (multiple of 32)
