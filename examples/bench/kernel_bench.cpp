@@ -84,6 +84,17 @@ Weight lanes_of(const Weight& w) {
   return l;
 }
 
+// A Q8_0 weight's rows repacked as the upload repacks a Q8_0 model's attention projections in
+// the fast precision at the levels that read them so (Weight::q8_0_lanes).
+Weight q8_0_lanes_of(const Weight& w) {
+  Weight l = w;
+  l.owned_data.resize(w.owned_data.size());
+  cpu::repack_q8_0_lanes(w.data, w.cols, 0, w.rows / 16, l.owned_data.data());
+  l.data = l.owned_data.data();
+  l.q8_0_lanes = true;
+  return l;
+}
+
 // A buffer the size of a repacked weight's bytes, faulted in, for timing the repack alone.
 void* lanes_rows_scratch(const Weight& l) {
   static std::vector<uint8_t> scratch;
@@ -212,6 +223,15 @@ void compute_rates(Isa isa, const std::vector<float>& x4, std::vector<float>& y,
                                 : "compute: int16 Q8_0 panels, L2, 1 thread",
                         "128x2880, " + std::to_string(nt) + " tok", s, qb,
                         2.0 * double(nt) * 128 * H});
+      }
+      if (k.matmul_q8_0_lanes_q16 != nullptr) {  // the same rows repacked at upload
+        const Weight ql = q8_0_lanes_of(q);
+        for (size_t nt : {size_t(1), size_t(8), kPrefillTokens}) {
+          s = best([&] { k.matmul_q8_0_lanes_q16(ql, 0, ql.rows, x16, 0, nt, y.data(), ql.rows); });
+          rows.push_back({name, "compute: int16 Q8_0 lanes, L2, 1 thread",
+                          "128x2880, " + std::to_string(nt) + " tok", s, qb,
+                          2.0 * double(nt) * 128 * H});
+        }
       }
     }
   }
@@ -387,6 +407,22 @@ int run_kernel_bench(const Options& o) {
            2.0 * 8 * double(dense_q8.rows) * H});
     }
     dense_q8.logits_only = false;
+    if (dev.quantize_activations && dev.kernels->matmul_q8_0_lanes_q16 != nullptr) {
+      // The projections as the upload repacks them in the fast precision at this level.
+      const Weight q8_lanes = q8_0_lanes_of(dense_q8);
+      for (size_t nt : {1, 8}) {
+        s = time_best(reps, [&] {
+          cpu::op_linear(&st, nt == 1 ? x1.data() : x64.data(), &q8_lanes, nullptr, nt, H,
+                         q8_lanes.rows, y.data());
+        });
+        rows.push_back(
+            {name,
+             nt == 1 ? "GEMV Q8_0 lanes (GGUF projection)" : "GEMV Q8_0 lanes (8-sequence step)",
+             "65536x2880, " + std::to_string(nt) + " tok", s,
+             double(dense_q8.rows) * H * 34.0 / 32.0,
+             2.0 * double(nt) * double(dense_q8.rows) * H});
+      }
+    }
     Weight q8_rows = dense_q8;  // a Q8_0 projection's prefill: 2048 rows, 256 tokens
     q8_rows.shape[0] = 2048;
     q8_rows.rows = 2048;

@@ -22,6 +22,7 @@ enum class MatmulKernel {
   bf16_lanes,      // Kernels::matmul_bf16_lanes: bf16 rows repacked at upload, fp32 activations
   q16,             // Kernels::matmul_q8_0_q16, int16 activations
   q16_each_token,  // Kernels::matmul_q8_0_q16 one token at a time over L2-sized row blocks
+  q16_lanes,       // Kernels::matmul_q8_0_lanes_q16: Q8_0 rows repacked at upload, int16
 };
 
 // What a kernel takes as activations.

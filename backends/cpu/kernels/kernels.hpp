@@ -171,6 +171,16 @@ struct Kernels {
   // The repack into that layout (repack_bf16_lanes's bytes): tiles [i0, i1) of 16 rows of cols
   // bf16 (cols even) from row-major src into dst. Null exactly where matmul_bf16_lanes is.
   void (*repack_bf16_lanes)(const uint16_t* src, size_t cols, size_t i0, size_t i1, uint16_t* dst);
+  // Like matmul_q8_0_q16 for a weight with q8_0_lanes (r0 a multiple of 16; n_rows too, but
+  // for the weight's last rows): the same bits, read from the layout the upload repacked, so
+  // that no call decodes a panel. Null where a level does not take the layout (the CPU backend
+  // repacks a Q8_0 model's attention projections in the fast precision for devices whose
+  // level has it).
+  void (*matmul_q8_0_lanes_q16)(const Weight& w, size_t r0, size_t n_rows, const Q16Acts& x,
+                                size_t t0, size_t n_tok, float* y, size_t ldy);
+  // The repack into that layout: tiles [i0, i1) of 16 rows of a row-major Q8_0 matrix of `cols`
+  // columns from src into dst. Null exactly where matmul_q8_0_lanes_q16 is.
+  void (*repack_q8_0_lanes)(const uint8_t* src, size_t cols, size_t i0, size_t i1, uint8_t* dst);
 };
 
 // Byte offset in a Q8Acts row of element j (kernel order: j % 32 < 16 even, else odd) of
@@ -198,6 +208,10 @@ void matmul_q8_0_q8_reference(const Weight& w, size_t r0, size_t n_rows, const Q
 void quantize_q16_reference(const float* x, size_t ldx, size_t n_tok, Q16Acts& out);
 void matmul_q8_0_q16_reference(const Weight& w, size_t r0, size_t n_rows, const Q16Acts& x,
                                size_t t0, size_t n_tok, float* y, size_t ldy);
+// Tiles [i0, i1) of 16 rows of a row-major Q8_0 matrix of `cols` columns into the q8_0_lanes
+// layout (Weight::q8_0_lanes): the one repack, a byte shuffle at upload, for every level that
+// reads the layout.
+void repack_q8_0_lanes(const uint8_t* src, size_t cols, size_t i0, size_t i1, uint8_t* dst);
 
 // Kernels::matmul_bf16_lanes in scalar code (tests): std::fma over k in order.
 void matmul_bf16_lanes_reference(const Weight& w, size_t r0, size_t n_rows, const float* x,

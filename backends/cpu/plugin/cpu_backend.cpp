@@ -98,6 +98,10 @@ gptoss_status device_set_precision(gptoss_backend_device_t dev, gptoss_precision
   if (dev == nullptr) return gptoss_status_invalid_argument;
   if (precision != gptoss_precision_fast && precision != gptoss_precision_exact)
     return refuse(gptoss_status_invalid_argument, "unknown precision");
+  if (D(dev)->fast_layouts && precision != gptoss_precision_fast)
+    return refuse(gptoss_status_invalid_argument,
+                  "the precision is set before weight_upload: this device holds weights laid out "
+                  "for the fast precision");
   D(dev)->quantize_activations = precision == gptoss_precision_fast;
   return gptoss_status_success;
 }
@@ -208,9 +212,15 @@ gptoss_status weight_upload(gptoss_backend_device_t dev, const gptoss_tensor_des
                             gptoss_backend_weight_t* weight_out) {
   if (desc == nullptr || weight_out == nullptr) return gptoss_status_invalid_argument;
   std::string why;
-  const gptoss_status st =
-      make_weight(D(dev)->pool, *desc, D(dev)->kernels->repack_bf16_lanes, weight_out, why);
-  if (st != gptoss_status_success) set_last_error(std::move(why));
+  const Kernels& k = *D(dev)->kernels;
+  const UploadRepacks repacks{k.repack_bf16_lanes,
+                              D(dev)->quantize_activations ? k.repack_q8_0_lanes : nullptr};
+  const gptoss_status st = make_weight(D(dev)->pool, *desc, repacks, weight_out, why);
+  if (st != gptoss_status_success) {
+    set_last_error(std::move(why));
+    return st;
+  }
+  if (reinterpret_cast<const Weight*>(*weight_out)->q8_0_lanes) D(dev)->fast_layouts = true;
   return st;
 }
 

@@ -27,6 +27,8 @@ struct Device {
   // gptoss_precision_fast: MXFP4 matmuls take int8-quantized activations where the level has
   // the kernels for it (kernels->matmul_mxfp4_q8); exact keeps every matmul in fp32.
   bool quantize_activations = true;
+  // A weight was uploaded in a layout only the fast precision reads (Weight::q8_0_lanes).
+  bool fast_layouts = false;
   OpProfile profile;
   std::mutex alloc_mutex;
   std::unordered_map<void*, size_t> mapped;  // live buffers (anonymous mappings) and sizes
@@ -54,6 +56,12 @@ struct Weight {
   // pairs of the 16 rows interleaved: element (r, k) at data[(r / 16) * 16 * cols +
   // 32 * (k / 2) + 2 * (r % 16) + k % 2] (Kernels::matmul_bf16_lanes; decode_row reads it too).
   bool bf16_lanes = false;
+  // Q8_0 rows repacked at upload into tiles of 16 rows (rows % 16 == 0): tile i, at the bytes of
+  // rows 16i .. 16i + 15, holds its blocks in order, 544 bytes each: 16 vectors of 32 int8
+  // (vector p: elements 2p and 2p + 1 of the block of each of the 16 rows, row r at bytes 2r
+  // and 2r + 1), then the 16 rows' f16 steps (Kernels::matmul_q8_0_lanes_q16; decode_row reads
+  // it too).
+  bool q8_0_lanes = false;
   std::vector<uint8_t> owned_data, owned_scales;  // tests' weights
   std::shared_ptr<void> owned_map;  // a copy made at upload: data then scales, huge pages
 };

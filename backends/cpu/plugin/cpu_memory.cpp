@@ -65,9 +65,10 @@ size_t kv_region_bytes(const KvCache& kv) {
 
 namespace {
 
-// The tensors repacked to the lanes layout where the device's level reads it (Weight::bf16_lanes):
-// the attention projections, whose prefill GEMMs and decode GEMVs it speeds up. Not the
-// unembedding (fast precision's bf16 pairs read its rows), nor the embedding (a row lookup).
+// The tensors repacked to a lanes layout where the device's level reads it (Weight::bf16_lanes,
+// Weight::q8_0_lanes): the attention projections, whose prefill GEMMs and decode GEMVs it
+// speeds up. Not the unembedding (its own kernels read its rows), nor the embedding (a row
+// lookup).
 bool is_attention_projection(int role) {
   return role == gptoss_tensor_attn_q || role == gptoss_tensor_attn_k ||
          role == gptoss_tensor_attn_v || role == gptoss_tensor_attn_out;
@@ -110,8 +111,9 @@ void release_source_pages(const void* p, size_t n) {
 
 }  // namespace
 
-gptoss_status make_weight(ThreadPool& pool, const gptoss_tensor_desc& desc, RepackBf16Lanes repack,
-                          gptoss_backend_weight_t* out, std::string& why) {
+gptoss_status make_weight(ThreadPool& pool, const gptoss_tensor_desc& desc,
+                          const UploadRepacks& repacks, gptoss_backend_weight_t* out,
+                          std::string& why) {
   const std::string name = desc.name ? desc.name : "(unnamed tensor)";
   if (desc.ndim < 1 || desc.ndim > 4) {
     why = name + ": ndim must be 1..4";
@@ -153,8 +155,12 @@ gptoss_status make_weight(ThreadPool& pool, const gptoss_tensor_desc& desc, Repa
     return gptoss_status_invalid_argument;
   }
   try {
-    if (repack != nullptr && desc.dtype == gptoss_dtype_bf16 &&
-        is_attention_projection(desc.role) && w->rows % 16 == 0 && w->cols % 2 == 0) {
+    const bool projection = is_attention_projection(desc.role) && w->rows % 16 == 0;
+    const bool bf16_lanes = repacks.bf16 != nullptr && projection &&
+                            desc.dtype == gptoss_dtype_bf16 && w->cols % 2 == 0;
+    const bool q8_0_lanes =
+        repacks.q8_0 != nullptr && projection && desc.dtype == gptoss_dtype_q8_0;
+    if (bf16_lanes || q8_0_lanes) {
       void* p = map_buffer(desc.data_size);
       if (p == nullptr) {
         why = name + ": out of memory";
@@ -162,12 +168,17 @@ gptoss_status make_weight(ThreadPool& pool, const gptoss_tensor_desc& desc, Repa
       }
       const size_t bytes = desc.data_size;
       w->owned_map = std::shared_ptr<void>(p, [bytes](void* q) { munmap(q, page_round(bytes)); });
-      const auto* src = static_cast<const uint16_t*>(desc.data);
       pool.parallel_for(w->rows / 16, [&](size_t b, size_t e, unsigned) {
-        repack(src, w->cols, b, e, static_cast<uint16_t*>(p));
+        if (bf16_lanes)
+          repacks.bf16(static_cast<const uint16_t*>(desc.data), w->cols, b, e,
+                       static_cast<uint16_t*>(p));
+        else
+          repacks.q8_0(static_cast<const uint8_t*>(desc.data), w->cols, b, e,
+                       static_cast<uint8_t*>(p));
       });
       w->data = static_cast<const uint8_t*>(p);
-      w->bf16_lanes = true;
+      w->bf16_lanes = bf16_lanes;
+      w->q8_0_lanes = q8_0_lanes;
       if (desc.flags & GPTOSS_TENSOR_PERSISTENT) release_source_pages(desc.data, desc.data_size);
     } else if (desc.flags & GPTOSS_TENSOR_PERSISTENT) {
       w->data = static_cast<const uint8_t*>(desc.data);

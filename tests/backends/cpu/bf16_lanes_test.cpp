@@ -176,8 +176,8 @@ TEST_CASE("bf16 lanes: the upload repacks the attention projections for levels t
     d.role = role;
     gptoss_backend_weight_t out = nullptr;
     std::string why;
-    REQUIRE(make_weight(pool, d, lanes ? repack_bf16_lanes : nullptr, &out, why) ==
-            gptoss_status_success);
+    REQUIRE(make_weight(pool, d, lanes ? UploadRepacks{repack_bf16_lanes} : UploadRepacks{}, &out,
+                        why) == gptoss_status_success);
     return std::unique_ptr<Weight>(reinterpret_cast<Weight*>(out));
   };
   for (gptoss_tensor_role role :
@@ -226,7 +226,8 @@ TEST_CASE("bf16 lanes: a repacked tensor of a mapped file leaves the resident se
   ThreadPool pool(2);
   gptoss_backend_weight_t out = nullptr;
   std::string why;
-  REQUIRE(make_weight(pool, d, repack_bf16_lanes, &out, why) == gptoss_status_success);
+  REQUIRE(make_weight(pool, d, UploadRepacks{repack_bf16_lanes}, &out, why) ==
+          gptoss_status_success);
   const std::unique_ptr<Weight> w(reinterpret_cast<Weight*>(out));
   REQUIRE(w->bf16_lanes);
   INFO("resident KiB of the file's mapping before " << before << ", after " << resident_kib(map));

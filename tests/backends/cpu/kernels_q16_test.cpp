@@ -6,7 +6,8 @@
 //     scaled sum: |y - ref| <= 1e-6 + 4e-6 * sum_b |e_b| d_b sum_k |w_k q_k|;
 //   - the reference is within the quantization bound of the exact dot product:
 //       |ref - w.x| <= sum_b (d_b / 2) sum_k |w_k| * (1 + 1e-5) + 1e-6 * sum |w x|;
-//   - every token count and every split of the rows gives a token its one-token bits.
+//   - every token count and every split of the rows gives a token its one-token bits;
+//   - a weight repacked as the upload does (Weight::q8_0_lanes) gives the rows' bits.
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -16,6 +17,7 @@
 
 #include "backends/cpu/test_weights.hpp"
 #include "choose.hpp"
+#include "cpu_memory.hpp"
 #include "kernels.hpp"
 #include "q8_storage.hpp"
 #include "row_streams.hpp"
@@ -257,6 +259,153 @@ TEST_CASE("q16: the chooser gives int16 activations to the Q8_0 projections",
           CHECK((acts_for(k, w, n, fast) == MatmulActs::q16) == int16);
         }
   }
+}
+
+}  // namespace gptoss::cpu::test
+
+namespace gptoss::cpu::test {
+namespace {
+
+std::vector<Isa> q16_lanes_isas() {
+  std::vector<Isa> v;
+  for (Isa isa : q16_isas())
+    if (kernels_for(isa).matmul_q8_0_lanes_q16 != nullptr) v.push_back(isa);
+  return v;
+}
+
+// w (rows % 16 == 0) repacked as the upload repacks it.
+Weight lanes_of(const Weight& w) {
+  Weight l = w;
+  l.owned_data.assign(w.owned_data.size(), 0xa5);
+  repack_q8_0_lanes(w.data, w.cols, 0, w.rows / 16, l.owned_data.data());
+  l.data = l.owned_data.data();
+  l.q8_0_lanes = true;
+  return l;
+}
+
+}  // namespace
+
+TEST_CASE("q16 lanes: the repack keeps every weight and step (decode_row reads both layouts)",
+          "[cpu-kernels][q16]") {
+  const uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  std::mt19937_64 rng(seed);
+  for (int shape = 0; shape < 6; ++shape) {
+    const size_t rows = 16 * (1 + rng() % 12), cols = 32 * (1 + rng() % 40);
+    const Weight w = random_weight(gptoss_dtype_q8_0, rows, cols, uint32_t(rng()));
+    const Weight l = lanes_of(w);
+    std::vector<float> a(cols), b(cols), ra(cols), rb(cols);
+    size_t bad = 0;
+    for (size_t r = 0; r < rows; ++r) {
+      decode_row(w, r, a.data());
+      decode_row(l, r, b.data());
+      bad += std::memcmp(a.data(), b.data(), cols * 4) != 0;
+      const size_t c0 = 32 * (r % (cols / 32)), n = cols - c0;  // a range of the row too
+      decode_row_range(w, r, c0, n, ra.data());
+      decode_row_range(l, r, c0, n, rb.data());
+      bad += std::memcmp(ra.data(), rb.data(), n * 4) != 0;
+    }
+    INFO(rows << "x" << cols);
+    CHECK(bad == 0);
+  }
+}
+
+// The kernel on the repacked weight against the same level's kernel on the rows (itself held
+// to the reference above): the same bits for every token count and every cut at a tile, and
+// the reference's bounds directly.
+TEST_CASE("q16 lanes: the repacked layout gives the rows' bits at every token count",
+          "[cpu-kernels][q16]") {
+  if (q16_lanes_isas().empty()) WARN("no level of this CPU reads Q8_0 lanes: not tested");
+  const uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  std::mt19937_64 rng(seed);
+  struct Shape {
+    size_t rows, cols, n_tok;
+  };
+  std::vector<Shape> shapes = {{16, 32, 1},     {48, 96, 8},    {32, 512, 3},  {80, 2880, 1},
+                               {80, 2880, 8},   {64, 544, 24},  {16, 2880, 9}, {96, 4096, 5},
+                               {5120, 2880, 1}, {2880, 4096, 2}};
+  for (int i = 0; i < 8; ++i)
+    shapes.push_back({16 * (1 + rng() % 20), 32 * (1 + rng() % 100), 1 + rng() % 40});
+  for (const Shape& sh : shapes) {
+    const Weight w = random_weight(gptoss_dtype_q8_0, sh.rows, sh.cols, uint32_t(rng()));
+    const Weight l = lanes_of(w);
+    const auto x = outlier_activations(sh.n_tok + 1, sh.cols, uint32_t(rng()));
+    for (Isa isa : q16_lanes_isas()) {
+      const Kernels& k = kernels_for(isa);
+      INFO(isa_name(isa) << " " << sh.rows << "x" << sh.cols << ", " << sh.n_tok << " tokens");
+      Q16Storage mem;
+      Q16Acts& q = mem.prepare(sh.n_tok + 1, sh.cols);
+      k.quantize_q16(x.data(), sh.cols, sh.n_tok + 1, q);
+      const size_t rows = sh.rows, n = sh.n_tok;
+      std::vector<float> want(n * rows), got(n * rows, -1.0f), alone(n * rows), cut(n * rows);
+      k.matmul_q8_0_q16(w, 0, rows, q, 1, n, want.data(), rows);
+      k.matmul_q8_0_lanes_q16(l, 0, rows, q, 1, n, got.data(), rows);
+      CHECK(same_bits(got, want));
+      for (size_t t = 0; t < n; ++t)
+        k.matmul_q8_0_lanes_q16(l, 0, rows, q, 1 + t, 1, alone.data() + t * rows, rows);
+      CHECK(same_bits(alone, want));
+      const size_t a = 16 * (rows / 16 / 3);  // cut at a tile, as the ops' pieces are
+      k.matmul_q8_0_lanes_q16(l, 0, a, q, 1, n, cut.data(), rows);
+      k.matmul_q8_0_lanes_q16(l, a, rows - a, q, 1, n, cut.data() + a, rows);
+      CHECK(same_bits(cut, want));
+      if (rows * sh.cols <= 200 * 3200)
+        check_matmul(isa_name(isa), k.matmul_q8_0_lanes_q16, l, n, 16 * (rows / 32),
+                     rows - 16 * (rows / 32), uint32_t(rng()));
+    }
+  }
+}
+
+TEST_CASE("q16 lanes: the chooser and the upload", "[cpu-kernels][q16]") {
+  const Weight src = random_weight(gptoss_dtype_q8_0, 64, 96, 95);
+  for (Isa isa : q16_lanes_isas()) {
+    const Kernels& k = kernels_for(isa);
+    const Weight l = lanes_of(src);
+    for (size_t n : {1, 2, 5, 8, 64}) {
+      INFO(isa_name(isa) << " " << n << " tokens");
+      CHECK(choose_matmul(k, l, n, n, true) == MatmulKernel::q16_lanes);
+    }
+  }
+  gptoss_tensor_desc d{};
+  d.struct_size = sizeof d;
+  d.name = "layers.0.attn.q";
+  d.dtype = gptoss_dtype_q8_0;
+  d.ndim = 2;
+  d.shape[0] = 64;
+  d.shape[1] = 96;
+  d.data = src.data;
+  d.data_size = src.owned_data.size();
+  d.flags = GPTOSS_TENSOR_PERSISTENT;
+  ThreadPool pool(2);
+  auto upload = [&](gptoss_tensor_role role, bool lanes) {
+    d.role = role;
+    gptoss_backend_weight_t out = nullptr;
+    std::string why;
+    const UploadRepacks repacks{nullptr, lanes ? repack_q8_0_lanes : nullptr};
+    REQUIRE(make_weight(pool, d, repacks, &out, why) == gptoss_status_success);
+    return std::unique_ptr<Weight>(reinterpret_cast<Weight*>(out));
+  };
+  std::vector<float> a(96), b(96);
+  for (gptoss_tensor_role role :
+       {gptoss_tensor_attn_q, gptoss_tensor_attn_k, gptoss_tensor_attn_v, gptoss_tensor_attn_out}) {
+    const auto w = upload(role, true);
+    CHECK(w->q8_0_lanes);
+    CHECK(!w->bf16_lanes);
+    CHECK(w->data != src.data);
+    for (size_t r = 0; r < 64; r += 7) {
+      decode_row(src, r, a.data());
+      decode_row(*w, r, b.data());
+      CHECK(a == b);
+    }
+    CHECK(!upload(role, false)->q8_0_lanes);
+  }
+  CHECK(!upload(gptoss_tensor_unembedding, true)->q8_0_lanes);
+  CHECK(!upload(gptoss_tensor_embedding, true)->q8_0_lanes);
+  const Weight again = random_weight(gptoss_dtype_q8_0, 64, 96, 95);
+  CHECK(src.owned_data == again.owned_data);  // the host's memory is left as it was
+  d.shape[0] = 40;                            // not whole tiles of 16 rows: kept as rows
+  d.data_size = 40 * 34 * 3;
+  CHECK(!upload(gptoss_tensor_attn_q, true)->q8_0_lanes);
 }
 
 }  // namespace gptoss::cpu::test

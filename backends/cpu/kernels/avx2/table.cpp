@@ -24,6 +24,8 @@ const Kernels kKernelsAvx2 = {
     .dense_bf16 = nullptr,
     .matmul_bf16_lanes = nullptr,
     .repack_bf16_lanes = nullptr,
+    .matmul_q8_0_lanes_q16 = nullptr,
+    .repack_q8_0_lanes = nullptr,
 };
 
 }  // namespace gptoss::cpu

@@ -27,6 +27,8 @@ const Kernels kKernelsAvx2Vnni = {
     .dense_bf16 = nullptr,
     .matmul_bf16_lanes = nullptr,
     .repack_bf16_lanes = nullptr,
+    .matmul_q8_0_lanes_q16 = nullptr,
+    .repack_q8_0_lanes = nullptr,
 };
 
 }  // namespace gptoss::cpu

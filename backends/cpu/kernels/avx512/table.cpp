@@ -26,6 +26,8 @@ const Kernels kKernelsAvx512 = {
     .dense_bf16 = nullptr,
     .matmul_bf16_lanes = avx512::matmul_bf16_lanes,
     .repack_bf16_lanes = avx512::repack_bf16_lanes,
+    .matmul_q8_0_lanes_q16 = nullptr,
+    .repack_q8_0_lanes = nullptr,
 };
 
 }  // namespace gptoss::cpu

@@ -28,6 +28,8 @@ const Kernels kKernelsAvx512Bf16 = {
     .dense_bf16 = &avx512bf16::kDenseBf16,
     .matmul_bf16_lanes = avx512::matmul_bf16_lanes,
     .repack_bf16_lanes = avx512::repack_bf16_lanes,
+    .matmul_q8_0_lanes_q16 = matmul_q8_0_lanes_q16_avx512vnni,
+    .repack_q8_0_lanes = repack_q8_0_lanes,
 };
 
 }  // namespace gptoss::cpu

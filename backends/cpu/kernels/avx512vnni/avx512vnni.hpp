@@ -17,5 +17,7 @@ void gemv_q8_0_q8_avx512vnni(const Weight& w, size_t r0, size_t n_rows, const Q8
 void quantize_q16_avx512vnni(const float* x, size_t ldx, size_t n_tok, Q16Acts& out);
 void matmul_q8_0_q16_avx512vnni(const Weight& w, size_t r0, size_t n_rows, const Q16Acts& x,
                                 size_t t0, size_t n_tok, float* y, size_t ldy);
+void matmul_q8_0_lanes_q16_avx512vnni(const Weight& w, size_t r0, size_t n_rows, const Q16Acts& x,
+                                      size_t t0, size_t n_tok, float* y, size_t ldy);
 
 }  // namespace gptoss::cpu

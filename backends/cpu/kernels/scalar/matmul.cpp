@@ -23,6 +23,47 @@ void repack_bf16_lanes(const uint16_t* src, size_t cols, size_t i0, size_t i1, u
     }
 }
 
+namespace {
+constexpr size_t kQ8_0Block = 34;                // f16 step, 32 int8 weights
+constexpr size_t kLanesBlock = 16 * kQ8_0Block;  // a block of a q8_0_lanes tile
+}  // namespace
+
+namespace {
+// Block b of a Q8_0 row, in either layout: its weights into wq, its f16 step returned.
+uint16_t q8_0_block_of(const Weight& w, size_t row, size_t b, int8_t* wq) {
+  uint16_t e16;
+  if (w.q8_0_lanes) {
+    const uint8_t* blk = w.data + (row / 16) * 16 * w.row_bytes + kLanesBlock * b;
+    const size_t r = row % 16;
+    for (size_t j = 0; j < 32; ++j) wq[j] = int8_t(blk[32 * (j / 2) + 2 * r + j % 2]);
+    std::memcpy(&e16, blk + 512 + 2 * r, 2);
+    return e16;
+  }
+  const uint8_t* blk = w.data + row * w.row_bytes + kQ8_0Block * b;
+  std::memcpy(wq, blk + 2, 32);
+  std::memcpy(&e16, blk, 2);
+  return e16;
+}
+}  // namespace
+
+void repack_q8_0_lanes(const uint8_t* src, size_t cols, size_t i0, size_t i1, uint8_t* dst) {
+  const size_t nb = cols / 32, row_bytes = kQ8_0Block * nb;
+  for (size_t i = i0; i < i1; ++i)
+    for (size_t r = 0; r < 16; ++r) {
+      const uint8_t* s = src + (16 * i + r) * row_bytes;
+      uint8_t* tile = dst + 16 * i * row_bytes;
+      for (size_t b = 0; b < nb; ++b) {
+        uint8_t* d = tile + kLanesBlock * b;
+        for (size_t p = 0; p < 16; ++p) {
+          d[32 * p + 2 * r] = s[kQ8_0Block * b + 2 + 2 * p];
+          d[32 * p + 2 * r + 1] = s[kQ8_0Block * b + 3 + 2 * p];
+        }
+        d[512 + 2 * r] = s[kQ8_0Block * b];
+        d[512 + 2 * r + 1] = s[kQ8_0Block * b + 1];
+      }
+    }
+}
+
 void matmul_bf16_lanes_reference(const Weight& w, size_t r0, size_t n_rows, const float* x,
                                  size_t ldx, size_t n_tok, float* y, size_t ldy) {
   const auto* data = reinterpret_cast<const uint16_t*>(w.data);
@@ -42,6 +83,14 @@ void decode_row(const Weight& w, size_t row, float* out) {
     const uint16_t* tile = reinterpret_cast<const uint16_t*>(w.data) + (row / 16) * 16 * w.cols;
     for (size_t i = 0; i < w.cols; ++i)
       out[i] = bf16_to_f32(tile[32 * (i / 2) + 2 * (row % 16) + i % 2]);
+    return;
+  }
+  if (w.q8_0_lanes) {
+    for (size_t b = 0; b < w.cols / 32; ++b) {
+      int8_t wq[32];
+      const float e = f16_to_f32(q8_0_block_of(w, row, b, wq));
+      for (size_t j = 0; j < 32; ++j) out[32 * b + j] = e * float(wq[j]);
+    }
     return;
   }
   const uint8_t* p = w.data + row * w.row_bytes;
@@ -96,7 +145,7 @@ void decode_range_of_row(const Weight& w, size_t row, size_t c0, size_t n, float
 }  // namespace
 
 void decode_row_range(const Weight& w, size_t row, size_t c0, size_t n, float* out) {
-  if (w.bf16_lanes) return decode_range_of_row(w, row, c0, n, out);
+  if (w.bf16_lanes || w.q8_0_lanes) return decode_range_of_row(w, row, c0, n, out);
   const uint8_t* p = w.data + row * w.row_bytes;
   switch (w.dtype) {
     case gptoss_dtype_f32:
@@ -273,16 +322,14 @@ void matmul_q8_0_q16_reference(const Weight& w, size_t r0, size_t n_rows, const 
                                size_t t0, size_t n_tok, float* y, size_t ldy) {
   const size_t nb = w.cols / 32;
   for (size_t i = 0; i < n_rows; ++i) {
-    const uint8_t* row = w.data + (r0 + i) * w.row_bytes;
     for (size_t t = t0; t < t0 + n_tok; ++t) {
       const int16_t* q = x.q + t * x.q_stride;
       double acc = 0.0;
       for (size_t b = 0; b < nb; ++b) {
-        const uint8_t* block = row + 34 * b;
-        uint16_t e16;
-        std::memcpy(&e16, block, 2);
+        int8_t wq[32];
+        const uint16_t e16 = q8_0_block_of(w, r0 + i, b, wq);
         int64_t s = 0;  // sum of w q over the block, exact in integers
-        for (size_t j = 0; j < 32; ++j) s += int64_t(int8_t(block[2 + j])) * q[32 * b + j];
+        for (size_t j = 0; j < 32; ++j) s += int64_t(wq[j]) * q[32 * b + j];
         acc += double(f16_to_f32(e16) * x.d[t * x.b_stride + b]) * double(s);
       }
       y[(t - t0) * ldy + i] = float(acc);

@@ -26,6 +26,8 @@ const Kernels kKernelsScalar = {
     .dense_bf16 = &scalar::kDenseBf16,
     .matmul_bf16_lanes = nullptr,
     .repack_bf16_lanes = nullptr,
+    .matmul_q8_0_lanes_q16 = nullptr,
+    .repack_q8_0_lanes = nullptr,
 };
 
 }  // namespace gptoss::cpu
