@@ -98,3 +98,49 @@ TEST_CASE("CPU backend buffers are zeroed; large ones are 2 MiB-aligned", "[back
   }
   api->device_close(dev);
 }
+
+// The CPU plugin lays a Q8_0 model's attention projections out for the fast precision's int16
+// kernels at upload (Weight::q8_0_lanes), so the precision is the one device_set_precision gave
+// before the upload (as the ABI says): a device holding such a weight refuses exact afterwards
+// rather than read the layout as rows. A device in exact precision keeps the rows and may be
+// told exact again.
+TEST_CASE("CPU backend: precision after a Q8_0 projection's upload", "[backend][precision]") {
+  const PluginProbe probe = probe_plugin(test::binary_dir() + "/lib/libgptoss-backend-cpu.so");
+  REQUIRE(probe.loaded);
+  const gptoss_backend_api* api = probe.plugin->api;
+  std::vector<uint8_t> rows(32 * 34 * 3, 0x11);  // 32 rows of 96 Q8_0 values
+  gptoss_tensor_desc d{};
+  d.struct_size = sizeof d;
+  d.name = "layers.0.attn.q";
+  d.role = gptoss_tensor_attn_q;
+  d.dtype = gptoss_dtype_q8_0;
+  d.ndim = 2;
+  d.shape[0] = 32;
+  d.shape[1] = 96;
+  d.data = rows.data();
+  d.data_size = rows.size();
+  d.flags = GPTOSS_TENSOR_PERSISTENT;
+  for (gptoss_precision first : {gptoss_precision_fast, gptoss_precision_exact}) {
+    INFO((first == gptoss_precision_fast ? "fast" : "exact") << " first");
+    gptoss_backend_device_t dev = nullptr;
+    REQUIRE(api->device_open(0, 1, &dev) == gptoss_status_success);
+    REQUIRE(api->device_set_precision(dev, first) == gptoss_status_success);
+    gptoss_backend_weight_t w = nullptr;
+    REQUIRE(api->weight_upload(dev, &d, &w) == gptoss_status_success);
+    // The levels with the int16 lanes kernel repack (GPTOSS_CPU_ISA may have chosen another).
+    gptoss_backend_device_properties p{};
+    p.struct_size = sizeof p;
+    REQUIRE(api->device_properties(dev, &p) == gptoss_status_success);
+    const std::string level = p.kernels != nullptr ? p.kernels : "";
+    const bool repacked =
+        first == gptoss_precision_fast && (level == "avx512vnni" || level == "avx512bf16");
+    INFO("level " << level);
+    const gptoss_status st = api->device_set_precision(dev, gptoss_precision_exact);
+    CHECK(st == (repacked ? gptoss_status_invalid_argument : gptoss_status_success));
+    if (repacked)
+      CHECK(std::string(api->last_error(dev)).find("before weight_upload") != std::string::npos);
+    CHECK(api->device_set_precision(dev, first) == gptoss_status_success);
+    api->weight_free(dev, w);
+    api->device_close(dev);
+  }
+}
