@@ -422,6 +422,13 @@ int run_kernel_bench(const Options& o) {
              double(dense_q8.rows) * H * 34.0 / 32.0,
              2.0 * double(nt) * double(dense_q8.rows) * H});
       }
+      // What the upload spends on the repack per byte, on one thread, into faulted-in pages.
+      auto* dst = static_cast<uint8_t*>(lanes_rows_scratch(q8_lanes));
+      s = time_best(reps, [&] {
+        dev.kernels->repack_q8_0_lanes(dense_q8.data, H, 0, dense_q8.rows / 16, dst);
+      });
+      rows.push_back({name, "repack Q8_0 lanes (upload), 1 thread", "65536x2880", s,
+                      double(dense_q8.rows) * H * 34.0 / 32.0, 0.0});
     }
     Weight q8_rows = dense_q8;  // a Q8_0 projection's prefill: 2048 rows, 256 tokens
     q8_rows.shape[0] = 2048;
