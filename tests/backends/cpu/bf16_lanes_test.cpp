@@ -161,16 +161,7 @@ TEST_CASE("bf16 lanes: each level's kernel gives the reference's bits, each toke
 TEST_CASE("bf16 lanes: the upload repacks the attention projections for levels that read them",
           "[cpu-bf16-lanes]") {
   const Weight src = random_weight(gptoss_dtype_bf16, 64, 96, 94);
-  gptoss_tensor_desc d{};
-  d.struct_size = sizeof d;
-  d.name = "layers.0.attn.q";
-  d.dtype = gptoss_dtype_bf16;
-  d.ndim = 2;
-  d.shape[0] = 64;
-  d.shape[1] = 96;
-  d.data = src.data;
-  d.data_size = src.owned_data.size();
-  d.flags = GPTOSS_TENSOR_PERSISTENT;
+  gptoss_tensor_desc d = persistent_desc(src, "layers.0.attn.q", gptoss_tensor_attn_q);
   ThreadPool pool(2);
   auto upload = [&](gptoss_tensor_role role, bool lanes) {
     d.role = role;
@@ -198,49 +189,47 @@ TEST_CASE("bf16 lanes: the upload repacks the attention projections for levels t
   CHECK(!upload(gptoss_tensor_attn_q, true)->bf16_lanes);
 }
 
-TEST_CASE("bf16 lanes: a repacked tensor of a mapped file leaves the resident set, readable still",
+TEST_CASE("lanes: a repacked tensor of a mapped file leaves the resident set, readable still",
           "[cpu-bf16-lanes]") {
-  const size_t rows = 512, cols = 2048;  // 2 MiB
-  const Weight src = random_weight(gptoss_dtype_bf16, rows, cols, 98);
-  char path[] = "/tmp/gptoss-lanes-XXXXXX";
-  const int fd = mkstemp(path);
-  REQUIRE(fd >= 0);
-  REQUIRE(write(fd, src.data, src.owned_data.size()) == ssize_t(src.owned_data.size()));
-  void* map = mmap(nullptr, src.owned_data.size(), PROT_READ, MAP_PRIVATE, fd, 0);
-  close(fd);
-  unlink(path);
-  REQUIRE(map != MAP_FAILED);
-  REQUIRE(std::memcmp(map, src.data, src.owned_data.size()) == 0);  // every page resident now
-  const long before = resident_kib(map);
-  gptoss_tensor_desc d{};
-  d.struct_size = sizeof d;
-  d.name = "layers.0.attn.out";
-  d.role = gptoss_tensor_attn_out;
-  d.dtype = gptoss_dtype_bf16;
-  d.ndim = 2;
-  d.shape[0] = int64_t(rows);
-  d.shape[1] = int64_t(cols);
-  d.data = map;
-  d.data_size = src.owned_data.size();
-  d.flags = GPTOSS_TENSOR_PERSISTENT;
-  ThreadPool pool(2);
-  gptoss_backend_weight_t out = nullptr;
-  std::string why;
-  REQUIRE(make_weight(pool, d, UploadRepacks{repack_bf16_lanes}, &out, why) ==
-          gptoss_status_success);
-  const std::unique_ptr<Weight> w(reinterpret_cast<Weight*>(out));
-  REQUIRE(w->bf16_lanes);
-  INFO("resident KiB of the file's mapping before " << before << ", after " << resident_kib(map));
-  CHECK(before >= 2048);
-  CHECK(resident_kib(map) == 0);
-  CHECK(std::memcmp(map, src.data, src.owned_data.size()) == 0);  // read back from the file
-  std::vector<float> a(cols), b(cols);
-  for (size_t r = 0; r < rows; r += 37) {
-    decode_row(src, r, a.data());
-    decode_row(*w, r, b.data());
-    CHECK(a == b);
+  const size_t rows = 512, cols = 2048;
+  // bf16 (2 MiB) and Q8_0 (1.06 MiB; repacked in the fast precision's upload).
+  for (gptoss_dtype dtype : {gptoss_dtype_bf16, gptoss_dtype_q8_0}) {
+    const bool bf16 = dtype == gptoss_dtype_bf16;
+    INFO((bf16 ? "bf16" : "Q8_0"));
+    const Weight src = random_weight(dtype, rows, cols, 98);
+    const size_t bytes = src.owned_data.size();
+    char path[] = "/tmp/gptoss-lanes-XXXXXX";
+    const int fd = mkstemp(path);
+    REQUIRE(fd >= 0);
+    REQUIRE(write(fd, src.data, bytes) == ssize_t(bytes));
+    void* map = mmap(nullptr, bytes, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    unlink(path);
+    REQUIRE(map != MAP_FAILED);
+    REQUIRE(std::memcmp(map, src.data, bytes) == 0);  // every page resident now
+    const long before = resident_kib(map);
+    const gptoss_tensor_desc d =
+        persistent_desc(src, "layers.0.attn.out", gptoss_tensor_attn_out, map);
+    ThreadPool pool(2);
+    gptoss_backend_weight_t out = nullptr;
+    std::string why;
+    const UploadRepacks repacks =
+        bf16 ? UploadRepacks{repack_bf16_lanes} : UploadRepacks{nullptr, repack_q8_0_lanes};
+    REQUIRE(make_weight(pool, d, repacks, &out, why) == gptoss_status_success);
+    const std::unique_ptr<Weight> w(reinterpret_cast<Weight*>(out));
+    REQUIRE((bf16 ? w->bf16_lanes : w->q8_0_lanes));
+    INFO("resident KiB of the file's mapping before " << before << ", after " << resident_kib(map));
+    CHECK(before >= long(bytes / 1024));
+    CHECK(resident_kib(map) == 0);
+    CHECK(std::memcmp(map, src.data, bytes) == 0);  // read back from the file
+    std::vector<float> a(cols), b(cols);
+    for (size_t r = 0; r < rows; r += 37) {
+      decode_row(src, r, a.data());
+      decode_row(*w, r, b.data());
+      CHECK(a == b);
+    }
+    munmap(map, bytes);
   }
-  munmap(map, src.owned_data.size());
 }
 
 TEST_CASE("bf16 lanes: the linear op over a repacked weight gives the reference's bits",

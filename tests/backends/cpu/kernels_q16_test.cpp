@@ -366,16 +366,7 @@ TEST_CASE("q16 lanes: the chooser and the upload", "[cpu-kernels][q16]") {
       CHECK(choose_matmul(k, l, n, n, true) == MatmulKernel::q16_lanes);
     }
   }
-  gptoss_tensor_desc d{};
-  d.struct_size = sizeof d;
-  d.name = "layers.0.attn.q";
-  d.dtype = gptoss_dtype_q8_0;
-  d.ndim = 2;
-  d.shape[0] = 64;
-  d.shape[1] = 96;
-  d.data = src.data;
-  d.data_size = src.owned_data.size();
-  d.flags = GPTOSS_TENSOR_PERSISTENT;
+  gptoss_tensor_desc d = persistent_desc(src, "layers.0.attn.q", gptoss_tensor_attn_q);
   ThreadPool pool(2);
   auto upload = [&](gptoss_tensor_role role, bool lanes) {
     d.role = role;

@@ -145,4 +145,22 @@ inline Weight expert_slice(const Weight& w, size_t e0, size_t e1) {
   return s;
 }
 
+// The upload's description of w's bytes at `data` (w's own by default) as a persistent 2-D
+// tensor `name` in `role`, as the loader hands a mapped checkpoint's tensor to weight_upload.
+inline gptoss_tensor_desc persistent_desc(const Weight& w, const char* name,
+                                          gptoss_tensor_role role, const void* data = nullptr) {
+  gptoss_tensor_desc d{};
+  d.struct_size = sizeof d;
+  d.name = name;
+  d.role = role;
+  d.dtype = w.dtype;
+  d.ndim = 2;
+  d.shape[0] = int64_t(w.rows);
+  d.shape[1] = int64_t(w.cols);
+  d.data = data != nullptr ? data : w.data;
+  d.data_size = w.rows * w.row_bytes;
+  d.flags = GPTOSS_TENSOR_PERSISTENT;
+  return d;
+}
+
 }  // namespace gptoss::cpu::test
