@@ -2,6 +2,7 @@
 // Scalar conversions of the weight formats of include/gptoss/backend.h. The reference every
 // SIMD path is tested against.
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 
@@ -53,6 +54,12 @@ inline void mxfp4_decode_block(const uint8_t* codes, uint8_t scale, float* out) 
 }
 
 // ggml Q8_0: 34-byte blocks {f16 d; int8 q[32]}.
+constexpr size_t kQ8_0BlockBytes = 34;
+// A block of a tile of Weight::q8_0_lanes (16 rows): 16 vectors of 32 int8, then at
+// kQ8_0LanesStepsAt the 16 rows' f16 steps.
+constexpr size_t kQ8_0LanesBlockBytes = 16 * kQ8_0BlockBytes;
+constexpr size_t kQ8_0LanesStepsAt = 512;
+
 inline void q8_0_decode_block(const uint8_t* block, float* out) {
   uint16_t d16;
   std::memcpy(&d16, block, 2);

@@ -31,18 +31,19 @@
 
 #include "avx512vnni/avx512vnni.hpp"
 #include "cpu_backend.hpp"
+#include "formats.hpp"
 #include "kernels.hpp"
 #include "row_streams.hpp"
 
 namespace gptoss::cpu {
 namespace {
 
-constexpr size_t kBlockBytes = 34;  // ggml Q8_0: f16 step, 32 int8 weights
+constexpr size_t kBlockBytes = kQ8_0BlockBytes;
 constexpr size_t kChains = 16;
 constexpr size_t kPanelRows = 16;
-constexpr size_t kLanesBlockBytes = 16 * kBlockBytes;  // a block of a Weight::q8_0_lanes tile
-// How far ahead of its block the one-token GEMV over such tiles (one stream per thread)
-// prefetches into L2.
+constexpr size_t kLanesBlockBytes = kQ8_0LanesBlockBytes;
+// How far ahead of its block the one-token GEMV over Weight::q8_0_lanes tiles (one stream
+// per thread) prefetches into L2.
 constexpr size_t kLanesAheadBytes = 2048;
 // As in the int8 kernels (int8.cpp): the decode GEMV prefetches its rows this far ahead into
 // L2, and the panels the rows of the next pair of panels.
@@ -229,8 +230,8 @@ struct RepackedTile {
         _mm256_loadu_si256(reinterpret_cast<const __m256i*>(tile + kLanesBlockBytes * b + 32 * i)));
   }
   static __m512 steps(Base tile, size_t b, size_t) {
-    return _mm512_cvtph_ps(
-        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(tile + kLanesBlockBytes * b + 512)));
+    return _mm512_cvtph_ps(_mm256_loadu_si256(
+        reinterpret_cast<const __m256i*>(tile + kLanesBlockBytes * b + kQ8_0LanesStepsAt)));
   }
 };
 

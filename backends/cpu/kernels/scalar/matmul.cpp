@@ -24,22 +24,17 @@ void repack_bf16_lanes(const uint16_t* src, size_t cols, size_t i0, size_t i1, u
 }
 
 namespace {
-constexpr size_t kQ8_0Block = 34;                // f16 step, 32 int8 weights
-constexpr size_t kLanesBlock = 16 * kQ8_0Block;  // a block of a q8_0_lanes tile
-}  // namespace
-
-namespace {
 // Block b of a Q8_0 row, in either layout: its weights into wq, its f16 step returned.
 uint16_t q8_0_block_of(const Weight& w, size_t row, size_t b, int8_t* wq) {
   uint16_t e16;
   if (w.q8_0_lanes) {
-    const uint8_t* blk = w.data + (row / 16) * 16 * w.row_bytes + kLanesBlock * b;
+    const uint8_t* blk = w.data + (row / 16) * 16 * w.row_bytes + kQ8_0LanesBlockBytes * b;
     const size_t r = row % 16;
     for (size_t j = 0; j < 32; ++j) wq[j] = int8_t(blk[32 * (j / 2) + 2 * r + j % 2]);
-    std::memcpy(&e16, blk + 512 + 2 * r, 2);
+    std::memcpy(&e16, blk + kQ8_0LanesStepsAt + 2 * r, 2);
     return e16;
   }
-  const uint8_t* blk = w.data + row * w.row_bytes + kQ8_0Block * b;
+  const uint8_t* blk = w.data + row * w.row_bytes + kQ8_0BlockBytes * b;
   std::memcpy(wq, blk + 2, 32);
   std::memcpy(&e16, blk, 2);
   return e16;
@@ -47,19 +42,19 @@ uint16_t q8_0_block_of(const Weight& w, size_t row, size_t b, int8_t* wq) {
 }  // namespace
 
 void repack_q8_0_lanes(const uint8_t* src, size_t cols, size_t i0, size_t i1, uint8_t* dst) {
-  const size_t nb = cols / 32, row_bytes = kQ8_0Block * nb;
+  const size_t nb = cols / 32, row_bytes = kQ8_0BlockBytes * nb;
   for (size_t i = i0; i < i1; ++i)
     for (size_t r = 0; r < 16; ++r) {
       const uint8_t* s = src + (16 * i + r) * row_bytes;
       uint8_t* tile = dst + 16 * i * row_bytes;
       for (size_t b = 0; b < nb; ++b) {
-        uint8_t* d = tile + kLanesBlock * b;
+        uint8_t* d = tile + kQ8_0LanesBlockBytes * b;
         for (size_t p = 0; p < 16; ++p) {
-          d[32 * p + 2 * r] = s[kQ8_0Block * b + 2 + 2 * p];
-          d[32 * p + 2 * r + 1] = s[kQ8_0Block * b + 3 + 2 * p];
+          d[32 * p + 2 * r] = s[kQ8_0BlockBytes * b + 2 + 2 * p];
+          d[32 * p + 2 * r + 1] = s[kQ8_0BlockBytes * b + 3 + 2 * p];
         }
-        d[512 + 2 * r] = s[kQ8_0Block * b];
-        d[512 + 2 * r + 1] = s[kQ8_0Block * b + 1];
+        d[kQ8_0LanesStepsAt + 2 * r] = s[kQ8_0BlockBytes * b];
+        d[kQ8_0LanesStepsAt + 2 * r + 1] = s[kQ8_0BlockBytes * b + 1];
       }
     }
 }
