@@ -19,6 +19,10 @@
 
 #include <sys/mman.h>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 #include "attention_kernels.hpp"
 #include "bench.hpp"
 #include "cpu_backend.hpp"
@@ -146,6 +150,30 @@ double thread_seconds() {
   return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
 }
 
+#if defined(__x86_64__)
+// The multiply-add peak the int8 tiles are held against: zmm vpdpbusd per second of one core's
+// CPU time, 16 independent accumulators (so latency does not bound it).
+__attribute__((target("avx512f,avx512vnni"))) double vpdpbusd_per_second() {
+  __m512i a[16];
+  for (int i = 0; i < 16; ++i) a[i] = _mm512_set1_epi32(i);
+  __m512i w = _mm512_set1_epi32(0x01010101), x = _mm512_set1_epi32(0x01020304);
+  asm volatile("" : "+v"(w), "+v"(x));  // not constants the compiler could fold
+  constexpr long kIters = 20000000;
+  const double t0 = thread_seconds();
+  for (long it = 0; it < kIters; ++it) {
+#pragma GCC unroll 16
+    for (int i = 0; i < 16; ++i) a[i] = _mm512_dpbusd_epi32(a[i], w, x);
+  }
+  const double s = thread_seconds() - t0;
+  alignas(64) int32_t lanes[16];
+  for (int i = 0; i < 16; ++i) {  // keeps the sums alive
+    _mm512_store_si512(lanes, a[i]);
+    asm volatile("" : : "r"(lanes[0]));
+  }
+  return double(kIters) * 16 / s;
+}
+#endif
+
 // What a GEMV kernel computes per core when memory does not bound it: one thread, weights that
 // stay in L2 (under 400 KB), best of 5 samples of 200 calls, in CPU time; the decode kernels'
 // rows above are bound by memory wherever this rate is well above the read bandwidth's share
@@ -165,6 +193,13 @@ void compute_rates(Isa isa, const std::vector<float>& x4, std::vector<float>& y,
     }
     return b;
   };
+#if defined(__x86_64__)
+  if (isa == Isa::avx512vnni || isa == Isa::avx512bf16) {
+    const double per_s = vpdpbusd_per_second();  // 64 multiply-adds each
+    rows.push_back({name, "peak: vpdpbusd zmm, 1 thread", "16 chains, 1M instr", 1e6 / per_s, 0.0,
+                    2.0 * 64 * 1e6});
+  }
+#endif
   const Weight m = make_weight(gptoss_dtype_mxfp4, 128, H, 11);
   const Weight b = make_weight(gptoss_dtype_bf16, 64, H, 12);
   const Weight q = make_weight(gptoss_dtype_q8_0, 128, H, 13);
@@ -278,6 +313,28 @@ int run_kernel_bench(const Options& o) {
   Weight dense_q8 = make_weight(gptoss_dtype_q8_0, 65536, H, 9);  // 200 MB, Q8_0 GGUFs
   const Weight dense_lanes = lanes_of(dense);
   const auto x1 = floats(H, 3), x64 = floats(64 * H, 4), x256 = floats(256 * H, 10);
+  // mlp1 as 8 experts' gate/up and 8 mlp2 of 2880x2880 (35 MB), with a random top-4 routing.
+  Weight moe1 = mlp1;
+  moe1.ndim = 3;
+  moe1.shape[0] = 8;
+  moe1.shape[1] = int64_t(2 * I);
+  moe1.shape[2] = int64_t(H);
+  Weight moe2 = make_weight(gptoss_dtype_mxfp4, 8 * H, I, 11);
+  moe2.ndim = 3;
+  moe2.shape[0] = 8;
+  moe2.shape[1] = int64_t(H);
+  moe2.shape[2] = int64_t(I);
+  const auto x128 = floats(128 * H, 12);
+  std::vector<int32_t> moe_ids(128 * 4);
+  const std::vector<float> moe_weights(128 * 4, 0.25f);
+  {
+    std::mt19937 rng(13);
+    for (size_t t = 0; t < 128; ++t) {
+      int32_t order[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+      std::shuffle(order, order + 8, rng);
+      std::copy(order, order + 4, moe_ids.begin() + long(4 * t));
+    }
+  }
   std::vector<float> y(64 * 8 * 2 * I);
   // Attention: 4096 cached positions, f32, 64 query heads over 8 KV heads.
   const size_t ctx = 4096, P = 16;
@@ -331,6 +388,14 @@ int run_kernel_bench(const Options& o) {
     s = time_best(reps, [&] { cpu::op_linear(&st, x64.data(), &one_expert, nullptr, 64, H, 2 * I, y.data()); });
     rows.push_back({name, "qGEMM mxfp4 (MoE prefill)", "5760x2880, 64 tok", s,
                     double(2 * I) * H * 17.0 / 32.0, 2.0 * 64 * double(2 * I) * H});
+    // The whole MoE block of a prefill, from memory: 128 tokens routed to 4 of 8 experts
+    // each give every expert ~64 tokens, as a 512-token prompt gives the 20b's 32.
+    s = time_best(reps, [&] {
+      cpu::op_moe(&st, x128.data(), moe_ids.data(), moe_weights.data(), &moe1, nullptr, &moe2,
+                  nullptr, 128, H, I, 4, 7.0f, y.data());
+    });
+    rows.push_back({name, "MoE prefill (routed)", "128 tok, 4 of 8 experts", s,
+                    8.0 * 3 * I * H * 17.0 / 32.0, 2.0 * 128 * 4 * 3 * double(I) * H});
     // A dense projection's prefill (fp32 activations: the attention's bf16 matrices in both
     // precisions): the first 2048 rows of `dense`, 256 tokens.
     Weight dense_rows = dense;
