@@ -43,8 +43,9 @@ constexpr size_t kChains = 16;
 constexpr size_t kPanelRows = 16;
 constexpr size_t kLanesBlockBytes = kQ8_0LanesBlockBytes;
 // How far ahead of its block the one-token GEMV over Weight::q8_0_lanes tiles (one stream
-// per thread) prefetches into L2.
-constexpr size_t kLanesAheadBytes = 2048;
+// per thread) prefetches, into L1: one stream reads fastest so (8 KiB into L1 beat 2 KiB into
+// L2 by 25-35 % from memory, and 4 or 16 KiB; docs/performance.md).
+constexpr size_t kLanesAheadBytes = 8192;
 // As in the int8 kernels (int8.cpp): the decode GEMV prefetches its rows this far ahead into
 // L2, and the panels the rows of the next pair of panels.
 constexpr size_t kFarRowsPrefetchBytes = 1024;
@@ -386,7 +387,7 @@ void lanes_gemv(const uint8_t* tile, size_t nb, const Q16Acts& x, size_t t, size
       if (b >= nb) break;
       const uint8_t* blk = tile + kLanesBlockBytes * b;
       for (size_t off = 0; off < kLanesBlockBytes; off += 64)
-        _mm_prefetch(reinterpret_cast<const char*>(blk) + off + kLanesAheadBytes, _MM_HINT_T1);
+        _mm_prefetch(reinterpret_cast<const char*>(blk) + off + kLanesAheadBytes, _MM_HINT_T0);
       __m512i s[4];
       for (size_t g = 0; g < 4; ++g)
         s[g] = _mm512_dpwssd_epi32(_mm512_setzero_si512(), RepackedTile::pairs(tile, b, nb, g),
