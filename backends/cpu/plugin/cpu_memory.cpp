@@ -97,17 +97,16 @@ bool in_read_only_file_mapping(const void* p, size_t n) {
   return found;
 }
 
-// A persistent tensor that was copied (repacked) is not read again: its whole pages leave the
-// process's resident set, so the copy does not add to it. Only a read-only file mapping, whose
-// pages the kernel reads back from the file should anything touch them again; a host's own
-// memory is left alone (dropping anonymous pages would zero them).
-void release_source_pages(const void* p, size_t n) {
+// The pages wholly inside [p, p + n) leave the process's resident set.
+void drop_pages(const void* p, size_t n) {
   static const uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
   const uintptr_t lo = (reinterpret_cast<uintptr_t>(p) + page - 1) & ~(page - 1);
   const uintptr_t hi = (reinterpret_cast<uintptr_t>(p) + n) & ~(page - 1);
-  if (hi <= lo || !in_read_only_file_mapping(p, n)) return;
-  (void)madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
+  if (hi > lo) (void)madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
 }
+
+// Source bytes a repack takes at a time before it drops their pages (below).
+constexpr size_t kRepackChunkBytes = size_t(32) << 20;
 
 }  // namespace
 
@@ -168,18 +167,32 @@ gptoss_status make_weight(ThreadPool& pool, const gptoss_tensor_desc& desc,
       }
       const size_t bytes = desc.data_size;
       w->owned_map = std::shared_ptr<void>(p, [bytes](void* q) { munmap(q, page_round(bytes)); });
-      pool.parallel_for(w->rows / 16, [&](size_t b, size_t e, unsigned) {
-        if (bf16_lanes)
-          repacks.bf16(static_cast<const uint16_t*>(desc.data), w->cols, b, e,
-                       static_cast<uint16_t*>(p));
-        else
-          repacks.q8_0(static_cast<const uint8_t*>(desc.data), w->cols, b, e,
-                       static_cast<uint8_t*>(p));
-      });
+      // A persistent tensor that is repacked is not read again: where it lies in a read-only
+      // file mapping (the loader's, which the kernel reads back from the file should anything
+      // touch it again), its pages leave the resident set as the repack passes them, so the copy
+      // never sits beside the whole source (a large one would raise the peak by its size). A
+      // host's own memory is left alone (dropping anonymous pages would zero them).
+      const bool release = (desc.flags & GPTOSS_TENSOR_PERSISTENT) &&
+                           in_read_only_file_mapping(desc.data, desc.data_size);
+      const size_t tiles = w->rows / 16, tile_bytes = 16 * w->row_bytes;
+      const size_t chunk = std::max<size_t>(1, kRepackChunkBytes / tile_bytes);
+      const auto* src = static_cast<const uint8_t*>(desc.data);
+      for (size_t t0 = 0; t0 < tiles; t0 += chunk) {
+        const size_t t1 = std::min(tiles, t0 + chunk);
+        pool.parallel_for(t1 - t0, [&](size_t b, size_t e, unsigned) {
+          if (bf16_lanes) {
+            repacks.bf16(static_cast<const uint16_t*>(desc.data), w->cols, t0 + b, t0 + e,
+                         static_cast<uint16_t*>(p));
+          } else {
+            repacks.q8_0(src, w->cols, t0 + b, t0 + e, static_cast<uint8_t*>(p));
+          }
+        });
+        if (release) drop_pages(src + t0 * tile_bytes, (t1 - t0) * tile_bytes);
+      }
+      if (release) drop_pages(src, desc.data_size);  // the pages across chunks' boundaries
       w->data = static_cast<const uint8_t*>(p);
       w->bf16_lanes = bf16_lanes;
       w->q8_0_lanes = q8_0_lanes;
-      if (desc.flags & GPTOSS_TENSOR_PERSISTENT) release_source_pages(desc.data, desc.data_size);
     } else if (desc.flags & GPTOSS_TENSOR_PERSISTENT) {
       w->data = static_cast<const uint8_t*>(desc.data);
       w->scales = static_cast<const uint8_t*>(desc.scales);

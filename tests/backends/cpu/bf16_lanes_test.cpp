@@ -56,6 +56,14 @@ long resident_kib(const void* start) {
   return -1;
 }
 
+// A line of /proc/self/status in KiB ("VmRSS:", "VmHWM:"), or -1.
+long status_kib(const char* key) {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind(key, 0) == 0) return std::atol(line.c_str() + std::strlen(key));
+  return -1;
+}
+
 }  // namespace
 
 TEST_CASE("bf16 lanes: the repack keeps every weight of every row", "[cpu-bf16-lanes]") {
@@ -230,6 +238,70 @@ TEST_CASE("lanes: a repacked tensor of a mapped file leaves the resident set, re
     }
     munmap(map, bytes);
   }
+}
+
+// A repacked tensor several times the repack's chunk (a Q8_0 unembedding is 615 MB): its source
+// pages leave as the repack passes them, so the peak resident set grows by about a chunk, not
+// by the whole copy beside the whole source.
+TEST_CASE("lanes: a large repack drops its source as it goes (the peak grows by a chunk)",
+          "[cpu-bf16-lanes]") {
+  const size_t rows = 16 * 2100, cols = 2880, row_bytes = cols / 32 * 34;
+  const size_t bytes = rows * row_bytes;  // 103 MB, three 32 MiB chunks and a part
+  char path[] = "/tmp/gptoss-lanes-XXXXXX";
+  const int fd = mkstemp(path);
+  REQUIRE(fd >= 0);
+  {
+    std::vector<uint8_t> row(row_bytes);
+    for (size_t b = 0; b < cols / 32; ++b) {  // Q8_0 blocks: an f16 step of 2^-7, then 32 int8
+      row[34 * b] = 0x00;
+      row[34 * b + 1] = 0x20;
+      for (size_t j = 0; j < 32; ++j) row[34 * b + 2 + j] = uint8_t(7 * (b + j));
+    }
+    for (size_t r = 0; r < rows; ++r) {
+      row[2] = uint8_t(r);  // rows differ
+      REQUIRE(write(fd, row.data(), row_bytes) == ssize_t(row_bytes));
+    }
+  }
+  void* map = mmap(nullptr, bytes, PROT_READ, MAP_PRIVATE, fd, 0);
+  close(fd);
+  unlink(path);
+  REQUIRE(map != MAP_FAILED);
+  uint64_t sum = 0;  // every page of the source resident, as the loader's reads leave it
+  for (size_t i = 0; i < bytes; i += 4096) sum += static_cast<const uint8_t*>(map)[i];
+  CHECK(sum > 0);
+  Weight src;
+  src.dtype = gptoss_dtype_q8_0;
+  src.rows = rows;
+  src.cols = cols;
+  src.row_bytes = row_bytes;
+  src.data = static_cast<const uint8_t*>(map);
+  const gptoss_tensor_desc d = persistent_desc(src, "layers.0.attn.out", gptoss_tensor_attn_out);
+  ThreadPool pool(2);
+  const long before = status_kib("VmRSS:");
+  if (!(std::ofstream("/proc/self/clear_refs") << "5").flush() || before < 0) {
+    WARN("cannot reset the peak resident set (/proc/self/clear_refs): not measured");
+    munmap(map, bytes);
+    return;
+  }
+  gptoss_backend_weight_t out = nullptr;
+  std::string why;
+  REQUIRE(make_weight(pool, d, UploadRepacks{nullptr, repack_q8_0_lanes}, &out, why) ==
+          gptoss_status_success);
+  const std::unique_ptr<Weight> w(reinterpret_cast<Weight*>(out));
+  const long peak = status_kib("VmHWM:");
+  INFO("resident KiB before " << before << ", peak during the upload " << peak << ", copy "
+                              << bytes / 1024);
+  REQUIRE(w->q8_0_lanes);
+  CHECK(peak - before < long(bytes / 1024 / 2));  // whole copy beside whole source: + bytes
+  INFO("resident KiB of the source after " << resident_kib(map));
+  CHECK(resident_kib(map) <= 4);  // its last page, partly past the tensor, stays
+  std::vector<float> a(cols), b(cols);
+  for (size_t r = 0; r < rows; r += 997) {
+    decode_row(src, r, a.data());  // read back from the file
+    decode_row(*w, r, b.data());
+    CHECK(a == b);
+  }
+  munmap(map, bytes);
 }
 
 TEST_CASE("bf16 lanes: the linear op over a repacked weight gives the reference's bits",
