@@ -63,20 +63,21 @@ struct Row {
   MatmulKernel kernel;
 };
 
-// Why each row: the attention projections that the upload repacked (bf16 lanes; Q8_0 lanes,
-// which it makes in the fast precision only) take their one kernel at every token count; the
-// fast mode multiplies MXFP4 weights by int8 activations where a level has the kernels (GEMV for
-// one token, the several-token GEMV for a decode step's few, or else the one-token GEMV per
-// token over L2-sized row blocks; panels for prefill); so does a Q8_0 unembedding, with panels
-// from 5 tokens on (every token of a step shares it: at 8 the panels are 1.6x the several-token
-// GEMV), and the bf16 unembedding takes bf16 pairs in every step: their logits feed no later
-// layer. Int8 activations into the Q8_0 attention projections would be faster still, but they
-// about double the fast precision's error on the logits set (docs/performance.md, "Q8_0 times
-// int8 and int16"), so those take int16 activations where a level has the kernels (the GEMV for
-// one token, per token over L2-sized row blocks for 2 to 4, panels beyond; repacked, the lanes
-// kernel at every count). Everything else takes fp32 activations: the GEMV for one token, two
-// tokens per row read for the 16-bit and Q8_0 rows of a decode step, the GEMV per token over row
-// blocks for a few, the panels beyond.
+// Why each row: the weights that the upload repacked (the attention projections in bf16 lanes;
+// Q8_0 lanes, which it makes of the projections and the unembedding in the fast precision only)
+// take their one kernel at every token count; the fast mode multiplies MXFP4 weights by int8
+// activations where a level has the kernels (GEMV for one token, the several-token GEMV for a
+// decode step's few, or else the one-token GEMV per token over L2-sized row blocks; panels for
+// prefill); so does a Q8_0 unembedding left in rows (not whole tiles of 16 rows), with
+// panels from 5 tokens on (every token of a step shares it: at 8 the panels are 1.6x the
+// several-token GEMV), and the bf16 unembedding takes bf16 pairs in every step: their logits
+// feed no later layer. Int8 activations into the Q8_0 attention projections would be faster
+// still, but they about double the fast precision's error on the logits set
+// (docs/performance.md, "Q8_0 times int8 and int16"), so those take int16 activations where a
+// level has the kernels (the GEMV for one token, per token over L2-sized row blocks for 2 to 4,
+// panels beyond; repacked, the lanes kernel at every count). Everything else takes fp32
+// activations: the GEMV for one token, two tokens per row read for the 16-bit and Q8_0 rows of a
+// decode step, the GEMV per token over row blocks for a few, the panels beyond.
 //
 // Which kernel serves a call changes no result (choose.hpp); the rows are the fastest measured
 // (docs/performance.md). The rows are a table, aligned by column.

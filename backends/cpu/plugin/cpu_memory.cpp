@@ -154,11 +154,14 @@ gptoss_status make_weight(ThreadPool& pool, const gptoss_tensor_desc& desc,
     return gptoss_status_invalid_argument;
   }
   try {
-    const bool projection = is_attention_projection(desc.role) && w->rows % 16 == 0;
+    const bool whole_tiles = w->rows % 16 == 0;
+    const bool projection = is_attention_projection(desc.role) && whole_tiles;
     const bool bf16_lanes = repacks.bf16 != nullptr && projection &&
                             desc.dtype == gptoss_dtype_bf16 && w->cols % 2 == 0;
-    const bool q8_0_lanes =
-        repacks.q8_0 != nullptr && projection && desc.dtype == gptoss_dtype_q8_0;
+    // A Q8_0 unembedding too: one token reads the tiles as one stream per thread, faster than
+    // the rows, and several take the int16 tiles (the bf16 one keeps its pairs kernel).
+    const bool q8_0_lanes = repacks.q8_0 != nullptr && desc.dtype == gptoss_dtype_q8_0 &&
+                            (projection || (desc.role == gptoss_tensor_unembedding && whole_tiles));
     if (bf16_lanes || q8_0_lanes) {
       void* p = map_buffer(desc.data_size);
       if (p == nullptr) {

@@ -377,8 +377,10 @@ TEST_CASE("q16 lanes: the chooser and the upload", "[cpu-kernels][q16]") {
     return std::unique_ptr<Weight>(reinterpret_cast<Weight*>(out));
   };
   std::vector<float> a(96), b(96);
-  for (gptoss_tensor_role role :
-       {gptoss_tensor_attn_q, gptoss_tensor_attn_k, gptoss_tensor_attn_v, gptoss_tensor_attn_out}) {
+  // The attention projections and the unembedding; in exact precision (no repack) none.
+  for (gptoss_tensor_role role : {gptoss_tensor_attn_q, gptoss_tensor_attn_k, gptoss_tensor_attn_v,
+                                  gptoss_tensor_attn_out, gptoss_tensor_unembedding}) {
+    INFO("role " << int(role));
     const auto w = upload(role, true);
     CHECK(w->q8_0_lanes);
     CHECK(!w->bf16_lanes);
@@ -390,13 +392,13 @@ TEST_CASE("q16 lanes: the chooser and the upload", "[cpu-kernels][q16]") {
     }
     CHECK(!upload(role, false)->q8_0_lanes);
   }
-  CHECK(!upload(gptoss_tensor_unembedding, true)->q8_0_lanes);
   CHECK(!upload(gptoss_tensor_embedding, true)->q8_0_lanes);
   const Weight again = random_weight(gptoss_dtype_q8_0, 64, 96, 95);
   CHECK(src.owned_data == again.owned_data);  // the host's memory is left as it was
   d.shape[0] = 40;                            // not whole tiles of 16 rows: kept as rows
   d.data_size = 40 * 34 * 3;
   CHECK(!upload(gptoss_tensor_attn_q, true)->q8_0_lanes);
+  CHECK(!upload(gptoss_tensor_unembedding, true)->q8_0_lanes);
 }
 
 }  // namespace gptoss::cpu::test
