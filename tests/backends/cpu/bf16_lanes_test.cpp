@@ -173,11 +173,9 @@ TEST_CASE("bf16 lanes: the upload repacks the attention projections for levels t
   ThreadPool pool(2);
   auto upload = [&](gptoss_tensor_role role, bool lanes) {
     d.role = role;
-    gptoss_backend_weight_t out = nullptr;
-    std::string why;
-    REQUIRE(make_weight(pool, d, lanes ? UploadRepacks{repack_bf16_lanes} : UploadRepacks{}, &out,
-                        why) == gptoss_status_success);
-    return std::unique_ptr<Weight>(reinterpret_cast<Weight*>(out));
+    auto w = uploaded(pool, d, lanes ? UploadRepacks{repack_bf16_lanes} : UploadRepacks{});
+    REQUIRE(w);
+    return w;
   };
   for (gptoss_tensor_role role :
        {gptoss_tensor_attn_q, gptoss_tensor_attn_k, gptoss_tensor_attn_v, gptoss_tensor_attn_out}) {
@@ -219,12 +217,10 @@ TEST_CASE("lanes: a repacked tensor of a mapped file leaves the resident set, re
     const gptoss_tensor_desc d =
         persistent_desc(src, "layers.0.attn.out", gptoss_tensor_attn_out, map);
     ThreadPool pool(2);
-    gptoss_backend_weight_t out = nullptr;
-    std::string why;
-    const UploadRepacks repacks =
-        bf16 ? UploadRepacks{repack_bf16_lanes} : UploadRepacks{nullptr, repack_q8_0_lanes};
-    REQUIRE(make_weight(pool, d, repacks, &out, why) == gptoss_status_success);
-    const std::unique_ptr<Weight> w(reinterpret_cast<Weight*>(out));
+    const auto w = uploaded(
+        pool, d,
+        bf16 ? UploadRepacks{repack_bf16_lanes} : UploadRepacks{nullptr, repack_q8_0_lanes});
+    REQUIRE(w);
     REQUIRE((bf16 ? w->bf16_lanes : w->q8_0_lanes));
     INFO("resident KiB of the file's mapping before " << before << ", after " << resident_kib(map));
     CHECK(before >= long(bytes / 1024));
@@ -283,12 +279,9 @@ TEST_CASE("lanes: a large repack drops its source as it goes (the peak grows by 
     munmap(map, bytes);
     return;
   }
-  gptoss_backend_weight_t out = nullptr;
-  std::string why;
-  REQUIRE(make_weight(pool, d, UploadRepacks{nullptr, repack_q8_0_lanes}, &out, why) ==
-          gptoss_status_success);
-  const std::unique_ptr<Weight> w(reinterpret_cast<Weight*>(out));
+  const auto w = uploaded(pool, d, UploadRepacks{nullptr, repack_q8_0_lanes});
   const long peak = status_kib("VmHWM:");
+  REQUIRE(w);
   INFO("resident KiB before " << before << ", peak during the upload " << peak << ", copy "
                               << bytes / 1024);
   REQUIRE(w->q8_0_lanes);

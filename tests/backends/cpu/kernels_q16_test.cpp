@@ -370,11 +370,9 @@ TEST_CASE("q16 lanes: the chooser and the upload", "[cpu-kernels][q16]") {
   ThreadPool pool(2);
   auto upload = [&](gptoss_tensor_role role, bool lanes) {
     d.role = role;
-    gptoss_backend_weight_t out = nullptr;
-    std::string why;
-    const UploadRepacks repacks{nullptr, lanes ? repack_q8_0_lanes : nullptr};
-    REQUIRE(make_weight(pool, d, repacks, &out, why) == gptoss_status_success);
-    return std::unique_ptr<Weight>(reinterpret_cast<Weight*>(out));
+    auto w = uploaded(pool, d, UploadRepacks{nullptr, lanes ? repack_q8_0_lanes : nullptr});
+    REQUIRE(w);
+    return w;
   };
   std::vector<float> a(96), b(96);
   // The attention projections and the unembedding; in exact precision (no repack) none.

@@ -3,10 +3,13 @@
 // work or reads the wrong row must show), deterministic per seed.
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "cpu_backend.hpp"
+#include "cpu_memory.hpp"
 #include "formats.hpp"
 
 namespace gptoss::cpu::test {
@@ -161,6 +164,15 @@ inline gptoss_tensor_desc persistent_desc(const Weight& w, const char* name,
   d.data_size = w.rows * w.row_bytes;
   d.flags = GPTOSS_TENSOR_PERSISTENT;
   return d;
+}
+
+// The Weight the CPU upload makes of d with `repacks`, or null where the upload fails.
+inline std::unique_ptr<Weight> uploaded(ThreadPool& pool, const gptoss_tensor_desc& d,
+                                        const UploadRepacks& repacks) {
+  gptoss_backend_weight_t out = nullptr;
+  std::string why;
+  if (make_weight(pool, d, repacks, &out, why) != gptoss_status_success) return nullptr;
+  return std::unique_ptr<Weight>(reinterpret_cast<Weight*>(out));
 }
 
 }  // namespace gptoss::cpu::test
