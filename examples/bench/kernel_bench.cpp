@@ -99,6 +99,20 @@ Weight q8_0_lanes_of(const Weight& w) {
   return l;
 }
 
+// An MXFP4 weight's rows repacked as the upload repacks the experts in the fast precision at the
+// levels that read them so (Weight::mxfp4_lanes).
+Weight mxfp4_lanes_of(const Weight& w) {
+  Weight l = w;
+  l.owned_data.resize(w.owned_data.size());
+  l.owned_scales.resize(w.owned_scales.size());
+  cpu::repack_mxfp4_lanes(w.data, w.scales, w.cols, 0, w.rows / 16, l.owned_data.data(),
+                          l.owned_scales.data());
+  l.data = l.owned_data.data();
+  l.scales = l.owned_scales.data();
+  l.mxfp4_lanes = true;
+  return l;
+}
+
 // A buffer the size of a repacked weight's bytes, faulted in, for timing the repack alone.
 void* lanes_rows_scratch(const Weight& l) {
   static std::vector<uint8_t> scratch;
@@ -229,6 +243,15 @@ void compute_rates(Isa isa, const std::vector<float>& x4, std::vector<float>& y,
     s = best([&] { k.matmul_mxfp4_q8(m, 0, m.rows, xq24, 0, kPrefillTokens, y.data(), m.rows); });
     rows.push_back({name, "compute: int8 MXFP4 panels, L2, 1 thread", "128x2880, 24 tok", s, mb,
                     2.0 * kPrefillTokens * 128 * H});
+    if (k.matmul_mxfp4_lanes_q8 != nullptr) {  // the same rows repacked at upload
+      const Weight ml = mxfp4_lanes_of(m);
+      for (size_t nt : {size_t(1), size_t(4), kPrefillTokens}) {
+        const cpu::Q8Acts& xs = nt == kPrefillTokens ? xq24 : xq;
+        s = best([&] { k.matmul_mxfp4_lanes_q8(ml, 0, ml.rows, xs, 0, nt, y.data(), ml.rows); });
+        rows.push_back({name, "compute: int8 MXFP4 lanes, L2, 1 thread",
+                        "128x2880, " + std::to_string(nt) + " tok", s, mb, 2.0 * nt * 128 * H});
+      }
+    }
     if (k.matmul_q8_0_q8 != nullptr) {  // a GGUF's Q8_0 projections in the fast precision
       const double qb = 128.0 * H * 34.0 / 32.0;
       s = best([&] { k.matmul_q8_0_q8(q, 0, q.rows, xq, 0, 1, y.data(), q.rows); });
@@ -312,6 +335,7 @@ int run_kernel_bench(const Options& o) {
   Weight dense = make_weight(gptoss_dtype_bf16, 32768, H, 2);  // 189 MB (unembedding-like)
   Weight dense_q8 = make_weight(gptoss_dtype_q8_0, 65536, H, 9);  // 200 MB, Q8_0 GGUFs
   const Weight dense_lanes = lanes_of(dense);
+  const Weight mlp1_lanes = mxfp4_lanes_of(mlp1);  // the experts as the fast precision's upload
   const auto x1 = floats(H, 3), x64 = floats(64 * H, 4), x256 = floats(256 * H, 10);
   // mlp1 as 8 experts' gate/up and 8 mlp2 of 2880x2880 (35 MB), with a random top-4 routing.
   Weight moe1 = mlp1;
@@ -324,6 +348,9 @@ int run_kernel_bench(const Options& o) {
   moe2.shape[0] = 8;
   moe2.shape[1] = int64_t(H);
   moe2.shape[2] = int64_t(I);
+  Weight moe1_lanes = mlp1_lanes, moe2_lanes = mxfp4_lanes_of(moe2);
+  for (int i = 0; i < 3; ++i) moe1_lanes.shape[i] = moe1.shape[i];
+  moe1_lanes.ndim = 3;
   const auto x128 = floats(128 * H, 12);
   std::vector<int32_t> moe_ids(128 * 4);
   const std::vector<float> moe_weights(128 * 4, 0.25f);
@@ -374,20 +401,66 @@ int run_kernel_bench(const Options& o) {
     rows.push_back({name, "qmatvec mxfp4 (MoE decode)", "46080x2880, 1 tok", s,
                     double(mlp1.rows) * H * 17.0 / 32.0, 2.0 * double(mlp1.rows) * H});
     // Two and three sequences of a decode step that chose the same experts.
-    for (size_t nt : {2, 3}) {
+    for (size_t nt : {2, 3, 8}) {
       s = time_best(reps, [&] { cpu::op_linear(&st, x64.data(), &mlp1, nullptr, nt, H, mlp1.rows, y.data()); });
       rows.push_back({name, "qmatvec mxfp4 (decode step)", "46080x2880, " + std::to_string(nt) + " tok", s,
                       double(mlp1.rows) * H * 17.0 / 32.0, 2.0 * double(nt) * double(mlp1.rows) * H});
     }
-    const Weight one_expert = [&] {  // a view of the first 5760 rows
+    const auto first_expert = [&](const Weight& all) {  // a view of the first 5760 rows
       Weight w;
-      w.dtype = mlp1.dtype; w.ndim = 2; w.shape[0] = int64_t(2 * I); w.shape[1] = int64_t(H);
-      w.rows = 2 * I; w.cols = H; w.row_bytes = mlp1.row_bytes; w.data = mlp1.data; w.scales = mlp1.scales;
+      w.dtype = all.dtype;
+      w.ndim = 2;
+      w.shape[0] = int64_t(2 * I);
+      w.shape[1] = int64_t(H);
+      w.rows = 2 * I;
+      w.cols = H;
+      w.row_bytes = all.row_bytes;
+      w.data = all.data;
+      w.scales = all.scales;
+      w.mxfp4_lanes = all.mxfp4_lanes;
       return w;
-    }();
+    };
+    const Weight one_expert = first_expert(mlp1);
     s = time_best(reps, [&] { cpu::op_linear(&st, x64.data(), &one_expert, nullptr, 64, H, 2 * I, y.data()); });
     rows.push_back({name, "qGEMM mxfp4 (MoE prefill)", "5760x2880, 64 tok", s,
                     double(2 * I) * H * 17.0 / 32.0, 2.0 * 64 * double(2 * I) * H});
+    if (dev.quantize_activations && dev.kernels->matmul_mxfp4_lanes_q8 != nullptr) {
+      // The same from the experts as the fast precision's upload lays them out.
+      s = time_best(reps, [&] {
+        cpu::op_linear(&st, x1.data(), &mlp1_lanes, nullptr, 1, H, mlp1.rows, y.data());
+      });
+      rows.push_back({name, "qmatvec mxfp4 lanes (MoE decode)", "46080x2880, 1 tok", s,
+                      double(mlp1.rows) * H * 17.0 / 32.0, 2.0 * double(mlp1.rows) * H});
+      for (size_t nt : {2, 3, 8}) {
+        s = time_best(reps, [&] {
+          cpu::op_linear(&st, x64.data(), &mlp1_lanes, nullptr, nt, H, mlp1.rows, y.data());
+        });
+        rows.push_back({name, "qmatvec mxfp4 lanes (decode step)",
+                        "46080x2880, " + std::to_string(nt) + " tok", s,
+                        double(mlp1.rows) * H * 17.0 / 32.0,
+                        2.0 * double(nt) * double(mlp1.rows) * H});
+      }
+      const Weight one_expert_lanes = first_expert(mlp1_lanes);
+      s = time_best(reps, [&] {
+        cpu::op_linear(&st, x64.data(), &one_expert_lanes, nullptr, 64, H, 2 * I, y.data());
+      });
+      rows.push_back({name, "qGEMM mxfp4 lanes (MoE prefill)", "5760x2880, 64 tok", s,
+                      double(2 * I) * H * 17.0 / 32.0, 2.0 * 64 * double(2 * I) * H});
+      // What the upload spends on the repack per byte, on one thread, into faulted-in pages: the
+      // level's and the scalar definition.
+      auto* codes = static_cast<uint8_t*>(lanes_rows_scratch(mlp1_lanes));
+      std::vector<uint8_t> scales(mlp1.owned_scales.size(), 1);
+      for (const bool level : {true, false}) {
+        const auto repack = level ? dev.kernels->repack_mxfp4_lanes : cpu::repack_mxfp4_lanes;
+        s = time_best(reps, [&] {
+          repack(mlp1.data, mlp1.scales, H, 0, mlp1.rows / 16, codes, scales.data());
+        });
+        rows.push_back({name,
+                        level ? "repack MXFP4 lanes (upload), 1 thread"
+                              : "repack MXFP4 lanes, scalar loop, 1 thread",
+                        "46080x2880", s, double(mlp1.rows) * H * 17.0 / 32.0, 0.0});
+      }
+    }
     // The whole MoE block of a prefill, from memory: 128 tokens routed to 4 of 8 experts
     // each give every expert ~64 tokens, as a 512-token prompt gives the 20b's 32. Not at the
     // scalar level, whose MoE is the float reference (~30 s a call).
@@ -398,6 +471,14 @@ int run_kernel_bench(const Options& o) {
       });
       rows.push_back({name, "MoE prefill (routed)", "128 tok, 4 of 8 experts", s,
                       8.0 * 3 * I * H * 17.0 / 32.0, 2.0 * 128 * 4 * 3 * double(I) * H});
+      if (dev.quantize_activations && dev.kernels->matmul_mxfp4_lanes_q8 != nullptr) {
+        s = time_best(reps, [&] {
+          cpu::op_moe(&st, x128.data(), moe_ids.data(), moe_weights.data(), &moe1_lanes, nullptr,
+                      &moe2_lanes, nullptr, 128, H, I, 4, 7.0f, y.data());
+        });
+        rows.push_back({name, "MoE prefill (routed), lanes", "128 tok, 4 of 8 experts", s,
+                        8.0 * 3 * I * H * 17.0 / 32.0, 2.0 * 128 * 4 * 3 * double(I) * H});
+      }
     }
     // A dense projection's prefill (fp32 activations: the attention's bf16 matrices in both
     // precisions): the first 2048 rows of `dense`, 256 tokens.

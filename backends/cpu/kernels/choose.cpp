@@ -18,6 +18,7 @@ enum class Format {
   bf16_logits,  // bf16 unembedding (its outputs feed the sampler only), even columns
   bf16_lanes,   // bf16 rows repacked at upload (Weight::bf16_lanes)
   q8_0_lanes,   // Q8_0 rows repacked at upload (Weight::q8_0_lanes)
+  mxfp4_lanes,  // MXFP4 experts repacked at upload (Weight::mxfp4_lanes)
 };
 enum class Tokens {
   any,
@@ -51,6 +52,9 @@ bool has_bf16_lanes(const Kernels& k, const Weight&) { return k.matmul_bf16_lane
 bool has_q16_lanes(const Kernels& k, const Weight&) {
   return k.quantize_q16 != nullptr && k.matmul_q8_0_lanes_q16 != nullptr;
 }
+bool has_q8_lanes(const Kernels& k, const Weight&) {
+  return k.quantize_q8 != nullptr && k.matmul_mxfp4_lanes_q8 != nullptr;
+}
 bool has_bf16_pairs(const Kernels& k, const Weight&) {
   return k.dense_bf16 != nullptr && k.attention_bf16 != nullptr;
 }
@@ -64,14 +68,14 @@ struct Row {
 };
 
 // Why each row: the weights that the upload repacked (the attention projections in bf16 lanes;
-// Q8_0 lanes, which it makes of the projections and the unembedding in the fast precision only)
-// take their one kernel at every token count; the fast mode multiplies MXFP4 weights by int8
-// activations where a level has the kernels (GEMV for one token, the several-token GEMV for a
-// decode step's few, or else the one-token GEMV per token over L2-sized row blocks; panels for
-// prefill); so does a Q8_0 unembedding left in rows (not whole tiles of 16 rows), with
-// panels from 5 tokens on (every token of a step shares it: at 8 the panels are 1.6x the
-// several-token GEMV), and the bf16 unembedding takes bf16 pairs in every step: their logits
-// feed no later layer. Int8 activations into the Q8_0 attention projections would be faster
+// Q8_0 lanes, which it makes of the projections and the unembedding, and MXFP4 lanes, which it
+// makes of the experts, in the fast precision only) take their one kernel at every token count; the
+// fast mode multiplies MXFP4 weights by int8 activations where a level has the kernels (GEMV for
+// one token, the several-token GEMV for a decode step's few, or else the one-token GEMV per token
+// over L2-sized row blocks; panels for prefill); so does a Q8_0 unembedding left in rows (not whole
+// tiles of 16 rows), with panels from 5 tokens on (every token of a step shares it: at 8 the panels
+// are 1.6x the several-token GEMV), and the bf16 unembedding takes bf16 pairs in every step: their
+// logits feed no later layer. Int8 activations into the Q8_0 attention projections would be faster
 // still, but they about double the fast precision's error on the logits set
 // (docs/performance.md, "Q8_0 times int8 and int16"), so those take int16 activations where a
 // level has the kernels (the GEMV for one token, per token over L2-sized row blocks for 2 to 4,
@@ -86,6 +90,7 @@ constexpr Row kRows[] = {
     // format            tokens           precision        level has       kernel
     {Format::bf16_lanes,  Tokens::any,     Precision::any,  has_bf16_lanes, MatmulKernel::bf16_lanes},
     {Format::q8_0_lanes,  Tokens::any,     Precision::any,  has_q16_lanes,  MatmulKernel::q16_lanes},
+    {Format::mxfp4_lanes, Tokens::any,     Precision::any,  has_q8_lanes,   MatmulKernel::q8_lanes},
     {Format::bf16_logits, Tokens::any,     Precision::fast, has_bf16_pairs, MatmulKernel::bf16_pairs},
     {Format::mxfp4,       Tokens::one,     Precision::fast, has_q8,         MatmulKernel::q8},
     {Format::mxfp4,       Tokens::batch,   Precision::fast, has_q8,         MatmulKernel::q8},
@@ -112,6 +117,7 @@ bool matches(Format f, const Weight& w) {
     case Format::q8_0_proj: return w.dtype == gptoss_dtype_q8_0 && !w.logits_only;
     case Format::bf16_lanes: return w.bf16_lanes;
     case Format::q8_0_lanes: return w.q8_0_lanes;
+    case Format::mxfp4_lanes: return w.mxfp4_lanes;
     case Format::bf16_logits:
       return w.dtype == gptoss_dtype_bf16 && w.logits_only && w.cols % 2 == 0;
   }
@@ -142,7 +148,8 @@ MatmulActs acts_of(MatmulKernel k) {
     case MatmulKernel::bf16_pairs: return MatmulActs::bf16_pairs;
     case MatmulKernel::q8:
     case MatmulKernel::q8_step:
-    case MatmulKernel::q8_each_token: return MatmulActs::q8;
+    case MatmulKernel::q8_each_token:
+    case MatmulKernel::q8_lanes: return MatmulActs::q8;
     case MatmulKernel::q16:
     case MatmulKernel::q16_each_token:
     case MatmulKernel::q16_lanes: return MatmulActs::q16;
@@ -184,6 +191,8 @@ void run_matmul(MatmulKernel kernel, const Kernels& k, const Weight& w, size_t r
                                     matmul(w, r0 + b, n, *x.q8, t0 + t, 1, y + t * ldy + b, ldy);
                                   });
     }
+    case MatmulKernel::q8_lanes:
+      return k.matmul_mxfp4_lanes_q8(w, r0, n_rows, *x.q8, t0, n_tok, y, ldy);
     case MatmulKernel::q16: return k.matmul_q8_0_q16(w, r0, n_rows, *x.q16, t0, n_tok, y, ldy);
     case MatmulKernel::q16_each_token:
       return for_each_token_block(n_rows, w.row_bytes, n_tok, [&](size_t b, size_t n, size_t t) {

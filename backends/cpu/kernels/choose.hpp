@@ -23,6 +23,7 @@ enum class MatmulKernel {
   q16,             // Kernels::matmul_q8_0_q16, int16 activations
   q16_each_token,  // Kernels::matmul_q8_0_q16 one token at a time over L2-sized row blocks
   q16_lanes,       // Kernels::matmul_q8_0_lanes_q16: Q8_0 rows repacked at upload, int16
+  q8_lanes,        // Kernels::matmul_mxfp4_lanes_q8: MXFP4 experts repacked at upload, int8
 };
 
 // What a kernel takes as activations.

@@ -60,6 +60,17 @@ constexpr size_t kQ8_0BlockBytes = 34;
 constexpr size_t kQ8_0LanesBlockBytes = 16 * kQ8_0BlockBytes;
 constexpr size_t kQ8_0LanesStepsAt = 512;
 
+// Weight::mxfp4_lanes, a tile of 16 rows: its blocks in the order the int8 kernels sum them
+// (16 chains, chain m holding blocks m, m + 16, ... in turn; the chains one after another), block
+// b at position mxfp4_lanes_pos(b, nb) of the tile. A block is 4 vectors of 16 dwords, vector g
+// holding code bytes 4g .. 4g + 3 of row r's block in dword r (low nibbles: elements 8g + 2j,
+// high: 8g + 2j + 1); the tile's scales, 16 bytes a block (byte r: row r's), in the same order.
+constexpr size_t kMxfp4LanesBlockBytes = 16 * 16;
+inline size_t mxfp4_lanes_pos(size_t b, size_t nb) {
+  const size_t m = b % 16, full = nb / 16, longer = nb % 16;  // chains m < longer: full + 1 blocks
+  return m * full + (m < longer ? m : longer) + b / 16;
+}
+
 inline void q8_0_decode_block(const uint8_t* block, float* out) {
   uint16_t d16;
   std::memcpy(&d16, block, 2);

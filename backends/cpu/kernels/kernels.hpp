@@ -181,6 +181,15 @@ struct Kernels {
   // The repack into that layout: tiles [i0, i1) of 16 rows of a row-major Q8_0 matrix of `cols`
   // columns from src into dst. Null exactly where matmul_q8_0_lanes_q16 is.
   void (*repack_q8_0_lanes)(const uint8_t* src, size_t cols, size_t i0, size_t i1, uint8_t* dst);
+  // Like matmul_mxfp4_q8 (and gemv_mxfp4_q8, whichever the token count) for a weight with
+  // mxfp4_lanes (r0 a multiple of 16; n_rows too, but for the weight's last rows): the same
+  // bits, read from the layout the upload repacked. Null where a level does not take the layout
+  // (the CPU backend repacks the experts in the fast precision for devices whose level has it).
+  Int8Matmul matmul_mxfp4_lanes_q8;
+  // The repack into that layout: repack_mxfp4_lanes's bytes (the level's own, a transpose per
+  // block of 16 rows). Null exactly where matmul_mxfp4_lanes_q8 is.
+  void (*repack_mxfp4_lanes)(const uint8_t* codes, const uint8_t* scales, size_t cols, size_t i0,
+                             size_t i1, uint8_t* dst_codes, uint8_t* dst_scales);
 };
 
 // Byte offset in a Q8Acts row of element j (kernel order: j % 32 < 16 even, else odd) of
@@ -212,6 +221,11 @@ void matmul_q8_0_q16_reference(const Weight& w, size_t r0, size_t n_rows, const 
 // layout (Weight::q8_0_lanes): the one repack, a byte shuffle at upload, for every level that
 // reads the layout.
 void repack_q8_0_lanes(const uint8_t* src, size_t cols, size_t i0, size_t i1, uint8_t* dst);
+// Tiles [i0, i1) of 16 rows of a row-major MXFP4 matrix of `cols` columns (codes and their
+// scales) into the mxfp4_lanes layout (Weight::mxfp4_lanes, formats.hpp): dst_codes and
+// dst_scales are the whole tensor's. The definition of the levels' Kernels::repack_mxfp4_lanes.
+void repack_mxfp4_lanes(const uint8_t* codes, const uint8_t* scales, size_t cols, size_t i0,
+                        size_t i1, uint8_t* dst_codes, uint8_t* dst_scales);
 
 // Kernels::matmul_bf16_lanes in scalar code (tests): std::fma over k in order.
 void matmul_bf16_lanes_reference(const Weight& w, size_t r0, size_t n_rows, const float* x,

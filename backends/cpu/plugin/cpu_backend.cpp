@@ -213,14 +213,16 @@ gptoss_status weight_upload(gptoss_backend_device_t dev, const gptoss_tensor_des
   if (desc == nullptr || weight_out == nullptr) return gptoss_status_invalid_argument;
   std::string why;
   const Kernels& k = *D(dev)->kernels;
-  const UploadRepacks repacks{k.repack_bf16_lanes,
-                              D(dev)->quantize_activations ? k.repack_q8_0_lanes : nullptr};
+  const bool fast = D(dev)->quantize_activations;
+  const UploadRepacks repacks{k.repack_bf16_lanes, fast ? k.repack_q8_0_lanes : nullptr,
+                              fast ? k.repack_mxfp4_lanes : nullptr};
   const gptoss_status st = make_weight(D(dev)->pool, *desc, repacks, weight_out, why);
   if (st != gptoss_status_success) {
     set_last_error(std::move(why));
     return st;
   }
-  if (reinterpret_cast<const Weight*>(*weight_out)->q8_0_lanes) D(dev)->fast_layouts = true;
+  const Weight& w = *reinterpret_cast<const Weight*>(*weight_out);
+  if (w.q8_0_lanes || w.mxfp4_lanes) D(dev)->fast_layouts = true;
   return st;
 }
 

@@ -27,7 +27,8 @@ struct Device {
   // gptoss_precision_fast: MXFP4 matmuls take int8-quantized activations where the level has
   // the kernels for it (kernels->matmul_mxfp4_q8); exact keeps every matmul in fp32.
   bool quantize_activations = true;
-  // A weight was uploaded in a layout only the fast precision reads (Weight::q8_0_lanes).
+  // A weight was uploaded in a layout only the fast precision reads (Weight::q8_0_lanes,
+  // Weight::mxfp4_lanes).
   bool fast_layouts = false;
   OpProfile profile;
   std::mutex alloc_mutex;
@@ -62,6 +63,11 @@ struct Weight {
   // and 2r + 1), then the 16 rows' f16 steps (Kernels::matmul_q8_0_lanes_q16; decode_row reads
   // it too).
   bool q8_0_lanes = false;
+  // MXFP4 experts repacked at upload into tiles of 16 rows (rows % 16 == 0): tile i's codes at
+  // data + i * 16 * row_bytes, its scales at scales + i * 16 * (cols / 32), both with their
+  // blocks in the order of mxfp4_lanes_pos (formats.hpp has the layout;
+  // Kernels::matmul_mxfp4_lanes_q8 reads it, decode_row too).
+  bool mxfp4_lanes = false;
   std::vector<uint8_t> owned_data, owned_scales;  // tests' weights
   std::shared_ptr<void> owned_map;  // a copy made at upload: data then scales, huge pages
 };

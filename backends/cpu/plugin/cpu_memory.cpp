@@ -42,11 +42,12 @@ size_t page_round(size_t bytes) {
 void* map_buffer(size_t bytes) {
   bytes = page_round(bytes);
   if (bytes < kHuge) {
-    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE,
-                   -1, 0);
+    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
     return p == MAP_FAILED ? nullptr : p;
   }
-  void* area = mmap(nullptr, bytes + kHuge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  void* area =
+      mmap(nullptr, bytes + kHuge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (area == MAP_FAILED) return nullptr;
   const uintptr_t a = reinterpret_cast<uintptr_t>(area);
   const uintptr_t at = (a + kHuge - 1) & ~uintptr_t(kHuge - 1);
@@ -67,11 +68,18 @@ namespace {
 
 // The tensors repacked to a lanes layout where the device's level reads it (Weight::bf16_lanes,
 // Weight::q8_0_lanes): the attention projections, whose prefill GEMMs and decode GEMVs it
-// speeds up. Not the unembedding (its own kernels read its rows), nor the embedding (a row
+// speeds up. Not a bf16 unembedding (its own kernels read its rows), nor the embedding (a row
 // lookup).
 bool is_attention_projection(int role) {
   return role == gptoss_tensor_attn_q || role == gptoss_tensor_attn_k ||
          role == gptoss_tensor_attn_v || role == gptoss_tensor_attn_out;
+}
+
+// MXFP4 experts in whole tiles of 16 rows per expert (Weight::mxfp4_lanes): one stream per
+// thread in decode, and no transposition left for the prefill panels.
+bool is_expert_matrix_in_tiles(const gptoss_tensor_desc& d) {
+  return (d.role == gptoss_tensor_mlp1 || d.role == gptoss_tensor_mlp2) && d.ndim >= 2 &&
+         d.shape[d.ndim - 2] % 16 == 0;
 }
 
 // Whether [p, p + n) lies inside one read-only mapping of a file (the loader's mapping of the
@@ -162,40 +170,51 @@ gptoss_status make_weight(ThreadPool& pool, const gptoss_tensor_desc& desc,
     // the rows, and several take the int16 tiles (the bf16 one keeps its pairs kernel).
     const bool q8_0_lanes = repacks.q8_0 != nullptr && desc.dtype == gptoss_dtype_q8_0 &&
                             (projection || (desc.role == gptoss_tensor_unembedding && whole_tiles));
-    if (bf16_lanes || q8_0_lanes) {
-      void* p = map_buffer(desc.data_size);
+    const bool mxfp4_lanes = repacks.mxfp4 != nullptr && desc.dtype == gptoss_dtype_mxfp4 &&
+                             is_expert_matrix_in_tiles(desc);
+    if (bf16_lanes || q8_0_lanes || mxfp4_lanes) {
+      const size_t bytes = desc.data_size + scale_bytes;
+      void* p = map_buffer(bytes);
       if (p == nullptr) {
         why = name + ": out of memory";
         return gptoss_status_insufficient_memory;
       }
-      const size_t bytes = desc.data_size;
       w->owned_map = std::shared_ptr<void>(p, [bytes](void* q) { munmap(q, page_round(bytes)); });
       // A persistent tensor that is repacked is not read again: where it lies in a read-only
       // file mapping (the loader's, which the kernel reads back from the file should anything
       // touch it again), its pages leave the resident set as the repack passes them, so the copy
       // never sits beside the whole source (a large one would raise the peak by its size). A
       // host's own memory is left alone (dropping anonymous pages would zero them).
-      const bool release = (desc.flags & GPTOSS_TENSOR_PERSISTENT) &&
-                           in_read_only_file_mapping(desc.data, desc.data_size);
+      const bool persistent = desc.flags & GPTOSS_TENSOR_PERSISTENT;
+      const bool release = persistent && in_read_only_file_mapping(desc.data, desc.data_size);
+      const bool release_scales =
+          persistent && scale_bytes && in_read_only_file_mapping(desc.scales, scale_bytes);
       const size_t tiles = w->rows / 16, tile_bytes = 16 * w->row_bytes;
       const size_t chunk = std::max<size_t>(1, kRepackChunkBytes / tile_bytes);
       const auto* src = static_cast<const uint8_t*>(desc.data);
       for (size_t t0 = 0; t0 < tiles; t0 += chunk) {
         const size_t t1 = std::min(tiles, t0 + chunk);
         pool.parallel_for(t1 - t0, [&](size_t b, size_t e, unsigned) {
+          auto* dst = static_cast<uint8_t*>(p);
           if (bf16_lanes) {
             repacks.bf16(static_cast<const uint16_t*>(desc.data), w->cols, t0 + b, t0 + e,
                          static_cast<uint16_t*>(p));
+          } else if (q8_0_lanes) {
+            repacks.q8_0(src, w->cols, t0 + b, t0 + e, dst);
           } else {
-            repacks.q8_0(src, w->cols, t0 + b, t0 + e, static_cast<uint8_t*>(p));
+            repacks.mxfp4(src, static_cast<const uint8_t*>(desc.scales), w->cols, t0 + b, t0 + e,
+                          dst, dst + desc.data_size);
           }
         });
         if (release) drop_pages(src + t0 * tile_bytes, (t1 - t0) * tile_bytes);
       }
       if (release) drop_pages(src, desc.data_size);  // the pages across chunks' boundaries
+      if (release_scales) drop_pages(desc.scales, scale_bytes);
       w->data = static_cast<const uint8_t*>(p);
+      if (scale_bytes) w->scales = w->data + desc.data_size;
       w->bf16_lanes = bf16_lanes;
       w->q8_0_lanes = q8_0_lanes;
+      w->mxfp4_lanes = mxfp4_lanes;
     } else if (desc.flags & GPTOSS_TENSOR_PERSISTENT) {
       w->data = static_cast<const uint8_t*>(desc.data);
       w->scales = static_cast<const uint8_t*>(desc.scales);

@@ -35,12 +35,7 @@ Weight lanes_of(const Weight& w) {
   return l;
 }
 
-std::vector<Isa> lanes_isas() {
-  std::vector<Isa> v;
-  for (Isa isa : supported_isas())
-    if (kernels_for(isa).matmul_bf16_lanes != nullptr) v.push_back(isa);
-  return v;
-}
+std::vector<Isa> lanes_isas() { return isas_with(&Kernels::matmul_bf16_lanes); }
 
 // The resident KiB of the mapping that starts at `start` (/proc/self/smaps), or -1.
 long resident_kib(const void* start) {
@@ -226,14 +221,51 @@ TEST_CASE("lanes: a repacked tensor of a mapped file leaves the resident set, re
     CHECK(before >= long(bytes / 1024));
     CHECK(resident_kib(map) == 0);
     CHECK(std::memcmp(map, src.data, bytes) == 0);  // read back from the file
-    std::vector<float> a(cols), b(cols);
-    for (size_t r = 0; r < rows; r += 37) {
-      decode_row(src, r, a.data());
-      decode_row(*w, r, b.data());
-      CHECK(a == b);
-    }
+    CHECK(rows_decoded_differently(src, *w, 37) == 0);
     munmap(map, bytes);
   }
+}
+
+// MXFP4 experts as a checkpoint's mapped file holds them (codes, then their scales, as two
+// tensors of one file): both leave the resident set when the fast precision's upload repacks
+// them (Weight::mxfp4_lanes), and the file still reads back.
+TEST_CASE("lanes: MXFP4 experts of a mapped file leave the resident set, codes and scales",
+          "[cpu-bf16-lanes]") {
+  const size_t experts = 4, per = 256, cols = 2880, rows = experts * per;
+  const Weight src = random_weight(gptoss_dtype_mxfp4, rows, cols, 99, experts);
+  const size_t code_bytes = src.owned_data.size(), scale_bytes = src.owned_scales.size();
+  const size_t scales_at = (code_bytes + 4095) / 4096 * 4096, bytes = scales_at + scale_bytes;
+  char path[] = "/tmp/gptoss-lanes-XXXXXX";
+  const int fd = mkstemp(path);
+  REQUIRE(fd >= 0);
+  REQUIRE(pwrite(fd, src.data, code_bytes, 0) == ssize_t(code_bytes));
+  REQUIRE(pwrite(fd, src.scales, scale_bytes, off_t(scales_at)) == ssize_t(scale_bytes));
+  void* map = mmap(nullptr, bytes, PROT_READ, MAP_PRIVATE, fd, 0);
+  close(fd);
+  unlink(path);
+  REQUIRE(map != MAP_FAILED);
+  const auto* file = static_cast<const uint8_t*>(map);
+  REQUIRE(std::memcmp(file, src.data, code_bytes) == 0);  // every page resident now
+  REQUIRE(std::memcmp(file + scales_at, src.scales, scale_bytes) == 0);
+  const long before = resident_kib(map);
+  gptoss_tensor_desc d = persistent_desc(src, "layers.0.mlp.mlp1", gptoss_tensor_mlp1, file);
+  d.ndim = 3;
+  d.shape[0] = int64_t(experts);
+  d.shape[1] = int64_t(per);
+  d.shape[2] = int64_t(cols);
+  d.scales = file + scales_at;
+  d.scales_size = scale_bytes;
+  ThreadPool pool(2);
+  const auto w = uploaded(pool, d, UploadRepacks{nullptr, nullptr, repack_mxfp4_lanes});
+  REQUIRE(w);
+  REQUIRE(w->mxfp4_lanes);
+  INFO("resident KiB of the file's mapping before " << before << ", after " << resident_kib(map));
+  CHECK(before >= long(bytes / 1024));
+  CHECK(resident_kib(map) <= 4);  // the last page of the scales, partly past them, may stay
+  CHECK(std::memcmp(file, src.data, code_bytes) == 0);  // read back from the file
+  CHECK(std::memcmp(file + scales_at, src.scales, scale_bytes) == 0);
+  CHECK(rows_decoded_differently(src, *w, 37) == 0);
+  munmap(map, bytes);
 }
 
 // A repacked tensor several times the repack's chunk (a Q8_0 unembedding is 615 MB): its source
@@ -288,12 +320,7 @@ TEST_CASE("lanes: a large repack drops its source as it goes (the peak grows by 
   CHECK(peak - before < long(bytes / 1024 / 2));  // whole copy beside whole source: + bytes
   INFO("resident KiB of the source after " << resident_kib(map));
   CHECK(resident_kib(map) <= 4);  // its last page, partly past the tensor, stays
-  std::vector<float> a(cols), b(cols);
-  for (size_t r = 0; r < rows; r += 997) {
-    decode_row(src, r, a.data());  // read back from the file
-    decode_row(*w, r, b.data());
-    CHECK(a == b);
-  }
+  CHECK(rows_decoded_differently(src, *w, 997) == 0);  // read back from the file
   munmap(map, bytes);
 }
 

@@ -25,12 +25,7 @@
 namespace gptoss::cpu::test {
 namespace {
 
-std::vector<Isa> q16_isas() {
-  std::vector<Isa> v;
-  for (Isa isa : supported_isas())
-    if (kernels_for(isa).matmul_q8_0_q16 != nullptr) v.push_back(isa);
-  return v;
-}
+std::vector<Isa> q16_isas() { return isas_with(&Kernels::matmul_q8_0_q16); }
 
 void check_quantize(Isa isa, size_t n_tok, size_t cols) {
   const auto x = outlier_activations(n_tok, cols, uint32_t(cols + n_tok));
@@ -266,12 +261,7 @@ TEST_CASE("q16: the chooser gives int16 activations to the Q8_0 projections",
 namespace gptoss::cpu::test {
 namespace {
 
-std::vector<Isa> q16_lanes_isas() {
-  std::vector<Isa> v;
-  for (Isa isa : q16_isas())
-    if (kernels_for(isa).matmul_q8_0_lanes_q16 != nullptr) v.push_back(isa);
-  return v;
-}
+std::vector<Isa> q16_lanes_isas() { return isas_with(&Kernels::matmul_q8_0_lanes_q16); }
 
 // w (rows % 16 == 0) repacked as the upload repacks it.
 Weight lanes_of(const Weight& w) {
@@ -293,20 +283,8 @@ TEST_CASE("q16 lanes: the repack keeps every weight and step (decode_row reads b
   for (int shape = 0; shape < 6; ++shape) {
     const size_t rows = 16 * (1 + rng() % 12), cols = 32 * (1 + rng() % 40);
     const Weight w = random_weight(gptoss_dtype_q8_0, rows, cols, uint32_t(rng()));
-    const Weight l = lanes_of(w);
-    std::vector<float> a(cols), b(cols), ra(cols), rb(cols);
-    size_t bad = 0;
-    for (size_t r = 0; r < rows; ++r) {
-      decode_row(w, r, a.data());
-      decode_row(l, r, b.data());
-      bad += std::memcmp(a.data(), b.data(), cols * 4) != 0;
-      const size_t c0 = 32 * (r % (cols / 32)), n = cols - c0;  // a range of the row too
-      decode_row_range(w, r, c0, n, ra.data());
-      decode_row_range(l, r, c0, n, rb.data());
-      bad += std::memcmp(ra.data(), rb.data(), n * 4) != 0;
-    }
     INFO(rows << "x" << cols);
-    CHECK(bad == 0);
+    CHECK(rows_decoded_differently(w, lanes_of(w), 1, true) == 0);
   }
 }
 
@@ -374,7 +352,6 @@ TEST_CASE("q16 lanes: the chooser and the upload", "[cpu-kernels][q16]") {
     REQUIRE(w);
     return w;
   };
-  std::vector<float> a(96), b(96);
   // The attention projections and the unembedding; in exact precision (no repack) none.
   for (gptoss_tensor_role role : {gptoss_tensor_attn_q, gptoss_tensor_attn_k, gptoss_tensor_attn_v,
                                   gptoss_tensor_attn_out, gptoss_tensor_unembedding}) {
@@ -383,11 +360,7 @@ TEST_CASE("q16 lanes: the chooser and the upload", "[cpu-kernels][q16]") {
     CHECK(w->q8_0_lanes);
     CHECK(!w->bf16_lanes);
     CHECK(w->data != src.data);
-    for (size_t r = 0; r < 64; r += 7) {
-      decode_row(src, r, a.data());
-      decode_row(*w, r, b.data());
-      CHECK(a == b);
-    }
+    CHECK(rows_decoded_differently(src, *w, 7) == 0);
     CHECK(!upload(role, false)->q8_0_lanes);
   }
   CHECK(!upload(gptoss_tensor_embedding, true)->q8_0_lanes);

@@ -32,19 +32,9 @@ namespace {
 // Kernel-order position (evens, then odds) of natural element j of a 32-block.
 size_t kernel_pos(size_t j) { return (j & 1) ? 16 + j / 2 : j / 2; }
 
-std::vector<Isa> q8_isas() {
-  std::vector<Isa> v;
-  for (Isa isa : supported_isas())
-    if (kernels_for(isa).matmul_mxfp4_q8 != nullptr) v.push_back(isa);
-  return v;
-}
+std::vector<Isa> q8_isas() { return isas_with(&Kernels::matmul_mxfp4_q8); }
 
-std::vector<Isa> q8_0_isas() {
-  std::vector<Isa> v;
-  for (Isa isa : supported_isas())
-    if (kernels_for(isa).matmul_q8_0_q8 != nullptr) v.push_back(isa);
-  return v;
-}
+std::vector<Isa> q8_0_isas() { return isas_with(&Kernels::matmul_q8_0_q8); }
 
 void check_quantize(Isa isa, size_t n_tok, size_t cols) {
   const auto x = outlier_activations(n_tok, cols, uint32_t(cols + n_tok));

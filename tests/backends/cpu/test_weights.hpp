@@ -1,6 +1,7 @@
 #pragma once
 // Random weights and activations for the CPU kernel tests: never zeros (a kernel that skips
 // work or reads the wrong row must show), deterministic per seed.
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -122,6 +123,15 @@ inline std::vector<Isa> supported_isas() {
   return v;
 }
 
+// The supported levels whose table has `field` (a kernel the level may leave null).
+template <typename Field>
+std::vector<Isa> isas_with(Field Kernels::*field) {
+  std::vector<Isa> v;
+  for (Isa isa : supported_isas())
+    if (kernels_for(isa).*field != nullptr) v.push_back(isa);
+  return v;
+}
+
 // The SIMD levels only: an op at Isa::scalar runs the reference itself, so comparing the two
 // there proves nothing.
 inline std::vector<Isa> simd_isas() {
@@ -164,6 +174,27 @@ inline gptoss_tensor_desc persistent_desc(const Weight& w, const char* name,
   d.data_size = w.rows * w.row_bytes;
   d.flags = GPTOSS_TENSOR_PERSISTENT;
   return d;
+}
+
+// How many of the rows 0, step, 2 step, ... of a and b (one tensor in two layouts) decode to
+// different values: decode_row, and with `ranges` decode_row_range of each row's tail too.
+inline size_t rows_decoded_differently(const Weight& a, const Weight& b, size_t step = 1,
+                                       bool ranges = false) {
+  std::vector<float> va(a.cols), vb(a.cols);
+  size_t bad = 0;
+  for (size_t r = 0; r < a.rows; r += step) {
+    decode_row(a, r, va.data());
+    decode_row(b, r, vb.data());
+    bool differ = va != vb;
+    if (ranges) {
+      const size_t c0 = 32 * (r % (a.cols / 32)), n = a.cols - c0;
+      decode_row_range(a, r, c0, n, va.data());
+      decode_row_range(b, r, c0, n, vb.data());
+      differ = differ || !std::equal(va.begin(), va.begin() + long(n), vb.begin());
+    }
+    bad += differ;
+  }
+  return bad;
 }
 
 // The Weight the CPU upload makes of d with `repacks`, or null where the upload fails.

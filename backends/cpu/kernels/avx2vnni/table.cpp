@@ -29,6 +29,8 @@ const Kernels kKernelsAvx2Vnni = {
     .repack_bf16_lanes = nullptr,
     .matmul_q8_0_lanes_q16 = nullptr,
     .repack_q8_0_lanes = nullptr,
+    .matmul_mxfp4_lanes_q8 = nullptr,
+    .repack_mxfp4_lanes = nullptr,
 };
 
 }  // namespace gptoss::cpu

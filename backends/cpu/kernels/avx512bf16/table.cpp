@@ -30,6 +30,8 @@ const Kernels kKernelsAvx512Bf16 = {
     .repack_bf16_lanes = avx512::repack_bf16_lanes,
     .matmul_q8_0_lanes_q16 = matmul_q8_0_lanes_q16_avx512vnni,
     .repack_q8_0_lanes = repack_q8_0_lanes,
+    .matmul_mxfp4_lanes_q8 = matmul_mxfp4_lanes_q8_avx512vnni,
+    .repack_mxfp4_lanes = repack_mxfp4_lanes_avx512vnni,
 };
 
 }  // namespace gptoss::cpu

@@ -26,6 +26,7 @@
 
 #include "avx512vnni/avx512vnni.hpp"
 #include "cpu_backend.hpp"
+#include "formats.hpp"
 #include "kernels.hpp"
 #include "q8_quad.hpp"
 #include "row_streams.hpp"
@@ -358,18 +359,24 @@ void gemv_token_group(const Weight& w, size_t r0, size_t n_rows, const Q8Acts& x
 
 // --- prefill (n_tok > 1 outside a decode step): lane layout ----------------------------
 
+// v[k] holds, in 128-bit lane q, 16 bytes of row 4q + k; 4x4 transposes of dwords inside each
+// 128-bit lane make dword k of lane q of out[g] dword g of row 4q + k, i.e. row r lands in lane r.
+inline void transpose_lane_groups(const __m512i (&v)[4], __m512i (&out)[4]) {
+  const __m512i t0 = _mm512_unpacklo_epi32(v[0], v[1]), t1 = _mm512_unpackhi_epi32(v[0], v[1]);
+  const __m512i t2 = _mm512_unpacklo_epi32(v[2], v[3]), t3 = _mm512_unpackhi_epi32(v[2], v[3]);
+  out[0] = _mm512_unpacklo_epi64(t0, t2);
+  out[1] = _mm512_unpackhi_epi64(t0, t2);
+  out[2] = _mm512_unpacklo_epi64(t1, t3);
+  out[3] = _mm512_unpackhi_epi64(t1, t3);
+}
+
 // A block's 8 groups of 16 rows into a panel slot: lo[k] / hi[k] hold, in 128-bit lane q, the
-// 16 even / odd weights of row 4q + k. 4x4 transposes of dwords inside each 128-bit lane make
-// dword k of lane q of out[g] group g of row 4q + k, i.e. row r lands in lane r.
+// 16 even / odd weights of row 4q + k (out: the evens' groups 0-3, then the odds' 4-7).
 inline void store_lane_groups(const __m512i (&lo)[4], const __m512i (&hi)[4], __m512i* out) {
   for (int h = 0; h < 2; ++h) {
-    const __m512i* v = h == 0 ? lo : hi;
-    const __m512i t0 = _mm512_unpacklo_epi32(v[0], v[1]), t1 = _mm512_unpackhi_epi32(v[0], v[1]);
-    const __m512i t2 = _mm512_unpacklo_epi32(v[2], v[3]), t3 = _mm512_unpackhi_epi32(v[2], v[3]);
-    _mm512_store_si512(out + 4 * h + 0, _mm512_unpacklo_epi64(t0, t2));
-    _mm512_store_si512(out + 4 * h + 1, _mm512_unpackhi_epi64(t0, t2));
-    _mm512_store_si512(out + 4 * h + 2, _mm512_unpacklo_epi64(t1, t3));
-    _mm512_store_si512(out + 4 * h + 3, _mm512_unpackhi_epi64(t1, t3));
+    __m512i g[4];
+    transpose_lane_groups(h == 0 ? lo : hi, g);
+    for (int i = 0; i < 4; ++i) _mm512_store_si512(out + 4 * h + i, g[i]);
   }
 }
 
@@ -561,14 +568,13 @@ const TileFn kTiles1[kTileTokens1] = {panel_tile<1, 1>, panel_tile<1, 2>, panel_
 const TileFn kTiles2[kTileTokens2] = {panel_tile<2, 1>, panel_tile<2, 2>, panel_tile<2, 3>,
                                       panel_tile<2, 4>};
 
-// Rows [r0, r0 + n_rows) of w (format F, panels decoded by decode) for tokens [t0, t0 + n_tok).
-template <typename F>
-void matmul_q8(const Weight& w, size_t r0, size_t n_rows, const Q8Acts& x, size_t t0, size_t n_tok,
-               float* y, size_t ldy, void (*decode)(const Weight&, size_t, size_t, __m512i*)) {
+using PanelDecode = void (*)(const Weight&, size_t, size_t, __m512i*);
+
+// Rows [r0, r0 + n_rows) of w for tokens [t0, t0 + n_tok) through panels decoded by decode.
+void matmul_panels(const Weight& w, size_t r0, size_t n_rows, const Q8Acts& x, size_t t0,
+                   size_t n_tok, float* y, size_t ldy, PanelDecode decode, const int32_t* offsets) {
   const size_t nb = w.cols / 32, stride = 9 * kChains * chain_len(nb);  // zmm per panel
-  if (n_tok == 1) return gemv_token<F>(w, r0, n_rows, x, t0, y);
   __m512i* panel = reinterpret_cast<__m512i*>(thread_scratch(2 * stride * 16, 2));
-  const int32_t* offsets = F::offsets(x);
   for (size_t p = 0; p < n_rows; p += 2 * kPanelRows) {
     const size_t pr = n_rows - p < 2 * kPanelRows ? n_rows - p : 2 * kPanelRows;
     decode(w, r0 + p, pr < kPanelRows ? pr : kPanelRows, panel);
@@ -581,6 +587,14 @@ void matmul_q8(const Weight& w, size_t r0, size_t n_rows, const Q8Acts& x, size_
                                         ldy);
     }
   }
+}
+
+// Rows [r0, r0 + n_rows) of w (format F, panels decoded by decode) for tokens [t0, t0 + n_tok).
+template <typename F>
+void matmul_q8(const Weight& w, size_t r0, size_t n_rows, const Q8Acts& x, size_t t0, size_t n_tok,
+               float* y, size_t ldy, PanelDecode decode) {
+  if (n_tok == 1) return gemv_token<F>(w, r0, n_rows, x, t0, y);
+  matmul_panels(w, r0, n_rows, x, t0, n_tok, y, ldy, decode, F::offsets(x));
 }
 
 // A decode step's tokens: groups of up to 4 share each decoded group of weights; more tokens go
@@ -597,7 +611,160 @@ void gemv_step(const Weight& w, size_t r0, size_t n_rows, const Q8Acts& x, size_
   });
 }
 
+// --- Weight::mxfp4_lanes: the codes repacked at upload into tiles of 16 rows -------------
+//
+// A tile holds its blocks in the order the chains take them (formats.hpp), so a call walks its
+// rows' tiles front to back: one stream per thread, which takes a prefetch into L1 far ahead
+// without starving the demand loads as the row layout's 8 streams per core do (docs/
+// performance.md, "One stream into L1"). The code vectors are the panels' groups as nibbles (low
+// nibbles of vector g: group g, the evens; high: group 4 + g, the odds), and each token then gets
+// panel_tile's instructions, hence the row layout's bits.
+constexpr size_t kLanesAheadBytes = 8192;
+constexpr size_t kLanesTileTokens = 8;
+
+// The 8 groups of weights of the lanes block at `block`.
+__attribute__((always_inline)) inline void lanes_groups(const uint8_t* block, __m512i (&wv)[8]) {
+  const __m512i lut = code_lut(), low4 = _mm512_set1_epi8(0x0f);
+  for (int g = 0; g < 4; ++g) {
+    const __m512i c = _mm512_loadu_si512(block + 64 * g);
+    wv[g] = _mm512_shuffle_epi8(lut, _mm512_and_si512(c, low4));
+    wv[4 + g] = _mm512_shuffle_epi8(lut, _mm512_and_si512(_mm512_srli_epi16(c, 4), low4));
+  }
+}
+
+// y[t * ldy + r] for r < n_rows (<= 16), t < TN: the tile at codes / scales times TN tokens,
+// decoded as it streams (panel_tile's arithmetic, one panel).
+template <int TN>
+void lanes_tile(const uint8_t* codes, const uint8_t* scales, size_t nb, const Q8Acts& x, size_t t0,
+                size_t n_rows, float* y, size_t ldy) {
+  constexpr size_t kChainLane[16] = {0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15};
+  const int8_t* xq[TN];
+  const float* hd[TN];
+  const int32_t* qi[TN];
+  for (int n = 0; n < TN; ++n) {
+    xq[n] = x.q + (t0 + size_t(n)) * x.q_stride;
+    hd[n] = x.half_d + (t0 + size_t(n)) * x.b_stride;
+    qi[n] = x.neg_q12 + (t0 + size_t(n)) * x.b_stride;
+  }
+  __m512 part[16][TN];
+  for (size_t m = 0; m < 16; ++m) {
+    __m512 acc[TN];
+    for (int n = 0; n < TN; ++n) acc[n] = _mm512_setzero_ps();
+    for (size_t b = m; b < nb; b += 16, codes += kMxfp4LanesBlockBytes, scales += 16) {
+      for (size_t l = 0; l < kMxfp4LanesBlockBytes; l += 64)
+        _mm_prefetch(reinterpret_cast<const char*>(codes) + kLanesAheadBytes + l, _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(scales) + kLanesAheadBytes / 16, _MM_HINT_T0);
+      __m512i wv[8];
+      lanes_groups(codes, wv);
+      const __m512 ws = e8m0x16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales)));
+      for (int n = 0; n < TN; ++n) {
+        const int32_t* xe = reinterpret_cast<const int32_t*>(xq[n] + quad_evens(b));
+        const int32_t* xo = xe + 16;
+        // Two chains of integer sums (exact: their order changes nothing), half as deep.
+        __m512i se = _mm512_set1_epi32(qi[n][b]), so = _mm512_setzero_si512();
+        for (int g = 0; g < 4; ++g) {
+          se = _mm512_dpbusd_epi32(se, wv[g], _mm512_set1_epi32(xe[g]));
+          so = _mm512_dpbusd_epi32(so, wv[4 + g], _mm512_set1_epi32(xo[g]));
+        }
+        const __m512 h = _mm512_set1_ps(hd[n][b]);
+        acc[n] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(se, so)), _mm512_mul_ps(ws, h),
+                                 acc[n]);
+      }
+    }
+    for (int n = 0; n < TN; ++n) part[kChainLane[m]][n] = acc[n];
+  }
+  // The lanes' tree of _mm512_reduce_add_ps, as panel_tile.
+  for (size_t w = 8; w >= 1; w /= 2)
+    for (size_t l = 0; l < w; ++l)
+      for (int n = 0; n < TN; ++n) part[l][n] = _mm512_add_ps(part[l][n], part[l + w][n]);
+  const __mmask16 rows = mask16(n_rows);
+  for (int n = 0; n < TN; ++n) _mm512_mask_storeu_ps(y + size_t(n) * ldy, rows, part[0][n]);
+}
+
+using LanesTileFn = void (*)(const uint8_t*, const uint8_t*, size_t, const Q8Acts&, size_t, size_t,
+                             float*, size_t);
+const LanesTileFn kLanesTiles[kLanesTileTokens] = {lanes_tile<1>, lanes_tile<2>, lanes_tile<3>,
+                                                   lanes_tile<4>, lanes_tile<5>, lanes_tile<6>,
+                                                   lanes_tile<7>, lanes_tile<8>};
+
+// decode_panel for a weight with mxfp4_lanes: the tile of rows [r0, r0 + 16) (r0 a multiple of
+// 16; a panel of fewer rows is the tile's first, the kernels leave the others out).
+void decode_panel_lanes(const Weight& w, size_t r0, size_t, __m512i* panel) {
+  const size_t nb = w.cols / 32;
+  const uint8_t* codes = w.data + r0 * w.row_bytes;
+  const uint8_t* scales = w.scales + r0 * nb;
+  for (size_t m = 0; m < 16; ++m)
+    for (size_t b = m; b < nb; b += 16, codes += kMxfp4LanesBlockBytes, scales += 16) {
+      for (size_t l = 0; l < kMxfp4LanesBlockBytes; l += 64)
+        _mm_prefetch(reinterpret_cast<const char*>(codes) + kLanesAheadBytes + l, _MM_HINT_T0);
+      __m512i wv[8];
+      lanes_groups(codes, wv);
+      __m512i* out = panel + 9 * panel_slot(b, nb);
+      for (int g = 0; g < 8; ++g) _mm512_store_si512(out + g, wv[g]);
+      out[8] =
+          _mm512_castps_si512(e8m0x16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales))));
+    }
+}
+
 }  // namespace
+
+void repack_mxfp4_lanes_avx512vnni(const uint8_t* codes, const uint8_t* scales, size_t cols,
+                                   size_t i0, size_t i1, uint8_t* dst_codes, uint8_t* dst_scales) {
+  const size_t nb = cols / 32, row_bytes = 16 * nb;
+  const __m512i offs =
+      _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                         _mm512_set1_epi32(int(nb)));
+  // The scales a dword gather at a time (the low byte of each), but the last 3 blocks byte by
+  // byte: a dword there could reach past the end of the tensor's scales.
+  const size_t gathered = nb >= 3 ? nb - 3 : 0;
+  for (size_t i = i0; i < i1; ++i) {
+    const uint8_t* tile = codes + 16 * i * row_bytes;
+    const uint8_t* tile_scales = scales + 16 * i * nb;
+    uint8_t* out = dst_codes + 16 * i * row_bytes;
+    for (size_t b = 0; b < nb; ++b) {
+      // a[k]: 128-bit lane q holds row 4q + k's block b, whose dwords the transpose spreads.
+      __m512i a[4], g[4];
+      for (size_t k = 0; k < 4; ++k) {
+        const auto ld = [&](size_t q) {
+          return _mm_loadu_si128(
+              reinterpret_cast<const __m128i*>(tile + (4 * q + k) * row_bytes + 16 * b));
+        };
+        const __m256i a01 = _mm256_inserti128_si256(_mm256_castsi128_si256(ld(0)), ld(1), 1);
+        const __m256i a23 = _mm256_inserti128_si256(_mm256_castsi128_si256(ld(2)), ld(3), 1);
+        a[k] = _mm512_inserti64x4(_mm512_castsi256_si512(a01), a23, 1);
+      }
+      transpose_lane_groups(a, g);
+      const size_t pos = mxfp4_lanes_pos(b, nb);
+      uint8_t* dst = out + kMxfp4LanesBlockBytes * pos;
+      for (int v = 0; v < 4; ++v) _mm512_storeu_si512(dst + 64 * v, g[v]);
+      uint8_t* ds = dst_scales + 16 * i * nb + 16 * pos;
+      if (b < gathered) {
+        const __m512i d = _mm512_i32gather_epi32(offs, tile_scales + b, 1);
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(ds), _mm512_cvtepi32_epi8(d));
+      } else {
+        for (size_t r = 0; r < 16; ++r) ds[r] = tile_scales[r * nb + b];
+      }
+    }
+  }
+}
+
+void matmul_mxfp4_lanes_q8_avx512vnni(const Weight& w, size_t r0, size_t n_rows, const Q8Acts& x,
+                                      size_t t0, size_t n_tok, float* y, size_t ldy) {
+  // Prefill: each tile decoded once into a panel for all the tokens; a decode step's few:
+  // straight from the tiles, up to 8 tokens per pass over a tile.
+  if (n_tok > kGemvStepTokens)
+    return matmul_panels(w, r0, n_rows, x, t0, n_tok, y, ldy, decode_panel_lanes, x.neg_q12);
+  const size_t nb = w.cols / 32;
+  for (size_t i = 0; i < n_rows; i += 16) {
+    const size_t rows = n_rows - i < 16 ? n_rows - i : 16;
+    const uint8_t* codes = w.data + (r0 + i) * w.row_bytes;
+    const uint8_t* scales = w.scales + (r0 + i) * nb;
+    for (size_t t = 0; t < n_tok; t += kLanesTileTokens) {
+      const size_t tn = n_tok - t < kLanesTileTokens ? n_tok - t : kLanesTileTokens;
+      kLanesTiles[tn - 1](codes, scales, nb, x, t0 + t, rows, y + t * ldy + i, ldy);
+    }
+  }
+}
 
 void matmul_mxfp4_q8_avx512vnni(const Weight& w, size_t r0, size_t n_rows, const Q8Acts& x,
                                 size_t t0, size_t n_tok, float* y, size_t ldy) {

@@ -59,6 +59,21 @@ void repack_q8_0_lanes(const uint8_t* src, size_t cols, size_t i0, size_t i1, ui
     }
 }
 
+void repack_mxfp4_lanes(const uint8_t* codes, const uint8_t* scales, size_t cols, size_t i0,
+                        size_t i1, uint8_t* dst_codes, uint8_t* dst_scales) {
+  const size_t nb = cols / 32;
+  for (size_t i = i0; i < i1; ++i)
+    for (size_t r = 0; r < 16; ++r) {
+      const uint8_t* s = codes + (16 * i + r) * 16 * nb;
+      for (size_t b = 0; b < nb; ++b) {
+        const size_t pos = mxfp4_lanes_pos(b, nb);
+        uint8_t* d = dst_codes + 16 * i * 16 * nb + kMxfp4LanesBlockBytes * pos + 4 * r;
+        for (size_t g = 0; g < 4; ++g) std::memcpy(d + 64 * g, s + 16 * b + 4 * g, 4);
+        dst_scales[16 * i * nb + 16 * pos + r] = scales[(16 * i + r) * nb + b];
+      }
+    }
+}
+
 void matmul_bf16_lanes_reference(const Weight& w, size_t r0, size_t n_rows, const float* x,
                                  size_t ldx, size_t n_tok, float* y, size_t ldy) {
   const auto* data = reinterpret_cast<const uint16_t*>(w.data);
@@ -88,11 +103,22 @@ void decode_row(const Weight& w, size_t row, float* out) {
     }
     return;
   }
+  if (w.mxfp4_lanes) {
+    const size_t nb = w.cols / 32, r = row % 16;
+    const uint8_t* codes = w.data + (row / 16) * 16 * w.row_bytes;
+    const uint8_t* scales = w.scales + (row / 16) * 16 * nb;
+    for (size_t b = 0; b < nb; ++b) {
+      const size_t pos = mxfp4_lanes_pos(b, nb);
+      uint8_t block[16];
+      for (size_t g = 0; g < 4; ++g)
+        std::memcpy(block + 4 * g, codes + kMxfp4LanesBlockBytes * pos + 64 * g + 4 * r, 4);
+      mxfp4_decode_block(block, scales[16 * pos + r], out + 32 * b);
+    }
+    return;
+  }
   const uint8_t* p = w.data + row * w.row_bytes;
   switch (w.dtype) {
-    case gptoss_dtype_f32:
-      std::memcpy(out, p, w.cols * 4);
-      break;
+    case gptoss_dtype_f32: std::memcpy(out, p, w.cols * 4); break;
     case gptoss_dtype_bf16:
       for (size_t i = 0; i < w.cols; ++i) {
         uint16_t h;
@@ -140,12 +166,10 @@ void decode_range_of_row(const Weight& w, size_t row, size_t c0, size_t n, float
 }  // namespace
 
 void decode_row_range(const Weight& w, size_t row, size_t c0, size_t n, float* out) {
-  if (w.bf16_lanes || w.q8_0_lanes) return decode_range_of_row(w, row, c0, n, out);
+  if (w.bf16_lanes || w.q8_0_lanes || w.mxfp4_lanes) return decode_range_of_row(w, row, c0, n, out);
   const uint8_t* p = w.data + row * w.row_bytes;
   switch (w.dtype) {
-    case gptoss_dtype_f32:
-      std::memcpy(out, p + 4 * c0, n * 4);
-      return;
+    case gptoss_dtype_f32: std::memcpy(out, p + 4 * c0, n * 4); return;
     case gptoss_dtype_bf16:
     case gptoss_dtype_f16:
       for (size_t i = 0; i < n; ++i) {
@@ -188,7 +212,6 @@ void swiglu_reference(const float* h, const float* b, size_t n, float limit, flo
     out[i] = glu / (1.0f + std::exp(-1.702f * glu)) * (lin + 1.0f);
   }
 }
-
 
 namespace {
 
