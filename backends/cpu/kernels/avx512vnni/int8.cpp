@@ -22,6 +22,11 @@
 //   4g..4g+3) is one zmm holding those 4 weights of each of the 16 rows. A token then needs
 //   8 vpdpbusd with its 4 activations broadcast per group, accumulating a whole block per
 //   row in int32, and one convert + scale per block: 16 rows x 32 products in 12 instructions.
+//
+//   Weight::mxfp4_lanes (the experts as the fast precision's upload repacks them): the lane
+//   layout's groups stored as nibbles, a tile's blocks in the order the panels' chains take
+//   them. Up to 16 tokens compute straight from the tiles (matmul_mxfp4_lanes_q8, 8 tokens a
+//   pass), more through panels decoded from them; every path the same arithmetic per token.
 #include <immintrin.h>
 
 #include "avx512vnni/avx512vnni.hpp"
