@@ -70,6 +70,10 @@ inline size_t mxfp4_lanes_pos(size_t b, size_t nb) {
   const size_t m = b % 16, full = nb / 16, longer = nb % 16;  // chains m < longer: full + 1 blocks
   return m * full + (m < longer ? m : longer) + b / 16;
 }
+// Where in its tile's codes code bytes 4g .. 4g + 3 of row r's block b lie.
+inline size_t mxfp4_lanes_code_at(size_t b, size_t nb, size_t g, size_t r) {
+  return kMxfp4LanesBlockBytes * mxfp4_lanes_pos(b, nb) + 64 * g + 4 * r;
+}
 
 inline void q8_0_decode_block(const uint8_t* block, float* out) {
   uint16_t d16;

@@ -66,10 +66,10 @@ void repack_mxfp4_lanes(const uint8_t* codes, const uint8_t* scales, size_t cols
     for (size_t r = 0; r < 16; ++r) {
       const uint8_t* s = codes + (16 * i + r) * 16 * nb;
       for (size_t b = 0; b < nb; ++b) {
-        const size_t pos = mxfp4_lanes_pos(b, nb);
-        uint8_t* d = dst_codes + 16 * i * 16 * nb + kMxfp4LanesBlockBytes * pos + 4 * r;
-        for (size_t g = 0; g < 4; ++g) std::memcpy(d + 64 * g, s + 16 * b + 4 * g, 4);
-        dst_scales[16 * i * nb + 16 * pos + r] = scales[(16 * i + r) * nb + b];
+        for (size_t g = 0; g < 4; ++g)
+          std::memcpy(dst_codes + 16 * i * 16 * nb + mxfp4_lanes_code_at(b, nb, g, r),
+                      s + 16 * b + 4 * g, 4);
+        dst_scales[16 * i * nb + 16 * mxfp4_lanes_pos(b, nb) + r] = scales[(16 * i + r) * nb + b];
       }
     }
 }
@@ -108,11 +108,10 @@ void decode_row(const Weight& w, size_t row, float* out) {
     const uint8_t* codes = w.data + (row / 16) * 16 * w.row_bytes;
     const uint8_t* scales = w.scales + (row / 16) * 16 * nb;
     for (size_t b = 0; b < nb; ++b) {
-      const size_t pos = mxfp4_lanes_pos(b, nb);
       uint8_t block[16];
       for (size_t g = 0; g < 4; ++g)
-        std::memcpy(block + 4 * g, codes + kMxfp4LanesBlockBytes * pos + 64 * g + 4 * r, 4);
-      mxfp4_decode_block(block, scales[16 * pos + r], out + 32 * b);
+        std::memcpy(block + 4 * g, codes + mxfp4_lanes_code_at(b, nb, g, r), 4);
+      mxfp4_decode_block(block, scales[16 * mxfp4_lanes_pos(b, nb) + r], out + 32 * b);
     }
     return;
   }
