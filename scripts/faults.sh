@@ -14,7 +14,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 build="${GPTOSS_BUILD_DIR:-$root/build}"
 server_bin="$build/bin/gptoss-server"
-model="${GPTOSS_TEST_MODEL:-$root/../shared/conformance/logits/model-hf}"
+model="${GPTOSS_TEST_MODEL:-${GPTOSS_SHARED_DIR:-$root/../shared}/conformance/logits/model-hf}"
 tokenizer="${GPTOSS_TOKENIZER_JSON:-$root/third_party/tokenizer/tokenizer.json}"
 
 [ -x "$server_bin" ] || cmake --build "$build" -j"$(nproc 2>/dev/null || echo 2)" --target gptoss-server

@@ -15,6 +15,6 @@ build="${GPTOSS_BUILD_DIR:-$root/build}"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 GPTOSS_SERVER_BIN="$build/bin/gptoss-server" \
-  GPTOSS_TEST_MODEL="${GPTOSS_TEST_MODEL:-$root/../shared/conformance/logits/model-hf}" \
+  GPTOSS_TEST_MODEL="${GPTOSS_TEST_MODEL:-${GPTOSS_SHARED_DIR:-$root/../shared}/conformance/logits/model-hf}" \
   GPTOSS_TEST_TOKENIZER="${GPTOSS_TOKENIZER_JSON:-$root/third_party/tokenizer/tokenizer.json}" \
   GPTOSS_TEST_TMP="$tmp" python3 "$root/tests/server/faults/soak.py" "$@"

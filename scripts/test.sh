@@ -7,6 +7,17 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
+# The reference data and the tiny model most tests load live outside the repository: shared/
+# beside the checkout, or where GPTOSS_SHARED_DIR says (CMakeLists.txt reads it too). Without
+# them a third of the suite would fail one by one, so stop here and say why.
+shared="${GPTOSS_SHARED_DIR:-$root/../shared}"
+if [ ! -d "$shared/conformance/logits/model-hf" ]; then
+  echo "scripts/test.sh: $shared/conformance/logits/model-hf not found: the suite needs the" \
+       "conformance data (shared/conformance/{harmony,tokenizer,logits}) beside the checkout," \
+       "or GPTOSS_SHARED_DIR=/path/to/shared" >&2
+  exit 2
+fi
+export GPTOSS_SHARED_DIR="$(cd "$shared" && pwd)"
 jobs="$(nproc 2>/dev/null || echo 2)"
 # Each section's header says how far into the run it starts, so a slow CI run shows where it went.
 section() { echo "== $1   [at $((SECONDS / 60)) min $((SECONDS % 60)) s]"; }
