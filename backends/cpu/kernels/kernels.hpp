@@ -186,8 +186,9 @@ struct Kernels {
   // bits, read from the layout the upload repacked. Null where a level does not take the layout
   // (the CPU backend repacks the experts in the fast precision for devices whose level has it).
   Int8Matmul matmul_mxfp4_lanes_q8;
-  // The repack into that layout: repack_mxfp4_lanes's bytes (the level's own, a transpose per
-  // block of 16 rows). Null exactly where matmul_mxfp4_lanes_q8 is.
+  // The repack into that layout: repack_mxfp4_lanes's bytes (the avx512vnni levels' own
+  // transpose per block of 16 rows; repack_mxfp4_lanes itself at avx2 and avx512, where a
+  // 4x4 dword transpose ran no faster). Null exactly where matmul_mxfp4_lanes_q8 is.
   void (*repack_mxfp4_lanes)(const uint8_t* codes, const uint8_t* scales, size_t cols, size_t i0,
                              size_t i1, uint8_t* dst_codes, uint8_t* dst_scales);
 };

@@ -81,4 +81,9 @@ void gemv_mxfp4_q8_avx2(const Weight& w, size_t r0, size_t n_rows, const Q8Acts&
   gemv_step<MaddubsDot>(w, r0, n_rows, x, t0, n_tok, y, ldy);
 }
 
+void matmul_mxfp4_lanes_q8_avx2(const Weight& w, size_t r0, size_t n_rows, const Q8Acts& x,
+                                size_t t0, size_t n_tok, float* y, size_t ldy) {
+  matmul_lanes<MaddubsDot>(w, r0, n_rows, x, t0, n_tok, y, ldy);
+}
+
 }  // namespace gptoss::cpu

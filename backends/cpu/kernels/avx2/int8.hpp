@@ -13,5 +13,9 @@ void matmul_mxfp4_q8_avx2(const Weight& w, size_t r0, size_t n_rows, const Q8Act
 // matmul.
 void gemv_mxfp4_q8_avx2(const Weight& w, size_t r0, size_t n_rows, const Q8Acts& x, size_t t0,
                         size_t n_tok, float* y, size_t ldy);
+// Kernels::matmul_mxfp4_lanes_q8: the two above's bits on a weight the upload laid out in tiles
+// of 16 rows (Weight::mxfp4_lanes), which it reads as two panels of 8 rows each.
+void matmul_mxfp4_lanes_q8_avx2(const Weight& w, size_t r0, size_t n_rows, const Q8Acts& x,
+                                size_t t0, size_t n_tok, float* y, size_t ldy);
 
 }  // namespace gptoss::cpu

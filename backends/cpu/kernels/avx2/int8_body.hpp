@@ -25,9 +25,17 @@
 //   lane (rows r and r + 4 share a 128-bit lane's transpose): for block b, group g (kernel-order
 //   elements 4g..4g+3) is one ymm with those 4 weights of each row. A token then needs 8
 //   products against its broadcast activations per block, one convert and one FMA.
+//
+//   A weight the upload laid out in tiles of 16 rows (Weight::mxfp4_lanes, formats.hpp): each
+//   half tile already is a panel's groups, once its nibbles go through the table, so a decode
+//   step's tokens read the tiles straight (panel_tile on LanesBlocks: no unpacks to gather a
+//   block's sums, one stream per thread), and prefill decodes them into the panels. The same
+//   instructions per token as the panels, hence the rows' bits. (avx2vnni leaves the layout
+//   out: no machine with AVX-VNNI has measured it.)
 #include <immintrin.h>
 
 #include "cpu_backend.hpp"
+#include "formats.hpp"
 #include "kernels.hpp"
 #include "q8_quad.hpp"
 #include "row_streams.hpp"
@@ -131,8 +139,9 @@ __attribute__((always_inline)) inline void pair_sums(const GemvRows<R, T>& st, s
   for (int r = 0; r < R; ++r) {
     const uint8_t* src = st.codes[r] + 32 * k;
     if (prefetch) _mm_prefetch(reinterpret_cast<const char*>(src) + kPrefetchBytes, _MM_HINT_T0);
-    const __m256i c = whole ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src))
-                            : _mm256_zextsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src)));
+    const __m256i c =
+        whole ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src))
+              : _mm256_zextsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src)));
     const __m256i lo = _mm256_shuffle_epi8(lut, _mm256_and_si256(c, low4));
     const __m256i hi = _mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srli_epi16(c, 4), low4));
     for (int t = 0; t < T; ++t)
@@ -243,10 +252,12 @@ void gemv_step(const Weight& w, size_t r0, size_t n_rows, const Q8Acts& x, size_
                float* y, size_t ldy) {
   if (n_tok <= kStepGroupTokens) return gemv_token_group<Dot>(w, r0, n_rows, x, t0, n_tok, y, ldy);
   const size_t groups = (n_tok + kStepGroupTokens - 1) / kStepGroupTokens;
-  for_each_token_block(n_rows, w.row_bytes + w.cols / 32, groups, [&](size_t b, size_t n, size_t g) {
-    const size_t t = g * kStepGroupTokens, tn = n_tok - t < kStepGroupTokens ? n_tok - t : kStepGroupTokens;
-    gemv_token_group<Dot>(w, r0 + b, n, x, t0 + t, tn, y + t * ldy + b, ldy);
-  });
+  for_each_token_block(
+      n_rows, w.row_bytes + w.cols / 32, groups, [&](size_t b, size_t n, size_t g) {
+        const size_t t = g * kStepGroupTokens,
+                     tn = n_tok - t < kStepGroupTokens ? n_tok - t : kStepGroupTokens;
+        gemv_token_group<Dot>(w, r0 + b, n, x, t0 + t, tn, y + t * ldy + b, ldy);
+      });
 }
 
 // --- n_tok > 1: lane layout ---------------------------------------------------------------
@@ -277,7 +288,8 @@ void decode_panel(const Weight& w, size_t r0, size_t n, __m256i* panel) {
     __m256i lo[4], hi[4];
     for (size_t k = 0; k < 4; ++k) {
       const __m128i r_lo = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row[k] + step[k] * b));
-      const __m128i r_hi = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row[4 + k] + step[4 + k] * b));
+      const __m128i r_hi =
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(row[4 + k] + step[4 + k] * b));
       const __m256i a = _mm256_inserti128_si256(_mm256_castsi128_si256(r_lo), r_hi, 1);
       lo[k] = _mm256_shuffle_epi8(lut, _mm256_and_si256(a, low4));
       hi[k] = _mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srli_epi16(a, 4), low4));
@@ -296,7 +308,8 @@ void decode_panel(const Weight& w, size_t r0, size_t n, __m256i* panel) {
     }
     alignas(16) uint8_t sc[16] = {};
     for (size_t i = 0; i < n; ++i) sc[i] = s0[i * nb + b];
-    const __m256 ws = _mm256_and_ps(valid, e8m0x8(_mm_load_si128(reinterpret_cast<const __m128i*>(sc))));
+    const __m256 ws =
+        _mm256_and_ps(valid, e8m0x8(_mm_load_si128(reinterpret_cast<const __m128i*>(sc))));
     _mm256_store_si256(out + 8, _mm256_castps_si256(ws));
   }
 }
@@ -307,11 +320,54 @@ inline __m256i bcast4(const int8_t* p) {
   return _mm256_set1_epi32(v);
 }
 
-// y[t * ldy + r] for r < n_rows (<= 8), t < TN: one panel times TN tokens. The row layout's
-// order (gemv_rows): the blocks of chain m (b = m mod 8) in turn, one chain after another, then
-// the chains added as hsum8 adds its lanes.
-template <class Dot, int TN>
-void panel_tile(const __m256i* panel, size_t nb, const Q8Acts& x, size_t t0, size_t n_rows,
+// A decoded panel's blocks as panel_tile takes them: 8 ymm of weights, then the row scales.
+struct PanelBlocks {
+  const __m256i* panel;
+  size_t nb;
+  __attribute__((always_inline)) void operator()(size_t b, __m256i (&wv)[8], __m256& ws) const {
+    const __m256i* wp = panel + 9 * panel_slot(b, nb);
+    for (int g = 0; g < 8; ++g) wv[g] = _mm256_load_si256(wp + g);
+    ws = _mm256_castsi256_ps(_mm256_load_si256(wp + 8));
+  }
+};
+
+// Half h (rows 8h .. 8h + 7) of a Weight::mxfp4_lanes tile (formats.hpp), decoded as panel_tile
+// takes a block: the low 32 bytes of each of a block's 4 vectors hold rows 0-7, one row per
+// dword, so each is a panel's group of weights with no transposition. The chains here are 8
+// and the tile's 16, so the blocks a chain takes alternate between two runs of the tile: a
+// distance ahead in bytes would leave the second run's start unfetched. The first pass over a
+// tile instead fetches the same block of the next tile into L2, where the second pass finds
+// this one (one thread from memory: 16-20 GB/s; 10-11 with 8 KiB ahead into L1, 10-13 with a
+// tile ahead into L1: docs/performance.md, "The experts in lanes on AVX2").
+struct LanesBlocks {
+  const uint8_t* codes;   // the tile's codes + 32 h
+  const uint8_t* scales;  // the tile's scales + 8 h
+  size_t nb;
+  bool prefetch;  // the first pass over the tile's lines
+  __attribute__((always_inline)) void operator()(size_t b, __m256i (&wv)[8], __m256& ws) const {
+    const __m256i lut = code_lut(), low4 = _mm256_set1_epi8(0x0f);
+    const size_t pos = mxfp4_lanes_pos(b, nb);
+    const uint8_t* c = codes + kMxfp4LanesBlockBytes * pos;
+    if (prefetch) {  // prefetches past the tensor's end are dropped, never faulting
+      const size_t tile_bytes = kMxfp4LanesBlockBytes * nb;
+      for (size_t l = 0; l < kMxfp4LanesBlockBytes; l += 64)
+        _mm_prefetch(reinterpret_cast<const char*>(c) + tile_bytes + l, _MM_HINT_T1);
+      _mm_prefetch(reinterpret_cast<const char*>(scales + 16 * pos) + 16 * nb, _MM_HINT_T1);
+    }
+    for (int g = 0; g < 4; ++g) {
+      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(c + 64 * g));
+      wv[g] = _mm256_shuffle_epi8(lut, _mm256_and_si256(v, low4));
+      wv[4 + g] = _mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srli_epi16(v, 4), low4));
+    }
+    ws = e8m0x8(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(scales + 16 * pos)));
+  }
+};
+
+// y[t * ldy + r] for r < n_rows (<= 8), t < TN: 8 rows (a panel, or half a lanes tile) times TN
+// tokens. The row layout's order (gemv_rows): the blocks of chain m (b = m mod 8) in turn, one
+// chain after another, then the chains added as hsum8 adds its lanes.
+template <class Dot, int TN, class Blocks>
+void panel_tile(const Blocks& blocks, size_t nb, const Q8Acts& x, size_t t0, size_t n_rows,
                 float* y, size_t ldy) {
   constexpr size_t kChainLane[8] = {0, 4, 1, 5, 2, 6, 3, 7};
   const int8_t* xq[TN];
@@ -327,10 +383,9 @@ void panel_tile(const __m256i* panel, size_t nb, const Q8Acts& x, size_t t0, siz
     __m256 acc[TN];
     for (int n = 0; n < TN; ++n) acc[n] = _mm256_setzero_ps();
     for (size_t b = m; b < nb; b += 8) {
-      const __m256i* wp = panel + 9 * panel_slot(b, nb);
       __m256i wv[8];
-      for (int g = 0; g < 8; ++g) wv[g] = _mm256_load_si256(wp + g);
-      const __m256 ws = _mm256_castsi256_ps(_mm256_load_si256(wp + 8));
+      __m256 ws;
+      blocks(b, wv, ws);
       for (int n = 0; n < TN; ++n) {
         // Quad order: groups 0-3 (evens) at +0, groups 4-7 (odds) at +64.
         const int8_t* xe = xq[n] + quad_evens(b);
@@ -359,25 +414,80 @@ void panel_tile(const __m256i* panel, size_t nb, const Q8Acts& x, size_t t0, siz
 
 constexpr size_t kTileTokens = 4;
 
+// Tokens [t0, t0 + n_tok) through panel_tile, kTileTokens at a time, on the same 8 rows.
+template <class Dot, class Blocks>
+void tiles_for_tokens(const Blocks& blocks, size_t nb, const Q8Acts& x, size_t t0, size_t n_tok,
+                      size_t n_rows, float* y, size_t ldy) {
+  for (size_t t = 0; t < n_tok; t += kTileTokens) {
+    const size_t tn = n_tok - t < kTileTokens ? n_tok - t : kTileTokens;
+    float* yt = y + t * ldy;
+    switch (tn) {
+      case 1: panel_tile<Dot, 1>(blocks, nb, x, t0 + t, n_rows, yt, ldy); break;
+      case 2: panel_tile<Dot, 2>(blocks, nb, x, t0 + t, n_rows, yt, ldy); break;
+      case 3: panel_tile<Dot, 3>(blocks, nb, x, t0 + t, n_rows, yt, ldy); break;
+      default: panel_tile<Dot, 4>(blocks, nb, x, t0 + t, n_rows, yt, ldy); break;
+    }
+  }
+}
+
+using PanelDecode = void (*)(const Weight& w, size_t r0, size_t n, __m256i* panel);
+
+// Prefill: each panel of 8 rows decoded once (by decode) for all the tokens.
 template <class Dot>
-void matmul_q8(const Weight& w, size_t r0, size_t n_rows, const Q8Acts& x, size_t t0,
-               size_t n_tok, float* y, size_t ldy) {
+void matmul_panels(const Weight& w, size_t r0, size_t n_rows, const Q8Acts& x, size_t t0,
+                   size_t n_tok, float* y, size_t ldy, PanelDecode decode) {
   const size_t nb = w.cols / 32, ymm_per_panel = 9 * kChains * chain_len(nb);
-  if (n_tok == 1) return gemv_token_group<Dot>(w, r0, n_rows, x, t0, 1, y, ldy);
   __m256i* panel = reinterpret_cast<__m256i*>(thread_scratch(ymm_per_panel * 8, 2));
   for (size_t p = 0; p < n_rows; p += kPanelRows) {
     const size_t pr = n_rows - p < kPanelRows ? n_rows - p : kPanelRows;
-    decode_panel(w, r0 + p, pr, panel);
-    for (size_t t = 0; t < n_tok; t += kTileTokens) {
-      const size_t tn = n_tok - t < kTileTokens ? n_tok - t : kTileTokens;
-      float* yt = y + t * ldy + p;
-      switch (tn) {
-        case 1: panel_tile<Dot, 1>(panel, nb, x, t0 + t, pr, yt, ldy); break;
-        case 2: panel_tile<Dot, 2>(panel, nb, x, t0 + t, pr, yt, ldy); break;
-        case 3: panel_tile<Dot, 3>(panel, nb, x, t0 + t, pr, yt, ldy); break;
-        default: panel_tile<Dot, 4>(panel, nb, x, t0 + t, pr, yt, ldy); break;
-      }
+    decode(w, r0 + p, pr, panel);
+    tiles_for_tokens<Dot>(PanelBlocks{panel, nb}, nb, x, t0, n_tok, pr, y + p, ldy);
+  }
+}
+
+template <class Dot>
+void matmul_q8(const Weight& w, size_t r0, size_t n_rows, const Q8Acts& x, size_t t0, size_t n_tok,
+               float* y, size_t ldy) {
+  if (n_tok == 1) return gemv_token_group<Dot>(w, r0, n_rows, x, t0, 1, y, ldy);
+  matmul_panels<Dot>(w, r0, n_rows, x, t0, n_tok, y, ldy, decode_panel);
+}
+
+// --- Weight::mxfp4_lanes: the codes repacked at upload into tiles of 16 rows -------------
+
+// decode_panel for a weight with mxfp4_lanes: rows [r0, r0 + 8) (r0 a multiple of 8), half of a
+// tile, walked in the tile's order (one stream) and stored in the panel's. (Unused where a
+// level includes this body without taking the layout: avx2vnni.)
+[[maybe_unused]] void decode_panel_lanes(const Weight& w, size_t r0, size_t, __m256i* panel) {
+  const size_t nb = w.cols / 32, h = r0 % 16 / 8, tile = r0 - 8 * h;
+  const LanesBlocks blocks{w.data + tile * w.row_bytes + 32 * h, w.scales + tile * nb + 8 * h, nb,
+                           h == 0};
+  for (size_t m = 0; m < 16; ++m)
+    for (size_t b = m; b < nb; b += 16) {
+      __m256i* out = panel + 9 * panel_slot(b, nb);
+      __m256i wv[8];
+      __m256 ws;
+      blocks(b, wv, ws);
+      for (int g = 0; g < 8; ++g) _mm256_store_si256(out + g, wv[g]);
+      _mm256_store_si256(out + 8, _mm256_castps_si256(ws));
     }
+}
+
+// Kernels::matmul_mxfp4_lanes_q8 of the level: a decode step's few tokens straight from the
+// tiles (each half tile once per group of kTileTokens, the first pass streaming it in), more
+// through the panels; the bits of matmul_q8 and gemv_step on the rows.
+template <class Dot>
+void matmul_lanes(const Weight& w, size_t r0, size_t n_rows, const Q8Acts& x, size_t t0,
+                  size_t n_tok, float* y, size_t ldy) {
+  if (n_tok > kGemvStepTokens)
+    return matmul_panels<Dot>(w, r0, n_rows, x, t0, n_tok, y, ldy, decode_panel_lanes);
+  const size_t nb = w.cols / 32;
+  for (size_t i = 0; i < n_rows; i += kPanelRows) {
+    const size_t rows = n_rows - i < kPanelRows ? n_rows - i : kPanelRows, h = i % 16 / 8,
+                 tile = r0 + i - 8 * h;
+    const uint8_t* codes = w.data + tile * w.row_bytes + 32 * h;
+    const uint8_t* scales = w.scales + tile * nb + 8 * h;
+    tiles_for_tokens<Dot>(LanesBlocks{codes, scales, nb, h == 0}, nb, x, t0, n_tok, rows, y + i,
+                          ldy);
   }
 }
 

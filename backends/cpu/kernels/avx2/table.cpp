@@ -26,8 +26,8 @@ const Kernels kKernelsAvx2 = {
     .repack_bf16_lanes = nullptr,
     .matmul_q8_0_lanes_q16 = nullptr,
     .repack_q8_0_lanes = nullptr,
-    .matmul_mxfp4_lanes_q8 = nullptr,
-    .repack_mxfp4_lanes = nullptr,
+    .matmul_mxfp4_lanes_q8 = matmul_mxfp4_lanes_q8_avx2,
+    .repack_mxfp4_lanes = repack_mxfp4_lanes,
 };
 
 }  // namespace gptoss::cpu

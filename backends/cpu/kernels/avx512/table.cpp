@@ -28,8 +28,8 @@ const Kernels kKernelsAvx512 = {
     .repack_bf16_lanes = avx512::repack_bf16_lanes,
     .matmul_q8_0_lanes_q16 = nullptr,
     .repack_q8_0_lanes = nullptr,
-    .matmul_mxfp4_lanes_q8 = nullptr,
-    .repack_mxfp4_lanes = nullptr,
+    .matmul_mxfp4_lanes_q8 = matmul_mxfp4_lanes_q8_avx2,
+    .repack_mxfp4_lanes = repack_mxfp4_lanes,
 };
 
 }  // namespace gptoss::cpu
