@@ -337,8 +337,8 @@ struct PanelBlocks {
 // and the tile's 16, so the blocks a chain takes alternate between two runs of the tile: a
 // distance ahead in bytes would leave the second run's start unfetched. The first pass over a
 // tile instead fetches the same block of the next tile into L2, where the second pass finds
-// this one (one thread from memory: 16-20 GB/s; 10-11 with 8 KiB ahead into L1, 10-13 with a
-// tile ahead into L1: docs/performance.md, "The experts in lanes on AVX2").
+// this one (one thread from memory: 16-20 GB/s; 8 KiB ahead into L1 or a tile ahead into L1:
+// 10-13; docs/performance.md, "CPU kernel choices").
 struct LanesBlocks {
   const uint8_t* codes;   // the tile's codes + 32 h
   const uint8_t* scales;  // the tile's scales + 8 h
