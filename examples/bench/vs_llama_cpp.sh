@@ -15,7 +15,9 @@
 # ~/.cache/gptoss-bench) and reused. Environment: GPTOSS_BUILD (default: build/ of this
 # checkout), THREADS (2), ROUNDS (2), TOKENIZER_JSON (the one gptoss-make-model embeds;
 # default third_party/tokenizer/tokenizer.json), RAW (a folder to keep every tool's output in;
-# RAW/table.md holds the table over the rounds done so far, after each round).
+# RAW/table.md holds the table over the rounds done so far, after each round). GPTOSS_CPU_ISA
+# passes through to gptoss-bench: GPTOSS_CPU_ISA=avx2 against a llama.cpp built with
+# -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_AVX512=OFF compares the two on AVX2 alone.
 set -euo pipefail
 
 if [ $# -lt 1 ] || [ $# -gt 2 ] || [ "$1" = "-h" ] || [ "$1" = "--help" ]; then
