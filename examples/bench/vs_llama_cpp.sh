@@ -8,7 +8,10 @@
 # gptoss-bench -p 512 -n 64 (which runs the read test beside its decode itself), then
 # llama-batched-bench -npp 16 -ntg 32 -npl 8 against gptoss-bench -p 16 -n 32 -b 8. Prints the
 # table of docs/performance.md ("gptoss against llama.cpp"): llama.cpp | gptoss | ratio, and
-# each decode as a share of the read bandwidth measured beside it.
+# each decode as a share of the read bandwidth measured beside it. llama-bench's tg64 starts
+# from an empty context while gptoss-bench's follows its 512-token prompt, so a further row
+# compares the two at the same depth (llama-bench -p 0 -n 64 -d 512; left out where that
+# llama-bench has no -d).
 #
 # MODEL defaults to the synthetic gpt-oss-20b with Q8_0 dense tensors (random weights, real
 # shapes, 12.1 GB), made once with gptoss-make-model under $GPTOSS_BENCH_MODELS (default
@@ -57,17 +60,18 @@ read_bw() { "$gptoss_bin/gptoss-bench" --read-bw -t "$threads" -o json; }
 # Every tool's command, as run (printed with the table).
 cmd_lb=("$llama_bin/llama-bench" -m "$model" -p 512 -n 64 -t "$threads" -r 1 -o json)
 cmd_gb=("$gptoss_bin/gptoss-bench" -m "$model" -p 512 -n 64 -t "$threads" -r 1 -o json)
+cmd_lbd=("$llama_bin/llama-bench" -m "$model" -p 0 -n 64 -d 512 -t "$threads" -r 1 -o json)
 cmd_lbb=("$llama_bin/llama-batched-bench" -m "$model" -c 1024 -npp 16 -ntg 32 -npl 8 -t "$threads" -tb "$threads"
          --output-format jsonl)
 cmd_gbb=("$gptoss_bin/gptoss-bench" -m "$model" -p 16 -n 32 -b 8 -t "$threads" -r 1 -o json)
 
 # The table over rounds 1..$1 (after each round into $raw/table.md: a cut-short run keeps its rounds).
 summarize() {
-  python3 - "$raw" "$1" "${cmd_lb[*]}" "${cmd_gb[*]}" "${cmd_lbb[*]}" "${cmd_gbb[*]}" <<'EOF'
-import json, sys
+  python3 - "$raw" "$1" "${cmd_lb[*]}" "${cmd_lbd[*]}" "${cmd_gb[*]}" "${cmd_lbb[*]}" "${cmd_gbb[*]}" <<'EOF'
+import json, os, sys
 
 raw, rounds = sys.argv[1], int(sys.argv[2])
-cmds = sys.argv[3:7]
+cmds = sys.argv[3:8]
 
 def load(path):
     with open(path) as f:
@@ -84,7 +88,7 @@ def jsonl_last(path):  # llama-batched-bench: one JSON object per line, among lo
         sys.exit(f"vs_llama_cpp.sh: no result line in {path}")
     return rows[-1]
 
-rows = {k: ([], []) for k in ("pp", "tg", "pct", "b8")}
+rows = {k: ([], []) for k in ("pp", "tg", "tgd", "pct", "b8")}
 for r in range(1, rounds + 1):
     lb = load(f"{raw}/r{r}-llama-bench.json")
     l_pp = next(t["avg_ts"] for t in lb if t["n_prompt"] > 0 and t["n_gen"] == 0)
@@ -96,6 +100,11 @@ for r in range(1, rounds + 1):
     l_pct = 100.0 * l_tg * gb["decode_bytes_per_token"] / 1e9 / bw
     lbb = jsonl_last(f"{raw}/r{r}-llama-batched.jsonl")
     gbb = load(f"{raw}/r{r}-gptoss-batched.json")
+    depth = f"{raw}/r{r}-llama-bench-depth.json"
+    if os.path.exists(depth) and os.path.getsize(depth) > 0:
+        l_tgd = next(t["avg_ts"] for t in load(depth) if t["n_gen"] > 0)
+        rows["tgd"][0].append(l_tgd)
+        rows["tgd"][1].append(gb["decode_tok_s"]["mean"])
     for key, l, g in (("pp", l_pp, gb["prefill_tok_s"]["mean"]), ("tg", l_tg, gb["decode_tok_s"]["mean"]),
                       ("pct", l_pct, gb["bandwidth_pct"]["mean"]), ("b8", lbb["speed_tg"], gbb["batched_decode_tok_s"])):
         rows[key][0].append(l)
@@ -113,9 +122,12 @@ print()
 print("| | llama.cpp | gptoss | ratio |")
 print("| --- | ---: | ---: | ---: |")
 names = {"pp": "prefill pp512 tok/s", "tg": "decode tg64 tok/s",
+         "tgd": "decode tg64 at the same depth, after 512 tokens (llama-bench `-d 512`)",
          "b8": "8 sequences decoding, aggregate tok/s (`-npp 16 -ntg 32 -npl 8` / `-p 16 -n 32 -b 8`)"}
-for key in ("pp", "tg", "b8"):
+for key in ("pp", "tg", "tgd", "b8"):
     l, g = rows[key]
+    if not l:
+        continue
     ratio = [gi / li for li, gi in zip(l, g)]  # each round's own pair
     print(f"| {names[key]} | {span(l)} | {span(g)} | {span(ratio, '{:.2f}')}× |")
 l, g = rows["pct"]
@@ -132,6 +144,9 @@ for r in $(seq 1 "$rounds"); do
   read_bw > "$raw/r$r-llama-bw-before.json"
   "${cmd_lb[@]}" > "$raw/r$r-llama-bench.json" 2> "$raw/r$r-llama-bench.log"
   read_bw > "$raw/r$r-llama-bw-after.json"
+  if ! "${cmd_lbd[@]}" > "$raw/r$r-llama-bench-depth.json" 2> "$raw/r$r-llama-bench-depth.log"; then
+    : > "$raw/r$r-llama-bench-depth.json"  # an older llama-bench without -d: no such row
+  fi
   echo "round $r of $rounds: gptoss-bench ..." >&2
   "${cmd_gb[@]}" > "$raw/r$r-gptoss-bench.json" 2> "$raw/r$r-gptoss-bench.log"
   echo "round $r of $rounds: llama-batched-bench ..." >&2
