@@ -454,13 +454,19 @@ void matmul_q8(const Weight& w, size_t r0, size_t n_rows, const Q8Acts& x, size_
 
 // --- Weight::mxfp4_lanes: the codes repacked at upload into tiles of 16 rows -------------
 
+// The half of its tile that row r (a multiple of 8) starts, as LanesBlocks reads it; the first
+// half's pass streams the tile in.
+inline LanesBlocks half_tile(const Weight& w, size_t r) {
+  const size_t nb = w.cols / 32, h = r % 16 / 8, tile = r - 8 * h;
+  return {w.data + tile * w.row_bytes + 32 * h, w.scales + tile * nb + 8 * h, nb, h == 0};
+}
+
 // decode_panel for a weight with mxfp4_lanes: rows [r0, r0 + 8) (r0 a multiple of 8), half of a
 // tile, walked in the tile's order (one stream) and stored in the panel's. (Unused where a
 // level includes this body without taking the layout: avx2vnni.)
 [[maybe_unused]] void decode_panel_lanes(const Weight& w, size_t r0, size_t, __m256i* panel) {
-  const size_t nb = w.cols / 32, h = r0 % 16 / 8, tile = r0 - 8 * h;
-  const LanesBlocks blocks{w.data + tile * w.row_bytes + 32 * h, w.scales + tile * nb + 8 * h, nb,
-                           h == 0};
+  const size_t nb = w.cols / 32;
+  const LanesBlocks blocks = half_tile(w, r0);
   for (size_t m = 0; m < 16; ++m)
     for (size_t b = m; b < nb; b += 16) {
       __m256i* out = panel + 9 * panel_slot(b, nb);
@@ -482,12 +488,8 @@ void matmul_lanes(const Weight& w, size_t r0, size_t n_rows, const Q8Acts& x, si
     return matmul_panels<Dot>(w, r0, n_rows, x, t0, n_tok, y, ldy, decode_panel_lanes);
   const size_t nb = w.cols / 32;
   for (size_t i = 0; i < n_rows; i += kPanelRows) {
-    const size_t rows = n_rows - i < kPanelRows ? n_rows - i : kPanelRows, h = i % 16 / 8,
-                 tile = r0 + i - 8 * h;
-    const uint8_t* codes = w.data + tile * w.row_bytes + 32 * h;
-    const uint8_t* scales = w.scales + tile * nb + 8 * h;
-    tiles_for_tokens<Dot>(LanesBlocks{codes, scales, nb, h == 0}, nb, x, t0, n_tok, rows, y + i,
-                          ldy);
+    const size_t rows = n_rows - i < kPanelRows ? n_rows - i : kPanelRows;
+    tiles_for_tokens<Dot>(half_tile(w, r0 + i), nb, x, t0, n_tok, rows, y + i, ldy);
   }
 }
 
