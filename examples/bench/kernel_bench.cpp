@@ -269,12 +269,13 @@ void compute_rates(Isa isa, const std::vector<float>& x4, std::vector<float>& y,
       rows.push_back({name, "compute: int8 Q8_0 panels, L2, 1 thread", "128x2880, 24 tok", s, qb,
                       2.0 * kPrefillTokens * 128 * H});
     }
-    if (k.matmul_q8_0_q16 != nullptr) {  // a GGUF's Q8_0 projections in the fast precision
+    if (k.quantize_q16 != nullptr) {  // a GGUF's Q8_0 projections in the fast precision
       const double qb = 128.0 * H * 34.0 / 32.0;
       cpu::Q16Storage mem16;
       cpu::Q16Acts& x16 = mem16.prepare(kPrefillTokens, H);
       k.quantize_q16(x24.data(), H, kPrefillTokens, x16);
       for (size_t nt : {size_t(1), size_t(8), kPrefillTokens}) {
+        if (k.matmul_q8_0_q16 == nullptr) break;  // the level reads the repacked rows only
         s = best([&] { k.matmul_q8_0_q16(q, 0, q.rows, x16, 0, nt, y.data(), q.rows); });
         rows.push_back({name,
                         nt == 1 ? "compute: int16 Q8_0 GEMV, L2, 1 thread"

@@ -7,7 +7,9 @@
 //   - the reference is within the quantization bound of the exact dot product:
 //       |ref - w.x| <= sum_b (d_b / 2) sum_k |w_k| * (1 + 1e-5) + 1e-6 * sum |w x|;
 //   - every token count and every split of the rows gives a token its one-token bits;
-//   - a weight repacked as the upload does (Weight::q8_0_lanes) gives the rows' bits.
+//   - every level's matmul gives the bits of the order of a row's sum the levels share (16
+//     chains, written out in scalar code below), on the rows and on a weight repacked as the
+//     upload does (Weight::q8_0_lanes).
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -18,6 +20,7 @@
 #include "backends/cpu/test_weights.hpp"
 #include "choose.hpp"
 #include "cpu_memory.hpp"
+#include "formats.hpp"
 #include "kernels.hpp"
 #include "q8_storage.hpp"
 #include "row_streams.hpp"
@@ -26,6 +29,7 @@ namespace gptoss::cpu::test {
 namespace {
 
 std::vector<Isa> q16_isas() { return isas_with(&Kernels::matmul_q8_0_q16); }
+std::vector<Isa> quantize_q16_isas() { return isas_with(&Kernels::quantize_q16); }
 
 void check_quantize(Isa isa, size_t n_tok, size_t cols) {
   const auto x = outlier_activations(n_tok, cols, uint32_t(cols + n_tok));
@@ -121,10 +125,10 @@ void check_shape(Isa isa, size_t rows, size_t cols, size_t n_tok, size_t first =
 }  // namespace
 
 TEST_CASE("q16: quantization is bit-identical to the reference", "[cpu-kernels][q16]") {
-  for (Isa isa : q16_isas())
+  for (Isa isa : quantize_q16_isas())
     for (size_t cols : {32, 64, 96, 544, 2880})
       for (size_t n_tok : {1, 3}) check_quantize(isa, n_tok, cols);
-  if (q16_isas().empty()) WARN("no level of this CPU has the int16 kernels: not tested");
+  if (quantize_q16_isas().empty()) WARN("no level of this CPU has the int16 kernels: not tested");
 }
 
 TEST_CASE("q16: Q8_0 x int16 matmul, tails of rows, blocks and tokens", "[cpu-kernels][q16]") {
@@ -273,6 +277,26 @@ Weight lanes_of(const Weight& w) {
   return l;
 }
 
+// The levels' order of a row's sum (Kernels::matmul_q8_0_q16), written out in scalar code: per
+// block the exact integer sum S_b of w q, fma(float(S_b), e_b * d_b, .) into chain b % 16 in
+// increasing b, then the chains added as a tree: chain L with L + 8, then + 4, + 2, + 1.
+float sixteen_chains(const Weight& w, size_t row, const Q16Acts& x, size_t t) {
+  const int16_t* q = x.q + t * x.q_stride;
+  float chain[16] = {};
+  for (size_t b = 0; b < w.cols / 32; ++b) {
+    const uint8_t* block = w.data + row * w.row_bytes + 34 * b;
+    uint16_t e16;
+    std::memcpy(&e16, block, 2);
+    int32_t s = 0;
+    for (size_t j = 0; j < 32; ++j) s += int32_t(int8_t(block[2 + j])) * q[32 * b + j];
+    const float c = f16_to_f32(e16) * x.d[t * x.b_stride + b];
+    chain[b % 16] = std::fma(float(s), c, chain[b % 16]);
+  }
+  for (size_t half = 8; half >= 1; half /= 2)
+    for (size_t l = 0; l < half; ++l) chain[l] += chain[l + half];
+  return chain[0];
+}
+
 }  // namespace
 
 TEST_CASE("q16 lanes: the repack keeps every weight and step (decode_row reads both layouts)",
@@ -288,10 +312,10 @@ TEST_CASE("q16 lanes: the repack keeps every weight and step (decode_row reads b
   }
 }
 
-// The kernel on the repacked weight against the same level's kernel on the rows (itself held
-// to the reference above): the same bits for every token count and every cut at a tile, and
+// The kernel on the repacked weight, and the same level's kernel on the rows where it has one,
+// against the sixteen chains: the same bits for every token count and every cut at a tile, and
 // the reference's bounds directly.
-TEST_CASE("q16 lanes: the repacked layout gives the rows' bits at every token count",
+TEST_CASE("q16 lanes: the repacked layout gives the sixteen chains' bits at every token count",
           "[cpu-kernels][q16]") {
   if (q16_lanes_isas().empty()) WARN("no level of this CPU reads Q8_0 lanes: not tested");
   const uint64_t seed = fresh_seed();
@@ -317,7 +341,13 @@ TEST_CASE("q16 lanes: the repacked layout gives the rows' bits at every token co
       k.quantize_q16(x.data(), sh.cols, sh.n_tok + 1, q);
       const size_t rows = sh.rows, n = sh.n_tok;
       std::vector<float> want(n * rows), got(n * rows, -1.0f), alone(n * rows), cut(n * rows);
-      k.matmul_q8_0_q16(w, 0, rows, q, 1, n, want.data(), rows);
+      for (size_t t = 0; t < n; ++t)
+        for (size_t r = 0; r < rows; ++r) want[t * rows + r] = sixteen_chains(w, r, q, 1 + t);
+      if (k.matmul_q8_0_q16 != nullptr) {
+        std::vector<float> in_rows(n * rows, -1.0f);
+        k.matmul_q8_0_q16(w, 0, rows, q, 1, n, in_rows.data(), rows);
+        CHECK(same_bits(in_rows, want));
+      }
       k.matmul_q8_0_lanes_q16(l, 0, rows, q, 1, n, got.data(), rows);
       CHECK(same_bits(got, want));
       for (size_t t = 0; t < n; ++t)

@@ -10,7 +10,8 @@
 // S_b = sum(w q) and its scale c_b = e_b * d_b (e_b the block's f16 step, d_b the activations'
 // step); 16 chains, chain m taking fma(float(S_b), c_b, .) for the blocks b = m (mod 16) in
 // increasing order; then the chains added as _mm512_reduce_add_ps adds its lanes, chain m in
-// lane m. A row's result depends on nothing but the row and the token's activations.
+// lane m. A row's result depends on nothing but the row and the token's activations. The avx2
+// level's kernel over the repacked layout (avx2/int16.cpp) sums in the same order.
 //
 //   n_tok == 1 (decode, memory-bound): "row" layout. Per block one vpdpwssd gives 16 partial
 //   sums; the vectors of 16 blocks are folded by integer unpacks, shuffles and adds into one
