@@ -20,6 +20,7 @@
 // docs/performance.md, "The Q8_0 matrices in lanes on AVX2".
 #include <immintrin.h>
 
+#include "avx2/block_amax.hpp"
 #include "avx2/int16.hpp"
 #include "cpu_backend.hpp"
 #include "formats.hpp"
@@ -124,21 +125,13 @@ void tile_tokens(const uint8_t* tile, size_t nb, const Q16Acts& x, size_t t0, si
 
 void quantize_q16_avx2(const float* x, size_t ldx, size_t n_tok, Q16Acts& out) {
   const size_t nb = out.cols / 32;
-  const __m256 sign = _mm256_set1_ps(-0.0f);
   for (size_t t = 0; t < n_tok; ++t) {
     const float* xr = x + t * ldx;
     int16_t* q = out.q + t * out.q_stride;
     float* d = out.d + t * out.b_stride;
     for (size_t b = 0; b < nb; ++b) {
       __m256 v[4];
-      for (int i = 0; i < 4; ++i) v[i] = _mm256_loadu_ps(xr + 32 * b + 8 * size_t(i));
-      const __m256 m =
-          _mm256_max_ps(_mm256_max_ps(_mm256_andnot_ps(sign, v[0]), _mm256_andnot_ps(sign, v[1])),
-                        _mm256_max_ps(_mm256_andnot_ps(sign, v[2]), _mm256_andnot_ps(sign, v[3])));
-      __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
-      m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
-      m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
-      const float step = _mm_cvtss_f32(m4) / 32767.0f;
+      const float step = avx2::block_amax(xr + 32 * b, v) / 32767.0f;
       const float inv = step != 0.0f ? 1.0f / step : 0.0f;
       // Round to nearest even (MXCSR default), like nearbyint; |x / step| <= 32767 after it,
       // so the saturating pack changes nothing. vpackssdw packs per 128-bit lane: vpermq puts

@@ -4,6 +4,7 @@
 // quantize_q8_reference and matmul_mxfp4_q8_reference (scalar/matmul.cpp); the kernels are in
 // int8_body.hpp.
 #include "avx2/int8.hpp"
+#include "avx2/block_amax.hpp"
 #include "avx2/int8_body.hpp"
 
 namespace gptoss::cpu {
@@ -35,7 +36,6 @@ inline int32_t hsum_epi32(__m256i v) {
 
 void quantize_q8_avx2(const float* x, size_t ldx, size_t n_tok, Q8Acts& out) {
   const size_t nb = out.cols / 32;
-  const __m256 sign = _mm256_set1_ps(-0.0f);
   // After the two packs, dword i of the 32 bytes holds natural elements of dword perm[i].
   const __m256i unpack = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
   const __m256i split = _mm256_broadcastsi128_si256(
@@ -45,14 +45,7 @@ void quantize_q8_avx2(const float* x, size_t ldx, size_t n_tok, Q8Acts& out) {
     int8_t* q = out.q + t * out.q_stride;
     for (size_t b = 0; b < nb; ++b) {
       __m256 v[4];
-      for (int i = 0; i < 4; ++i) v[i] = _mm256_loadu_ps(xr + 32 * b + 8 * size_t(i));
-      const __m256 m = _mm256_max_ps(_mm256_max_ps(_mm256_andnot_ps(sign, v[0]), _mm256_andnot_ps(sign, v[1])),
-                                     _mm256_max_ps(_mm256_andnot_ps(sign, v[2]), _mm256_andnot_ps(sign, v[3])));
-      __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
-      m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
-      m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
-      const float amax = _mm_cvtss_f32(m4);
-      const float d = amax / 127.0f;
+      const float d = avx2::block_amax(xr + 32 * b, v) / 127.0f;
       const float id = d != 0.0f ? 1.0f / d : 0.0f;
       __m256i qv[4];  // round to nearest even (MXCSR default), like nearbyint
       for (int i = 0; i < 4; ++i) qv[i] = _mm256_cvtps_epi32(_mm256_mul_ps(v[i], _mm256_set1_ps(id)));
