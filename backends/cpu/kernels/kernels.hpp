@@ -172,10 +172,12 @@ struct Kernels {
   // bf16 (cols even) from row-major src into dst. Null exactly where matmul_bf16_lanes is.
   void (*repack_bf16_lanes)(const uint16_t* src, size_t cols, size_t i0, size_t i1, uint16_t* dst);
   // Like matmul_q8_0_q16 for a weight with q8_0_lanes (r0 a multiple of 16; n_rows too, but
-  // for the weight's last rows): the same bits, read from the layout the upload repacked, so
-  // that no call decodes a panel. Null where a level does not take the layout (the CPU backend
-  // repacks a Q8_0 model's attention projections in the fast precision for devices whose
-  // level has it).
+  // for the weight's last rows): the same bits (its 16 chains, at every level that has either),
+  // read from the layout the upload repacked, so that no call decodes a panel. A level may have
+  // this without matmul_q8_0_q16 (avx2, avx512: a Q8_0 matrix left in rows takes fp32 there).
+  // Null where a level does not take the layout (the CPU backend repacks a Q8_0 model's
+  // attention projections and unembedding in the fast precision for devices whose level has
+  // it).
   void (*matmul_q8_0_lanes_q16)(const Weight& w, size_t r0, size_t n_rows, const Q16Acts& x,
                                 size_t t0, size_t n_tok, float* y, size_t ldy);
   // The repack into that layout: tiles [i0, i1) of 16 rows of a row-major Q8_0 matrix of `cols`
