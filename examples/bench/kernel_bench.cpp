@@ -274,14 +274,15 @@ void compute_rates(Isa isa, const std::vector<float>& x4, std::vector<float>& y,
       cpu::Q16Storage mem16;
       cpu::Q16Acts& x16 = mem16.prepare(kPrefillTokens, H);
       k.quantize_q16(x24.data(), H, kPrefillTokens, x16);
-      for (size_t nt : {size_t(1), size_t(8), kPrefillTokens}) {
-        if (k.matmul_q8_0_q16 == nullptr) break;  // the level reads the repacked rows only
-        s = best([&] { k.matmul_q8_0_q16(q, 0, q.rows, x16, 0, nt, y.data(), q.rows); });
-        rows.push_back({name,
-                        nt == 1 ? "compute: int16 Q8_0 GEMV, L2, 1 thread"
-                                : "compute: int16 Q8_0 panels, L2, 1 thread",
-                        "128x2880, " + std::to_string(nt) + " tok", s, qb,
-                        2.0 * double(nt) * 128 * H});
+      if (k.matmul_q8_0_q16 != nullptr) {  // avx2 and avx512 read the repacked tiles only
+        for (size_t nt : {size_t(1), size_t(8), kPrefillTokens}) {
+          s = best([&] { k.matmul_q8_0_q16(q, 0, q.rows, x16, 0, nt, y.data(), q.rows); });
+          rows.push_back({name,
+                          nt == 1 ? "compute: int16 Q8_0 GEMV, L2, 1 thread"
+                                  : "compute: int16 Q8_0 panels, L2, 1 thread",
+                          "128x2880, " + std::to_string(nt) + " tok", s, qb,
+                          2.0 * double(nt) * 128 * H});
+        }
       }
       if (k.matmul_q8_0_lanes_q16 != nullptr) {  // the same rows repacked at upload
         const Weight ql = q8_0_lanes_of(q);
