@@ -320,15 +320,20 @@ inline __m256i bcast4(const int8_t* p) {
   return _mm256_set1_epi32(v);
 }
 
-// A decoded panel's blocks as panel_tile takes them: 8 ymm of weights, then the row scales.
+// A decoded panel's blocks as panel_tile takes them: chain(m) walks chain m's blocks (m, m + 8,
+// ...) in turn, each 8 ymm of weights, then the row scales; the panel holds them front to back.
 struct PanelBlocks {
   const __m256i* panel;
   size_t nb;
-  __attribute__((always_inline)) void operator()(size_t b, __m256i (&wv)[8], __m256& ws) const {
-    const __m256i* wp = panel + 9 * panel_slot(b, nb);
-    for (int g = 0; g < 8; ++g) wv[g] = _mm256_load_si256(wp + g);
-    ws = _mm256_castsi256_ps(_mm256_load_si256(wp + 8));
-  }
+  struct Chain {
+    const __m256i* wp;
+    __attribute__((always_inline)) void next(__m256i (&wv)[8], __m256& ws) {
+      for (int g = 0; g < 8; ++g) wv[g] = _mm256_load_si256(wp + g);
+      ws = _mm256_castsi256_ps(_mm256_load_si256(wp + 8));
+      wp += 9;
+    }
+  };
+  Chain chain(size_t m) const { return {panel + 9 * panel_slot(m, nb)}; }
 };
 
 // Half h (rows 8h .. 8h + 7) of a Weight::mxfp4_lanes tile (formats.hpp), decoded as panel_tile
@@ -344,9 +349,23 @@ struct LanesBlocks {
   const uint8_t* scales;  // the tile's scales + 8 h
   size_t nb;
   bool prefetch;  // the first pass over the tile's lines
-  __attribute__((always_inline)) void operator()(size_t b, __m256i (&wv)[8], __m256& ws) const {
+  // Chain m (m < 8) of panel_tile: blocks m + 8j, which lie on the tile's chains m (j even)
+  // and m + 8 (j odd), each front to back.
+  struct Chain {
+    size_t pos[2];  // the next block's position on the tile's chains m and m + 8
+    int run;        // which of the two the next block is on
+    const LanesBlocks* tile;
+    __attribute__((always_inline)) void next(__m256i (&wv)[8], __m256& ws) {
+      (*tile)(pos[run]++, wv, ws);
+      run ^= 1;
+    }
+  };
+  Chain chain(size_t m) const {
+    return {{mxfp4_lanes_pos(m, nb), m + 8 < nb ? mxfp4_lanes_pos(m + 8, nb) : 0}, 0, this};
+  }
+  // The block at position pos of the tile.
+  __attribute__((always_inline)) void operator()(size_t pos, __m256i (&wv)[8], __m256& ws) const {
     const __m256i lut = code_lut(), low4 = _mm256_set1_epi8(0x0f);
-    const size_t pos = mxfp4_lanes_pos(b, nb);
     const uint8_t* c = codes + kMxfp4LanesBlockBytes * pos;
     if (prefetch) {  // prefetches past the tensor's end are dropped, never faulting
       const size_t tile_bytes = kMxfp4LanesBlockBytes * nb;
@@ -370,31 +389,32 @@ template <class Dot, int TN, class Blocks>
 void panel_tile(const Blocks& blocks, size_t nb, const Q8Acts& x, size_t t0, size_t n_rows,
                 float* y, size_t ldy) {
   constexpr size_t kChainLane[8] = {0, 4, 1, 5, 2, 6, 3, 7};
-  const int8_t* xq[TN];
-  const float* hd[TN];
-  const int32_t* qi[TN];  // x.neg_q12
-  for (int n = 0; n < TN; ++n) {
-    xq[n] = x.q + (t0 + size_t(n)) * x.q_stride;
-    hd[n] = x.half_d + (t0 + size_t(n)) * x.b_stride;
-    qi[n] = x.neg_q12 + (t0 + size_t(n)) * x.b_stride;
-  }
+  // Token n's data at n strides from token 0's; a chain's next block is 8 blocks on: 256
+  // bytes on in quad order, 8 entries on in the per-block terms.
+  const int8_t* xq0 = x.q + t0 * x.q_stride;
+  const float* hd0 = x.half_d + t0 * x.b_stride;
+  const int32_t* qi0 = x.neg_q12 + t0 * x.b_stride;  // -12 sum(q): the code offset
   __m256 part[8][TN];
   for (size_t m = 0; m < 8; ++m) {
     __m256 acc[TN];
     for (int n = 0; n < TN; ++n) acc[n] = _mm256_setzero_ps();
-    for (size_t b = m; b < nb; b += 8) {
+    auto chain = blocks.chain(m);
+    const int8_t* xe = xq0 + quad_evens(m);  // groups 0-3 (evens) at +0, 4-7 (odds) at +64
+    const float* hd = hd0 + m;
+    const int32_t* qi = qi0 + m;
+    for (size_t b = m; b < nb; b += 8, xe += 256, hd += 8, qi += 8) {
       __m256i wv[8];
       __m256 ws;
-      blocks(b, wv, ws);
+      chain.next(wv, ws);
       for (int n = 0; n < TN; ++n) {
-        // Quad order: groups 0-3 (evens) at +0, groups 4-7 (odds) at +64.
-        const int8_t* xe = xq[n] + quad_evens(b);
-        __m256i s = _mm256_set1_epi32(qi[n][b]);  // -12 sum(q): the code offset
-        s = Dot::dot4(s, wv[0], bcast4(xe), wv[1], bcast4(xe + 4), wv[2], bcast4(xe + 8), wv[3],
-                      bcast4(xe + 12));
-        s = Dot::dot4(s, wv[4], bcast4(xe + 64), wv[5], bcast4(xe + 68), wv[6], bcast4(xe + 72),
-                      wv[7], bcast4(xe + 76));
-        acc[n] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(ws, _mm256_set1_ps(hd[n][b])),
+        const int8_t* xn = xe + size_t(n) * x.q_stride;
+        const size_t bn = size_t(n) * x.b_stride;
+        __m256i s = _mm256_set1_epi32(qi[bn]);
+        s = Dot::dot4(s, wv[0], bcast4(xn), wv[1], bcast4(xn + 4), wv[2], bcast4(xn + 8), wv[3],
+                      bcast4(xn + 12));
+        s = Dot::dot4(s, wv[4], bcast4(xn + 64), wv[5], bcast4(xn + 68), wv[6], bcast4(xn + 72),
+                      wv[7], bcast4(xn + 76));
+        acc[n] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(ws, _mm256_set1_ps(hd[bn])),
                                  acc[n]);
       }
     }
@@ -467,12 +487,13 @@ inline LanesBlocks half_tile(const Weight& w, size_t r) {
 [[maybe_unused]] void decode_panel_lanes(const Weight& w, size_t r0, size_t, __m256i* panel) {
   const size_t nb = w.cols / 32;
   const LanesBlocks blocks = half_tile(w, r0);
+  size_t pos = 0;  // the tile's order: chain m's blocks m, m + 16, ... at consecutive positions
   for (size_t m = 0; m < 16; ++m)
     for (size_t b = m; b < nb; b += 16) {
       __m256i* out = panel + 9 * panel_slot(b, nb);
       __m256i wv[8];
       __m256 ws;
-      blocks(b, wv, ws);
+      blocks(pos++, wv, ws);
       for (int g = 0; g < 8; ++g) _mm256_store_si256(out + g, wv[g]);
       _mm256_store_si256(out + 8, _mm256_castps_si256(ws));
     }
