@@ -186,6 +186,44 @@ __attribute__((target("avx512f,avx512vnni"))) double vpdpbusd_per_second() {
   }
   return double(kIters) * 16 / s;
 }
+
+// The avx2 level's int8 sum of 128 multiply-adds, as its tiles issue it (kernels/avx2/int8.cpp:
+// four groups' broadcasts from memory, four vpmaddubsw, the int16 sums added, one vpmaddwd into
+// int32), per second of one core's CPU time over 8 independent sums: the most the tiles'
+// instruction mix allows before their scales and loads.
+__attribute__((target("avx2"))) double maddubs_sums_per_second() {
+  __m256i acc[8], w[4];
+  for (int i = 0; i < 8; ++i) acc[i] = _mm256_set1_epi32(i);
+  for (int g = 0; g < 4; ++g) w[g] = _mm256_set1_epi32(0x01020304 * (g + 1));
+  alignas(64) int8_t x[128];
+  for (int i = 0; i < 128; ++i) x[i] = int8_t(i - 64);
+  const __m256i ones = _mm256_set1_epi16(1);
+  constexpr long kIters = 20000000;
+  const double t0 = thread_seconds();
+  for (long it = 0; it < kIters; ++it) {
+    const int8_t* p = x;
+    asm volatile("" : "+r"(p), "+x"(w[0]), "+x"(w[1]), "+x"(w[2]), "+x"(w[3]));  // reloaded
+    for (int i = 0; i < 8; ++i) {
+      const int8_t* xi = p + 16 * i;
+      __m256i s[4];
+      for (int g = 0; g < 4; ++g) {
+        int32_t v;
+        __builtin_memcpy(&v, xi + 4 * g, 4);
+        s[g] = _mm256_maddubs_epi16(w[g], _mm256_set1_epi32(v));
+      }
+      const __m256i s16 =
+          _mm256_add_epi16(_mm256_add_epi16(s[0], s[1]), _mm256_add_epi16(s[2], s[3]));
+      acc[i] = _mm256_add_epi32(acc[i], _mm256_madd_epi16(s16, ones));
+    }
+  }
+  const double s = thread_seconds() - t0;
+  alignas(32) int32_t lanes[8];
+  for (int i = 0; i < 8; ++i) {  // keeps the sums alive
+    _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), acc[i]);
+    asm volatile("" : : "r"(lanes[0]));
+  }
+  return double(kIters) * 8 / s;
+}
 #endif
 
 // What a GEMV kernel computes per core when memory does not bound it: one thread, weights that
@@ -212,6 +250,11 @@ void compute_rates(Isa isa, const std::vector<float>& x4, std::vector<float>& y,
     const double per_s = vpdpbusd_per_second();  // 64 multiply-adds each
     rows.push_back({name, "peak: vpdpbusd zmm, 1 thread", "16 chains, 1M instr", 1e6 / per_s, 0.0,
                     2.0 * 64 * 1e6});
+  }
+  if (isa == Isa::avx2 || isa == Isa::avx512) {      // the levels whose int8 tiles use vpmaddubsw
+    const double per_s = maddubs_sums_per_second();  // 128 multiply-adds each
+    rows.push_back({name, "peak: 4 vpmaddubsw + vpmaddwd ymm, 1 thread", "8 chains, 1M sums",
+                    1e6 / per_s, 0.0, 2.0 * 128 * 1e6});
   }
 #endif
   const Weight m = make_weight(gptoss_dtype_mxfp4, 128, H, 11);
