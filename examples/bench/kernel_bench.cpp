@@ -37,6 +37,17 @@ namespace {
 using cpu::Isa;
 using cpu::Weight;
 
+// `bytes` of anonymous memory in 2 MiB pages where the kernel grants them, as the CPU backend
+// allocates a KV pool (4 KiB pages would add a TLB miss per two cached f32 rows).
+std::shared_ptr<void> huge_buffer(size_t bytes) {
+  constexpr size_t kHuge = size_t(2) << 20;
+  bytes = (bytes + kHuge - 1) / kHuge * kHuge;
+  void* p = nullptr;
+  if (posix_memalign(&p, kHuge, bytes) != 0) throw std::bad_alloc();
+  (void)madvise(p, bytes, MADV_HUGEPAGE);
+  return std::shared_ptr<void>(p, std::free);
+}
+
 Weight make_weight(gptoss_dtype dt, size_t rows, size_t cols, uint32_t seed) {
   Weight w;
   w.dtype = dt;
@@ -80,7 +91,7 @@ Weight make_weight(gptoss_dtype dt, size_t rows, size_t cols, uint32_t seed) {
 // levels that read them so (Weight::bf16_lanes).
 Weight lanes_of(const Weight& w) {
   Weight l = w;
-  l.owned_data.resize(w.owned_data.size());
+  l.owned_data.resize(w.rows * w.row_bytes);
   cpu::repack_bf16_lanes(reinterpret_cast<const uint16_t*>(w.data), w.cols, 0, w.rows / 16,
                          reinterpret_cast<uint16_t*>(l.owned_data.data()));
   l.data = l.owned_data.data();
@@ -92,7 +103,7 @@ Weight lanes_of(const Weight& w) {
 // the fast precision at the levels that read them so (Weight::q8_0_lanes).
 Weight q8_0_lanes_of(const Weight& w) {
   Weight l = w;
-  l.owned_data.resize(w.owned_data.size());
+  l.owned_data.resize(w.rows * w.row_bytes);
   cpu::repack_q8_0_lanes(w.data, w.cols, 0, w.rows / 16, l.owned_data.data());
   l.data = l.owned_data.data();
   l.q8_0_lanes = true;
@@ -103,8 +114,8 @@ Weight q8_0_lanes_of(const Weight& w) {
 // levels that read them so (Weight::mxfp4_lanes).
 Weight mxfp4_lanes_of(const Weight& w) {
   Weight l = w;
-  l.owned_data.resize(w.owned_data.size());
-  l.owned_scales.resize(w.owned_scales.size());
+  l.owned_data.resize(w.rows * w.row_bytes);
+  l.owned_scales.resize(w.rows * w.cols / 32);
   cpu::repack_mxfp4_lanes(w.data, w.scales, w.cols, 0, w.rows / 16, l.owned_data.data(),
                           l.owned_scales.data());
   l.data = l.owned_data.data();
@@ -113,10 +124,26 @@ Weight mxfp4_lanes_of(const Weight& w) {
   return l;
 }
 
+// w's bytes moved into 2 MiB pages, where the upload puts its copies (plugin/cpu_memory.cpp):
+// in 4 KiB pages a weight streamed from memory pays TLB misses the model does not (the MXFP4
+// lanes GEMV, one thread: 0-13 % slower; docs/performance.md).
+void to_huge_pages(Weight& w) {
+  const size_t data_bytes = w.rows * w.row_bytes, scale_bytes = w.scales ? w.rows * w.cols / 32 : 0;
+  std::shared_ptr<void> map = huge_buffer(data_bytes + scale_bytes);
+  uint8_t* p = static_cast<uint8_t*>(map.get());
+  std::memcpy(p, w.data, data_bytes);
+  if (scale_bytes != 0) std::memcpy(p + data_bytes, w.scales, scale_bytes);
+  w.data = p;
+  w.scales = scale_bytes != 0 ? p + data_bytes : nullptr;
+  w.owned_map = std::move(map);
+  w.owned_data = {};
+  w.owned_scales = {};
+}
+
 // A buffer the size of a repacked weight's bytes, faulted in, for timing the repack alone.
 void* lanes_rows_scratch(const Weight& l) {
   static std::vector<uint8_t> scratch;
-  scratch.assign(l.owned_data.size(), 1);
+  scratch.assign(l.rows * l.row_bytes, 1);
   return scratch.data();
 }
 
@@ -140,16 +167,6 @@ double time_best(int reps, const std::function<void()>& f) {
   return best;
 }
 
-// `bytes` of anonymous memory in 2 MiB pages where the kernel grants them, as the CPU backend
-// allocates a KV pool (4 KiB pages would add a TLB miss per two cached f32 rows).
-std::shared_ptr<void> huge_buffer(size_t bytes) {
-  constexpr size_t kHuge = size_t(2) << 20;
-  bytes = (bytes + kHuge - 1) / kHuge * kHuge;
-  void* p = nullptr;
-  if (posix_memalign(&p, kHuge, bytes) != 0) throw std::bad_alloc();
-  (void)madvise(p, bytes, MADV_HUGEPAGE);
-  return std::shared_ptr<void>(p, std::free);
-}
 
 struct Row {
   std::string isa, kernel, shape;
@@ -376,11 +393,12 @@ int run_kernel_bench(const Options& o) {
   const double bw_before = measure_read_bandwidth(threads);
   const size_t H = 2880, I = 2880, Q = 4096, KV = 512, HD = 64;
   // 8 experts' mlp1 (70 MB): several times the last-level cache.
-  const Weight mlp1 = make_weight(gptoss_dtype_mxfp4, 8 * 2 * I, H, 1);
+  Weight mlp1 = make_weight(gptoss_dtype_mxfp4, 8 * 2 * I, H, 1);
   Weight dense = make_weight(gptoss_dtype_bf16, 32768, H, 2);  // 189 MB (unembedding-like)
   Weight dense_q8 = make_weight(gptoss_dtype_q8_0, 65536, H, 9);  // 200 MB, Q8_0 GGUFs
-  const Weight dense_lanes = lanes_of(dense);
-  const Weight mlp1_lanes = mxfp4_lanes_of(mlp1);  // the experts as the fast precision's upload
+  Weight dense_lanes = lanes_of(dense);
+  Weight mlp1_lanes = mxfp4_lanes_of(mlp1);  // the experts as the fast precision's upload
+  for (Weight* w : {&mlp1, &dense, &dense_q8, &dense_lanes, &mlp1_lanes}) to_huge_pages(*w);
   const auto x1 = floats(H, 3), x64 = floats(64 * H, 4), x256 = floats(256 * H, 10);
   // mlp1 as 8 experts' gate/up and 8 mlp2 of 2880x2880 (35 MB), with a random top-4 routing.
   Weight moe1 = mlp1;
@@ -389,11 +407,13 @@ int run_kernel_bench(const Options& o) {
   moe1.shape[1] = int64_t(2 * I);
   moe1.shape[2] = int64_t(H);
   Weight moe2 = make_weight(gptoss_dtype_mxfp4, 8 * H, I, 11);
+  to_huge_pages(moe2);
   moe2.ndim = 3;
   moe2.shape[0] = 8;
   moe2.shape[1] = int64_t(H);
   moe2.shape[2] = int64_t(I);
   Weight moe1_lanes = mlp1_lanes, moe2_lanes = mxfp4_lanes_of(moe2);
+  to_huge_pages(moe2_lanes);
   for (int i = 0; i < 3; ++i) moe1_lanes.shape[i] = moe1.shape[i];
   moe1_lanes.ndim = 3;
   const auto x128 = floats(128 * H, 12);
@@ -494,7 +514,7 @@ int run_kernel_bench(const Options& o) {
       // What the upload spends on the repack per byte, on one thread, into faulted-in pages: the
       // level's and the scalar definition.
       auto* codes = static_cast<uint8_t*>(lanes_rows_scratch(mlp1_lanes));
-      std::vector<uint8_t> scales(mlp1.owned_scales.size(), 1);
+      std::vector<uint8_t> scales(mlp1.rows * mlp1.cols / 32, 1);
       for (const bool level : {true, false}) {
         const auto repack = level ? dev.kernels->repack_mxfp4_lanes : cpu::repack_mxfp4_lanes;
         s = time_best(reps, [&] {
@@ -603,7 +623,8 @@ int run_kernel_bench(const Options& o) {
     dense_q8.logits_only = false;
     if (dev.quantize_activations && dev.kernels->matmul_q8_0_lanes_q16 != nullptr) {
       // The projections as the upload repacks them in the fast precision at this level.
-      const Weight q8_lanes = q8_0_lanes_of(dense_q8);
+      Weight q8_lanes = q8_0_lanes_of(dense_q8);
+      to_huge_pages(q8_lanes);
       for (size_t nt : {1, 8}) {
         s = time_best(reps, [&] {
           cpu::op_linear(&st, nt == 1 ? x1.data() : x64.data(), &q8_lanes, nullptr, nt, H,
