@@ -126,6 +126,14 @@ TEST_CASE("mxfp4 lanes: the repacked layout gives the rows' bits at every token 
       k.matmul_mxfp4_lanes_q8(l, 0, a, q, 1, n, cut.data(), rows);
       k.matmul_mxfp4_lanes_q8(l, a, rows - a, q, 1, n, cut.data() + a, rows);
       CHECK(same_bits(cut, want));
+      // Fewer rows than the tiles hold: those rows' bits, and nothing written past them.
+      const size_t part = rows - 1 - rng() % 15;
+      std::vector<float> fewer(n * rows, -1.0f), fewer_want = want;
+      k.matmul_mxfp4_lanes_q8(l, 0, part, q, 1, n, fewer.data(), rows);
+      for (size_t t = 0; t < n; ++t)
+        std::fill(fewer_want.begin() + long(t * rows + part),
+                  fewer_want.begin() + long((t + 1) * rows), -1.0f);
+      CHECK(same_bits(fewer, fewer_want));
     }
   }
 }

@@ -28,10 +28,10 @@
 //
 //   A weight the upload laid out in tiles of 16 rows (Weight::mxfp4_lanes, formats.hpp): each
 //   half tile already is a panel's groups, once its nibbles go through the table, so a decode
-//   step's tokens read the tiles straight (panel_tile on LanesBlocks: no unpacks to gather a
-//   block's sums, one stream per thread), and prefill decodes them into the panels. The same
-//   instructions per token as the panels, hence the rows' bits. (avx2vnni leaves the layout
-//   out: no machine with AVX-VNNI has measured it.)
+//   step's tokens read the tiles straight, both halves in one pass (lanes_tile_both_halves: no
+//   unpacks to gather a block's sums, one stream per thread), and prefill decodes them into the
+//   panels. The same sums per token as the panels, hence the rows' bits. (avx2vnni leaves the
+//   layout out: no machine with AVX-VNNI has measured it.)
 #include <immintrin.h>
 
 #include "cpu_backend.hpp"
@@ -336,33 +336,16 @@ struct PanelBlocks {
   Chain chain(size_t m) const { return {panel + 9 * panel_slot(m, nb)}; }
 };
 
-// Half h (rows 8h .. 8h + 7) of a Weight::mxfp4_lanes tile (formats.hpp), decoded as panel_tile
-// takes a block: the low 32 bytes of each of a block's 4 vectors hold rows 0-7, one row per
-// dword, so each is a panel's group of weights with no transposition. The chains here are 8
-// and the tile's 16, so the blocks a chain takes alternate between two runs of the tile: a
-// distance ahead in bytes would leave the second run's start unfetched. The first pass over a
-// tile instead fetches the same block of the next tile into L2, where the second pass finds
-// this one (one thread from memory: 16-20 GB/s; 8 KiB ahead into L1 or a tile ahead into L1:
-// 10-13; docs/performance.md, "CPU kernel choices").
+// Half h (rows 8h .. 8h + 7) of a Weight::mxfp4_lanes tile (formats.hpp), decoded a block at
+// a time into a prefill panel (decode_panel_lanes): the low 32 bytes of each of a block's 4
+// vectors hold rows 0-7, one row per dword, so each is a panel's group of weights with no
+// transposition. The first half's pass fetches the same block of the next tile into L2, where
+// the second half's pass finds this one.
 struct LanesBlocks {
   const uint8_t* codes;   // the tile's codes + 32 h
   const uint8_t* scales;  // the tile's scales + 8 h
   size_t nb;
   bool prefetch;  // the first pass over the tile's lines
-  // Chain m (m < 8) of panel_tile: blocks m + 8j, which lie on the tile's chains m (j even)
-  // and m + 8 (j odd), each front to back.
-  struct Chain {
-    size_t pos[2];  // the next block's position on the tile's chains m and m + 8
-    int run;        // which of the two the next block is on
-    const LanesBlocks* tile;
-    __attribute__((always_inline)) void next(__m256i (&wv)[8], __m256& ws) {
-      (*tile)(pos[run]++, wv, ws);
-      run ^= 1;
-    }
-  };
-  Chain chain(size_t m) const {
-    return {{mxfp4_lanes_pos(m, nb), m + 8 < nb ? mxfp4_lanes_pos(m + 8, nb) : 0}, 0, this};
-  }
   // The block at position pos of the tile.
   __attribute__((always_inline)) void operator()(size_t pos, __m256i (&wv)[8], __m256& ws) const {
     const __m256i lut = code_lut(), low4 = _mm256_set1_epi8(0x0f);
@@ -481,6 +464,97 @@ inline LanesBlocks half_tile(const Weight& w, size_t r) {
   return {w.data + tile * w.row_bytes + 32 * h, w.scales + tile * nb + 8 * h, nb, h == 0};
 }
 
+// TN tokens times a tile of 16 rows (rows [r0, r0 + n_rows), r0 a multiple of 16, n_rows <= 16):
+// both halves at once, so a block's lines are read once, in one pass, and the prefetch of the
+// next tile's same block (into L2) runs through all of it, where a pass per half tile left the
+// memory idle through the second (docs/performance.md, "The AVX2 experts' tiles in one pass").
+// The chains here are 8 and the tile's 16, so chain m's blocks alternate between the tile's
+// chains m and m + 8. Each half gets panel_tile's sums: the same integers (exact, in any order)
+// scaled into the same chains in the same order, hence the rows' bits.
+template <class Dot, int TN>
+void lanes_tile_both_halves(const Weight& w, size_t r0, size_t n_rows, const Q8Acts& x, size_t t0,
+                            float* y, size_t ldy) {
+  constexpr size_t kChainLane[8] = {0, 4, 1, 5, 2, 6, 3, 7};
+  const size_t nb = w.cols / 32, tile_bytes = kMxfp4LanesBlockBytes * nb;
+  const uint8_t* codes = w.data + r0 * w.row_bytes;
+  const uint8_t* scales = w.scales + r0 * nb;
+  const __m256i lut = code_lut(), low4 = _mm256_set1_epi8(0x0f);
+  // Token n's data at n strides from token 0's, as in panel_tile.
+  const int8_t* xq0 = x.q + t0 * x.q_stride;
+  const float* hd0 = x.half_d + t0 * x.b_stride;
+  const int32_t* qi0 = x.neg_q12 + t0 * x.b_stride;
+  __m256 part[2][8][TN];
+  for (size_t m = 0; m < 8; ++m) {
+    __m256 acc[2][TN];
+    for (int h = 0; h < 2; ++h)
+      for (int n = 0; n < TN; ++n) acc[h][n] = _mm256_setzero_ps();
+    // Chain m's blocks m + 8j lie on the tile's chains m (j even) and m + 8 (j odd).
+    size_t pos[2] = {mxfp4_lanes_pos(m, nb), m + 8 < nb ? mxfp4_lanes_pos(m + 8, nb) : 0};
+    int run = 0;
+    const int8_t* xe = xq0 + quad_evens(m);  // groups 0-3 (evens) at +0, 4-7 (odds) at +64
+    const float* hd = hd0 + m;
+    const int32_t* qi = qi0 + m;
+    for (size_t b = m; b < nb; b += 8, xe += 256, hd += 8, qi += 8) {
+      const size_t at = pos[run]++;
+      run ^= 1;
+      const uint8_t* c = codes + kMxfp4LanesBlockBytes * at;
+      const uint8_t* sc = scales + 16 * at;
+      // Prefetches past the tensor's end are dropped, never faulting.
+      for (size_t l = 0; l < kMxfp4LanesBlockBytes; l += 64)
+        _mm_prefetch(reinterpret_cast<const char*>(c) + tile_bytes + l, _MM_HINT_T1);
+      _mm_prefetch(reinterpret_cast<const char*>(sc) + 16 * nb, _MM_HINT_T1);
+      __m256i s[2][TN];
+      for (int h = 0; h < 2; ++h)
+        for (int n = 0; n < TN; ++n) s[h][n] = _mm256_set1_epi32(qi[size_t(n) * x.b_stride]);
+      // Vector g: low nibbles group g (activations xe + 4g), high nibbles group 4 + g (xe + 64 +
+      // 4g); its low 32 bytes rows 0-7, its high 32 bytes rows 8-15. Two vectors at a time: 4
+      // products per int16 sum.
+      for (int g = 0; g < 4; g += 2)
+        for (int h = 0; h < 2; ++h) {
+          const __m256i v0 =
+              _mm256_loadu_si256(reinterpret_cast<const __m256i*>(c + 64 * g + 32 * h));
+          const __m256i v1 =
+              _mm256_loadu_si256(reinterpret_cast<const __m256i*>(c + 64 * g + 64 + 32 * h));
+          const __m256i e0 = _mm256_shuffle_epi8(lut, _mm256_and_si256(v0, low4));
+          const __m256i o0 =
+              _mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srli_epi16(v0, 4), low4));
+          const __m256i e1 = _mm256_shuffle_epi8(lut, _mm256_and_si256(v1, low4));
+          const __m256i o1 =
+              _mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srli_epi16(v1, 4), low4));
+          for (int n = 0; n < TN; ++n) {
+            const int8_t* xn = xe + size_t(n) * x.q_stride + 4 * g;
+            s[h][n] = Dot::dot4(s[h][n], e0, bcast4(xn), o0, bcast4(xn + 64), e1, bcast4(xn + 4),
+                                o1, bcast4(xn + 68));
+          }
+        }
+      for (int h = 0; h < 2; ++h) {
+        const __m256 ws = e8m0x8(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc + 8 * h)));
+        for (int n = 0; n < TN; ++n)
+          acc[h][n] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[h][n]),
+                                      _mm256_mul_ps(ws, _mm256_set1_ps(hd[size_t(n) * x.b_stride])),
+                                      acc[h][n]);
+      }
+    }
+    for (int h = 0; h < 2; ++h)
+      for (int n = 0; n < TN; ++n) part[h][kChainLane[m]][n] = acc[h][n];
+  }
+  // The lanes' tree of hsum8 (panel_tile's), per half.
+  for (int h = 0; h < 2; ++h)
+    for (size_t wd = 4; wd >= 1; wd /= 2)
+      for (size_t l = 0; l < wd; ++l)
+        for (int n = 0; n < TN; ++n)
+          part[h][l][n] = _mm256_add_ps(part[h][l][n], part[h][l + wd][n]);
+  for (int h = 0; h < 2; ++h) {
+    const size_t rows = n_rows > kPanelRows * size_t(h) ? n_rows - kPanelRows * size_t(h) : 0;
+    const __m256i m = lanes_below(rows);
+    for (int n = 0; n < TN; ++n) {
+      float* dst = y + size_t(n) * ldy + kPanelRows * size_t(h);
+      if (rows >= kPanelRows) _mm256_storeu_ps(dst, part[h][0][n]);
+      else _mm256_maskstore_ps(dst, m, part[h][0][n]);
+    }
+  }
+}
+
 // decode_panel for a weight with mxfp4_lanes: rows [r0, r0 + 8) (r0 a multiple of 8), half of a
 // tile, walked in the tile's order (one stream) and stored in the panel's. (Unused where a
 // level includes this body without taking the layout: avx2vnni.)
@@ -499,18 +573,34 @@ inline LanesBlocks half_tile(const Weight& w, size_t r) {
     }
 }
 
-// Kernels::matmul_mxfp4_lanes_q8 of the level: a decode step's few tokens straight from the
-// tiles (each half tile once per group of kTileTokens, the first pass streaming it in), more
-// through the panels; the bits of matmul_q8 and gemv_step on the rows.
+// Tokens [t0, t0 + n_tok) through lanes_tile_both_halves, kTileTokens at a time, on the tile at
+// row r (rows [r, r + n_rows)).
+template <class Dot>
+void tile_for_tokens(const Weight& w, size_t r, size_t n_rows, const Q8Acts& x, size_t t0,
+                     size_t n_tok, float* y, size_t ldy) {
+  for (size_t t = 0; t < n_tok; t += kTileTokens) {
+    const size_t tn = n_tok - t < kTileTokens ? n_tok - t : kTileTokens;
+    float* yt = y + t * ldy;
+    switch (tn) {
+      case 1: lanes_tile_both_halves<Dot, 1>(w, r, n_rows, x, t0 + t, yt, ldy); break;
+      case 2: lanes_tile_both_halves<Dot, 2>(w, r, n_rows, x, t0 + t, yt, ldy); break;
+      case 3: lanes_tile_both_halves<Dot, 3>(w, r, n_rows, x, t0 + t, yt, ldy); break;
+      default: lanes_tile_both_halves<Dot, 4>(w, r, n_rows, x, t0 + t, yt, ldy); break;
+    }
+  }
+}
+
+// Kernels::matmul_mxfp4_lanes_q8 of the level (r0 a multiple of 16): a decode step's few tokens
+// straight from the tiles (each tile once per group of kTileTokens, the first pass streaming it
+// in), more through the panels; the bits of matmul_q8 and gemv_step on the rows.
 template <class Dot>
 void matmul_lanes(const Weight& w, size_t r0, size_t n_rows, const Q8Acts& x, size_t t0,
                   size_t n_tok, float* y, size_t ldy) {
   if (n_tok > kGemvStepTokens)
     return matmul_panels<Dot>(w, r0, n_rows, x, t0, n_tok, y, ldy, decode_panel_lanes);
-  const size_t nb = w.cols / 32;
-  for (size_t i = 0; i < n_rows; i += kPanelRows) {
-    const size_t rows = n_rows - i < kPanelRows ? n_rows - i : kPanelRows;
-    tiles_for_tokens<Dot>(half_tile(w, r0 + i), nb, x, t0, n_tok, rows, y + i, ldy);
+  for (size_t i = 0; i < n_rows; i += 16) {
+    const size_t rows = n_rows - i < 16 ? n_rows - i : 16;
+    tile_for_tokens<Dot>(w, r0 + i, rows, x, t0, n_tok, y + i, ldy);
   }
 }
 
