@@ -471,9 +471,10 @@ inline LanesBlocks half_tile(const Weight& w, size_t r) {
 // The chains here are 8 and the tile's 16, so chain m's blocks alternate between the tile's
 // chains m and m + 8. Each half gets panel_tile's sums: the same integers (exact, in any order)
 // scaled into the same chains in the same order, hence the rows' bits.
+// prefetch: the first group of tokens over the tile (later groups find the next tile fetched).
 template <class Dot, int TN>
 void lanes_tile_both_halves(const Weight& w, size_t r0, size_t n_rows, const Q8Acts& x, size_t t0,
-                            float* y, size_t ldy) {
+                            float* y, size_t ldy, bool prefetch) {
   constexpr size_t kChainLane[8] = {0, 4, 1, 5, 2, 6, 3, 7};
   const size_t nb = w.cols / 32, tile_bytes = kMxfp4LanesBlockBytes * nb;
   const uint8_t* codes = w.data + r0 * w.row_bytes;
@@ -499,10 +500,11 @@ void lanes_tile_both_halves(const Weight& w, size_t r0, size_t n_rows, const Q8A
       run ^= 1;
       const uint8_t* c = codes + kMxfp4LanesBlockBytes * at;
       const uint8_t* sc = scales + 16 * at;
-      // Prefetches past the tensor's end are dropped, never faulting.
-      for (size_t l = 0; l < kMxfp4LanesBlockBytes; l += 64)
-        _mm_prefetch(reinterpret_cast<const char*>(c) + tile_bytes + l, _MM_HINT_T1);
-      _mm_prefetch(reinterpret_cast<const char*>(sc) + 16 * nb, _MM_HINT_T1);
+      if (prefetch) {  // prefetches past the tensor's end are dropped, never faulting
+        for (size_t l = 0; l < kMxfp4LanesBlockBytes; l += 64)
+          _mm_prefetch(reinterpret_cast<const char*>(c) + tile_bytes + l, _MM_HINT_T1);
+        _mm_prefetch(reinterpret_cast<const char*>(sc) + 16 * nb, _MM_HINT_T1);
+      }
       __m256i s[2][TN];
       for (int h = 0; h < 2; ++h)
         for (int n = 0; n < TN; ++n) s[h][n] = _mm256_set1_epi32(qi[size_t(n) * x.b_stride]);
@@ -582,10 +584,10 @@ void tile_for_tokens(const Weight& w, size_t r, size_t n_rows, const Q8Acts& x, 
     const size_t tn = n_tok - t < kTileTokens ? n_tok - t : kTileTokens;
     float* yt = y + t * ldy;
     switch (tn) {
-      case 1: lanes_tile_both_halves<Dot, 1>(w, r, n_rows, x, t0 + t, yt, ldy); break;
-      case 2: lanes_tile_both_halves<Dot, 2>(w, r, n_rows, x, t0 + t, yt, ldy); break;
-      case 3: lanes_tile_both_halves<Dot, 3>(w, r, n_rows, x, t0 + t, yt, ldy); break;
-      default: lanes_tile_both_halves<Dot, 4>(w, r, n_rows, x, t0 + t, yt, ldy); break;
+      case 1: lanes_tile_both_halves<Dot, 1>(w, r, n_rows, x, t0 + t, yt, ldy, t == 0); break;
+      case 2: lanes_tile_both_halves<Dot, 2>(w, r, n_rows, x, t0 + t, yt, ldy, t == 0); break;
+      case 3: lanes_tile_both_halves<Dot, 3>(w, r, n_rows, x, t0 + t, yt, ldy, t == 0); break;
+      default: lanes_tile_both_halves<Dot, 4>(w, r, n_rows, x, t0 + t, yt, ldy, t == 0); break;
     }
   }
 }
