@@ -55,6 +55,15 @@ inline __m256i code_lut() {
       _mm_setr_epi8(12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0));
 }
 
+// The codes (code_lut) of a vector's low nibbles, and of its high ones.
+inline __m256i low_codes(__m256i packed, __m256i lut) {
+  return _mm256_shuffle_epi8(lut, _mm256_and_si256(packed, _mm256_set1_epi8(0x0f)));
+}
+inline __m256i high_codes(__m256i packed, __m256i lut) {
+  return _mm256_shuffle_epi8(
+      lut, _mm256_and_si256(_mm256_srli_epi16(packed, 4), _mm256_set1_epi8(0x0f)));
+}
+
 // The low 8 E8M0 bytes -> 2^(e - 127) as floats, exactly: e << 23 is that float's bits for
 // e >= 1 (at least 0x00800000), and the max gives e = 0 the subnormal 2^-127's, 0x00400000.
 inline __m256 e8m0x8(__m128i bytes) {
@@ -130,7 +139,7 @@ __attribute__((always_inline)) inline void pair_sums(const GemvRows<R, T>& st, s
     return;
   }
   const bool whole = 2 * k + 2 <= nb;
-  const __m256i lut = code_lut(), low4 = _mm256_set1_epi8(0x0f);
+  const __m256i lut = code_lut();
   __m256i x_even[T], x_odd[T];
   for (int t = 0; t < T; ++t) {
     x_even[t] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[t].xq + xo));
@@ -142,8 +151,8 @@ __attribute__((always_inline)) inline void pair_sums(const GemvRows<R, T>& st, s
     const __m256i c =
         whole ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src))
               : _mm256_zextsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src)));
-    const __m256i lo = _mm256_shuffle_epi8(lut, _mm256_and_si256(c, low4));
-    const __m256i hi = _mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srli_epi16(c, 4), low4));
+    const __m256i lo = low_codes(c, lut);
+    const __m256i hi = high_codes(c, lut);
     for (int t = 0; t < T; ++t)
       s[r][t] = Dot::dot2(_mm256_setzero_si256(), lo, x_even[t], hi, x_odd[t]);
   }
@@ -266,7 +275,7 @@ void gemv_step(const Weight& w, size_t r0, size_t n_rows, const Q8Acts& x, size_
 // weights then one ymm of row scales.
 void decode_panel(const Weight& w, size_t r0, size_t n, __m256i* panel) {
   const size_t nb = w.cols / 32;
-  const __m256i lut = code_lut(), low4 = _mm256_set1_epi8(0x0f);
+  const __m256i lut = code_lut();
   alignas(16) static const uint8_t zeros[16] = {};
   const uint8_t* row[kPanelRows];
   size_t step[kPanelRows];  // 16 bytes per block, 0 for a missing row (reads zeros forever)
@@ -291,8 +300,8 @@ void decode_panel(const Weight& w, size_t r0, size_t n, __m256i* panel) {
       const __m128i r_hi =
           _mm_loadu_si128(reinterpret_cast<const __m128i*>(row[4 + k] + step[4 + k] * b));
       const __m256i a = _mm256_inserti128_si256(_mm256_castsi128_si256(r_lo), r_hi, 1);
-      lo[k] = _mm256_shuffle_epi8(lut, _mm256_and_si256(a, low4));
-      hi[k] = _mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srli_epi16(a, 4), low4));
+      lo[k] = low_codes(a, lut);
+      hi[k] = high_codes(a, lut);
     }
     // 4x4 transposes of dwords inside each 128-bit lane: dword k of lane q of out[g] is group g
     // of row 4q + k, i.e. row r lands in lane r.
@@ -348,7 +357,7 @@ struct LanesBlocks {
   bool prefetch;  // the first pass over the tile's lines
   // The block at position pos of the tile.
   __attribute__((always_inline)) void operator()(size_t pos, __m256i (&wv)[8], __m256& ws) const {
-    const __m256i lut = code_lut(), low4 = _mm256_set1_epi8(0x0f);
+    const __m256i lut = code_lut();
     const uint8_t* c = codes + kMxfp4LanesBlockBytes * pos;
     if (prefetch) {  // prefetches past the tensor's end are dropped, never faulting
       const size_t tile_bytes = kMxfp4LanesBlockBytes * nb;
@@ -358,8 +367,8 @@ struct LanesBlocks {
     }
     for (int g = 0; g < 4; ++g) {
       const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(c + 64 * g));
-      wv[g] = _mm256_shuffle_epi8(lut, _mm256_and_si256(v, low4));
-      wv[4 + g] = _mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srli_epi16(v, 4), low4));
+      wv[g] = low_codes(v, lut);
+      wv[4 + g] = high_codes(v, lut);
     }
     ws = e8m0x8(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(scales + 16 * pos)));
   }
@@ -479,7 +488,7 @@ void lanes_tile_both_halves(const Weight& w, size_t r0, size_t n_rows, const Q8A
   const size_t nb = w.cols / 32, tile_bytes = kMxfp4LanesBlockBytes * nb;
   const uint8_t* codes = w.data + r0 * w.row_bytes;
   const uint8_t* scales = w.scales + r0 * nb;
-  const __m256i lut = code_lut(), low4 = _mm256_set1_epi8(0x0f);
+  const __m256i lut = code_lut();
   // Token n's data at n strides from token 0's, as in panel_tile.
   const int8_t* xq0 = x.q + t0 * x.q_stride;
   const float* hd0 = x.half_d + t0 * x.b_stride;
@@ -517,12 +526,10 @@ void lanes_tile_both_halves(const Weight& w, size_t r0, size_t n_rows, const Q8A
               _mm256_loadu_si256(reinterpret_cast<const __m256i*>(c + 64 * g + 32 * h));
           const __m256i v1 =
               _mm256_loadu_si256(reinterpret_cast<const __m256i*>(c + 64 * g + 64 + 32 * h));
-          const __m256i e0 = _mm256_shuffle_epi8(lut, _mm256_and_si256(v0, low4));
-          const __m256i o0 =
-              _mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srli_epi16(v0, 4), low4));
-          const __m256i e1 = _mm256_shuffle_epi8(lut, _mm256_and_si256(v1, low4));
-          const __m256i o1 =
-              _mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srli_epi16(v1, 4), low4));
+          const __m256i e0 = low_codes(v0, lut);
+          const __m256i o0 = high_codes(v0, lut);
+          const __m256i e1 = low_codes(v1, lut);
+          const __m256i o1 = high_codes(v1, lut);
           for (int n = 0; n < TN; ++n) {
             const int8_t* xn = xe + size_t(n) * x.q_stride + 4 * g;
             s[h][n] = Dot::dot4(s[h][n], e0, bcast4(xn), o0, bcast4(xn + 64), e1, bcast4(xn + 4),

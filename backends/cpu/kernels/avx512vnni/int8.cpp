@@ -60,6 +60,15 @@ inline __m512i code_lut() {
       _mm_setr_epi8(12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0));
 }
 
+// The codes (code_lut) of a vector's low nibbles, and of its high ones.
+inline __m512i low_codes(__m512i packed, __m512i lut) {
+  return _mm512_shuffle_epi8(lut, _mm512_and_si512(packed, _mm512_set1_epi8(0x0f)));
+}
+inline __m512i high_codes(__m512i packed, __m512i lut) {
+  return _mm512_shuffle_epi8(
+      lut, _mm512_and_si512(_mm512_srli_epi16(packed, 4), _mm512_set1_epi8(0x0f)));
+}
+
 // 16 E8M0 bytes -> 2^(e - 127) as floats, exactly: e << 23 is that float's bits for e >= 1
 // (at least 0x00800000), and the max gives e = 0 the subnormal 2^-127's, 0x00400000.
 inline __m512 e8m0x16(__m128i bytes) {
@@ -153,9 +162,9 @@ struct Mxfp4 {
       c = _mm512_maskz_loadu_epi8(
           nb - b0 >= 4 ? ~__mmask64(0) : (__mmask64(1) << (16 * (nb - b0))) - 1, src);
     }
-    const __m512i lut = code_lut(), low4 = _mm512_set1_epi8(0x0f);
-    even = _mm512_shuffle_epi8(lut, _mm512_and_si512(c, low4));
-    odd = _mm512_shuffle_epi8(lut, _mm512_and_si512(_mm512_srli_epi16(c, 4), low4));
+    const __m512i lut = code_lut();
+    even = low_codes(c, lut);
+    odd = high_codes(c, lut);
   }
   template <bool Whole>
   __attribute__((always_inline)) static __m512 chunk_scales(const uint8_t*, const uint8_t* scales,
@@ -389,7 +398,7 @@ inline void store_lane_groups(const __m512i (&lo)[4], const __m512i (&hi)[4], __
 // weights then one zmm of row scales.
 void decode_panel(const Weight& w, size_t r0, size_t n, __m512i* panel) {
   const size_t nb = w.cols / 32;
-  const __m512i lut = code_lut(), low4 = _mm512_set1_epi8(0x0f);
+  const __m512i lut = code_lut();
   alignas(16) static const uint8_t zeros[16] = {};
   const uint8_t* row[kPanelRows];
   size_t step[kPanelRows];  // 16 bytes per block, 0 for a missing row (reads zeros forever)
@@ -420,8 +429,8 @@ void decode_panel(const Weight& w, size_t r0, size_t n, __m512i* panel) {
       const __m256i a01 = _mm256_inserti128_si256(_mm256_castsi128_si256(ld(0)), ld(1), 1);
       const __m256i a23 = _mm256_inserti128_si256(_mm256_castsi128_si256(ld(2)), ld(3), 1);
       const __m512i a = _mm512_inserti64x4(_mm512_castsi256_si512(a01), a23, 1);
-      lo[k] = _mm512_shuffle_epi8(lut, _mm512_and_si512(a, low4));
-      hi[k] = _mm512_shuffle_epi8(lut, _mm512_and_si512(_mm512_srli_epi16(a, 4), low4));
+      lo[k] = low_codes(a, lut);
+      hi[k] = high_codes(a, lut);
     }
     store_lane_groups(lo, hi, panel + 9 * panel_slot(b, nb));
   }
@@ -629,11 +638,11 @@ constexpr size_t kLanesTileTokens = 8;
 
 // The 8 groups of weights of the lanes block at `block`.
 __attribute__((always_inline)) inline void lanes_groups(const uint8_t* block, __m512i (&wv)[8]) {
-  const __m512i lut = code_lut(), low4 = _mm512_set1_epi8(0x0f);
+  const __m512i lut = code_lut();
   for (int g = 0; g < 4; ++g) {
     const __m512i c = _mm512_loadu_si512(block + 64 * g);
-    wv[g] = _mm512_shuffle_epi8(lut, _mm512_and_si512(c, low4));
-    wv[4 + g] = _mm512_shuffle_epi8(lut, _mm512_and_si512(_mm512_srli_epi16(c, 4), low4));
+    wv[g] = low_codes(c, lut);
+    wv[4 + g] = high_codes(c, lut);
   }
 }
 
