@@ -48,6 +48,22 @@ inline unsigned threads_or_all(unsigned threads) {
 // Bytes of the read test: far larger than any cache (see membw.cpp).
 constexpr size_t kReadTestBytes = size_t(1) << 30;
 double measure_read_bandwidth(unsigned threads, size_t bytes = kReadTestBytes);
+// The same test over a buffer made once, for measuring again and again (beside each of many
+// benchmark rows) without touching a fresh 1 GiB each time.
+class ReadTest {
+ public:
+  explicit ReadTest(unsigned threads, size_t bytes = kReadTestBytes);
+  ~ReadTest();
+  ReadTest(const ReadTest&) = delete;
+  ReadTest& operator=(const ReadTest&) = delete;
+  bool ok() const { return buf_ != nullptr; }
+  double gbs() const;  // 0 where the buffer could not be made
+
+ private:
+  unsigned threads_;
+  size_t words_;
+  uint64_t* buf_;
+};
 
 // Sums the first words / streams / 8 * 8 * streams words of p, read as `streams` streams a
 // part apart, each prefetched `ahead` words ahead (8 independent chains: vectorised adds at -O3).

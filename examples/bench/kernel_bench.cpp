@@ -171,6 +171,28 @@ double time_best(int reps, const std::function<void()>& f) {
 struct Row {
   std::string isa, kernel, shape;
   double seconds, bytes, flops;
+  double read_gbs = 0;  // the read test beside it (Rows::add)
+};
+
+// The rows, each held against the higher of two read tests, one just before it and one just
+// after: this VM's bandwidth moves by 2x within minutes, so one test before all rows and one
+// after them put rows measured in a fast minute above 100 % of a slow one's.
+class Rows {
+ public:
+  explicit Rows(unsigned threads) : reads_(threads), last_(reads_.gbs()) {}
+  void add(Row r) {
+    const double after = reads_.gbs();
+    r.read_gbs = std::max(last_, after);
+    last_ = after;
+    rows_.push_back(std::move(r));
+  }
+  const std::vector<Row>& all() const { return rows_; }
+  bool measured() const { return reads_.ok(); }
+
+ private:
+  ReadTest reads_;
+  std::vector<Row> rows_;
+  double last_;
 };
 
 // This thread's CPU time: time the other processes of a shared machine take from it does not
@@ -247,8 +269,7 @@ __attribute__((target("avx2"))) double maddubs_sums_per_second() {
 // stay in L2 (under 400 KB), best of 5 samples of 200 calls, in CPU time; the decode kernels'
 // rows above are bound by memory wherever this rate is well above the read bandwidth's share
 // of one core. Rows appended to `rows`.
-void compute_rates(Isa isa, const std::vector<float>& x4, std::vector<float>& y,
-                   std::vector<Row>& rows) {
+void compute_rates(Isa isa, const std::vector<float>& x4, std::vector<float>& y, Rows& rows) {
   const cpu::Kernels& k = cpu::kernels_for(isa);
   const size_t H = 2880;
   const char* name = cpu::isa_name(isa);
@@ -265,13 +286,13 @@ void compute_rates(Isa isa, const std::vector<float>& x4, std::vector<float>& y,
 #if defined(__x86_64__)
   if (isa == Isa::avx512vnni || isa == Isa::avx512bf16) {
     const double per_s = vpdpbusd_per_second();  // 64 multiply-adds each
-    rows.push_back({name, "peak: vpdpbusd zmm, 1 thread", "16 chains, 1M instr", 1e6 / per_s, 0.0,
-                    2.0 * 64 * 1e6});
+    rows.add({name, "peak: vpdpbusd zmm, 1 thread", "16 chains, 1M instr", 1e6 / per_s, 0.0,
+              2.0 * 64 * 1e6});
   }
   if (isa == Isa::avx2 || isa == Isa::avx512) {      // the levels whose int8 tiles use vpmaddubsw
     const double per_s = maddubs_sums_per_second();  // 128 multiply-adds each
-    rows.push_back({name, "peak: 4 vpmaddubsw + vpmaddwd ymm, 1 thread", "8 chains, 1M sums",
-                    1e6 / per_s, 0.0, 2.0 * 128 * 1e6});
+    rows.add({name, "peak: 4 vpmaddubsw + vpmaddwd ymm, 1 thread", "8 chains, 1M sums", 1e6 / per_s,
+              0.0, 2.0 * 128 * 1e6});
   }
 #endif
   const Weight m = make_weight(gptoss_dtype_mxfp4, 128, H, 11);
@@ -285,49 +306,49 @@ void compute_rates(Isa isa, const std::vector<float>& x4, std::vector<float>& y,
     cpu::Q8Acts& xq = mem.prepare(4, H);
     k.quantize_q8(x4.data(), H, 4, xq);
     double s = best([&] { k.matmul_mxfp4_q8(m, 0, m.rows, xq, 0, 1, y.data(), m.rows); });
-    rows.push_back(
+    rows.add(
         {name, "compute: int8 MXFP4 GEMV, L2, 1 thread", "128x2880, 1 tok", s, mb, 2.0 * 128 * H});
     if (k.gemv_mxfp4_q8 != nullptr) {
       s = best([&] { k.gemv_mxfp4_q8(m, 0, m.rows, xq, 0, 4, y.data(), m.rows); });
-      rows.push_back({name, "compute: int8 MXFP4 step, L2, 1 thread", "128x2880, 4 tok", s, mb,
-                      8.0 * 128 * H});
+      rows.add({name, "compute: int8 MXFP4 step, L2, 1 thread", "128x2880, 4 tok", s, mb,
+                8.0 * 128 * H});
     }
     // The same 4 tokens through the prefill panels (decoded to the lane layout per call).
     s = best([&] { k.matmul_mxfp4_q8(m, 0, m.rows, xq, 0, 4, y.data(), m.rows); });
-    rows.push_back({name, "compute: int8 MXFP4 panels, L2, 1 thread", "128x2880, 4 tok", s, mb,
-                    8.0 * 128 * H});
+    rows.add({name, "compute: int8 MXFP4 panels, L2, 1 thread", "128x2880, 4 tok", s, mb,
+              8.0 * 128 * H});
     // A prefill's share of one expert (a 256-token prompt gives each expert about 32 tokens).
     cpu::Q8Storage mem24;
     cpu::Q8Acts& xq24 = mem24.prepare(kPrefillTokens, H);
     k.quantize_q8(x24.data(), H, kPrefillTokens, xq24);
     s = best([&] { k.matmul_mxfp4_q8(m, 0, m.rows, xq24, 0, kPrefillTokens, y.data(), m.rows); });
-    rows.push_back({name, "compute: int8 MXFP4 panels, L2, 1 thread", "128x2880, 24 tok", s, mb,
-                    2.0 * kPrefillTokens * 128 * H});
+    rows.add({name, "compute: int8 MXFP4 panels, L2, 1 thread", "128x2880, 24 tok", s, mb,
+              2.0 * kPrefillTokens * 128 * H});
     if (k.matmul_mxfp4_lanes_q8 != nullptr) {  // the same rows repacked at upload
       const Weight ml = mxfp4_lanes_of(m);
       for (size_t nt : {size_t(1), size_t(4), kPrefillTokens}) {
         const cpu::Q8Acts& xs = nt == kPrefillTokens ? xq24 : xq;
         s = best([&] { k.matmul_mxfp4_lanes_q8(ml, 0, ml.rows, xs, 0, nt, y.data(), ml.rows); });
-        rows.push_back({name, "compute: int8 MXFP4 lanes, L2, 1 thread",
-                        "128x2880, " + std::to_string(nt) + " tok", s, mb, 2.0 * nt * 128 * H});
+        rows.add({name, "compute: int8 MXFP4 lanes, L2, 1 thread",
+                  "128x2880, " + std::to_string(nt) + " tok", s, mb, 2.0 * nt * 128 * H});
       }
     }
     if (k.matmul_q8_0_q8 != nullptr) {  // a GGUF's Q8_0 projections in the fast precision
       const double qb = 128.0 * H * 34.0 / 32.0;
       s = best([&] { k.matmul_q8_0_q8(q, 0, q.rows, xq, 0, 1, y.data(), q.rows); });
-      rows.push_back(
+      rows.add(
           {name, "compute: int8 Q8_0 GEMV, L2, 1 thread", "128x2880, 1 tok", s, qb, 2.0 * 128 * H});
       for (size_t nt : {2, 4}) {  // a decode step's tokens: the several-token GEMV, the panels
         s = best([&] { k.gemv_q8_0_q8(q, 0, q.rows, xq, 0, nt, y.data(), q.rows); });
-        rows.push_back({name, "compute: int8 Q8_0 step, L2, 1 thread",
-                        "128x2880, " + std::to_string(nt) + " tok", s, qb, 2.0 * nt * 128 * H});
+        rows.add({name, "compute: int8 Q8_0 step, L2, 1 thread",
+                  "128x2880, " + std::to_string(nt) + " tok", s, qb, 2.0 * nt * 128 * H});
         s = best([&] { k.matmul_q8_0_q8(q, 0, q.rows, xq, 0, nt, y.data(), q.rows); });
-        rows.push_back({name, "compute: int8 Q8_0 panels, L2, 1 thread",
-                        "128x2880, " + std::to_string(nt) + " tok", s, qb, 2.0 * nt * 128 * H});
+        rows.add({name, "compute: int8 Q8_0 panels, L2, 1 thread",
+                  "128x2880, " + std::to_string(nt) + " tok", s, qb, 2.0 * nt * 128 * H});
       }
       s = best([&] { k.matmul_q8_0_q8(q, 0, q.rows, xq24, 0, kPrefillTokens, y.data(), q.rows); });
-      rows.push_back({name, "compute: int8 Q8_0 panels, L2, 1 thread", "128x2880, 24 tok", s, qb,
-                      2.0 * kPrefillTokens * 128 * H});
+      rows.add({name, "compute: int8 Q8_0 panels, L2, 1 thread", "128x2880, 24 tok", s, qb,
+                2.0 * kPrefillTokens * 128 * H});
     }
     if (k.quantize_q16 != nullptr) {  // a GGUF's Q8_0 projections in the fast precision
       const double qb = 128.0 * H * 34.0 / 32.0;
@@ -337,20 +358,18 @@ void compute_rates(Isa isa, const std::vector<float>& x4, std::vector<float>& y,
       if (k.matmul_q8_0_q16 != nullptr) {  // avx2 and avx512 read the repacked tiles only
         for (size_t nt : {size_t(1), size_t(8), kPrefillTokens}) {
           s = best([&] { k.matmul_q8_0_q16(q, 0, q.rows, x16, 0, nt, y.data(), q.rows); });
-          rows.push_back({name,
-                          nt == 1 ? "compute: int16 Q8_0 GEMV, L2, 1 thread"
-                                  : "compute: int16 Q8_0 panels, L2, 1 thread",
-                          "128x2880, " + std::to_string(nt) + " tok", s, qb,
-                          2.0 * double(nt) * 128 * H});
+          rows.add({name,
+                    nt == 1 ? "compute: int16 Q8_0 GEMV, L2, 1 thread"
+                            : "compute: int16 Q8_0 panels, L2, 1 thread",
+                    "128x2880, " + std::to_string(nt) + " tok", s, qb, 2.0 * double(nt) * 128 * H});
         }
       }
       if (k.matmul_q8_0_lanes_q16 != nullptr) {  // the same rows repacked at upload
         const Weight ql = q8_0_lanes_of(q);
         for (size_t nt : {size_t(1), size_t(8), kPrefillTokens}) {
           s = best([&] { k.matmul_q8_0_lanes_q16(ql, 0, ql.rows, x16, 0, nt, y.data(), ql.rows); });
-          rows.push_back({name, "compute: int16 Q8_0 lanes, L2, 1 thread",
-                          "128x2880, " + std::to_string(nt) + " tok", s, qb,
-                          2.0 * double(nt) * 128 * H});
+          rows.add({name, "compute: int16 Q8_0 lanes, L2, 1 thread",
+                    "128x2880, " + std::to_string(nt) + " tok", s, qb, 2.0 * double(nt) * 128 * H});
         }
       }
     }
@@ -359,30 +378,30 @@ void compute_rates(Isa isa, const std::vector<float>& x4, std::vector<float>& y,
     // A dense projection's prefill (both precisions), 32 rows: weights, their fp32 panel and the
     // tokens stay in L2.
     double s = best([&] { k.fp32->panels(b, 0, 32, x24.data(), H, kPrefillTokens, y.data(), 32); });
-    rows.push_back({name, "compute: bf16 panels, L2, 1 thread", "32x2880, 24 tok", s,
-                    32.0 * H * 2.0, 2.0 * kPrefillTokens * 32 * H});
+    rows.add({name, "compute: bf16 panels, L2, 1 thread", "32x2880, 24 tok", s, 32.0 * H * 2.0,
+              2.0 * kPrefillTokens * 32 * H});
     if (k.matmul_bf16_lanes != nullptr) {
       const Weight bl = lanes_of(b);
       s = best(
           [&] { k.matmul_bf16_lanes(bl, 0, 32, x24.data(), H, kPrefillTokens, y.data(), 32); });
-      rows.push_back({name, "compute: bf16 lanes tiles, L2, 1 thread", "32x2880, 24 tok", s,
-                      32.0 * H * 2.0, 2.0 * kPrefillTokens * 32 * H});
+      rows.add({name, "compute: bf16 lanes tiles, L2, 1 thread", "32x2880, 24 tok", s,
+                32.0 * H * 2.0, 2.0 * kPrefillTokens * 32 * H});
       s = best([&] { k.matmul_bf16_lanes(bl, 0, bl.rows, x24.data(), H, 8, y.data(), bl.rows); });
-      rows.push_back({name, "compute: bf16 lanes step, L2, 1 thread", "64x2880, 8 tok", s,
-                      64.0 * H * 2.0, 2.0 * 8 * 64 * H});
+      rows.add({name, "compute: bf16 lanes step, L2, 1 thread", "64x2880, 8 tok", s, 64.0 * H * 2.0,
+                2.0 * 8 * 64 * H});
       s = best([&] { k.fp32->pairs(b, 0, b.rows, x24.data(), H, 8, y.data(), b.rows); });
-      rows.push_back({name, "compute: bf16 pairs step, L2, 1 thread", "64x2880, 8 tok", s,
-                      64.0 * H * 2.0, 2.0 * 8 * 64 * H});
+      rows.add({name, "compute: bf16 pairs step, L2, 1 thread", "64x2880, 8 tok", s, 64.0 * H * 2.0,
+                2.0 * 8 * 64 * H});
       s = best([&] { k.matmul_bf16_lanes(bl, 0, bl.rows, x4.data(), H, 1, y.data(), bl.rows); });
-      rows.push_back({name, "compute: bf16 lanes GEMV, L2, 1 thread", "64x2880, 1 tok", s,
-                      64.0 * H * 2.0, 2.0 * 64 * H});
+      rows.add({name, "compute: bf16 lanes GEMV, L2, 1 thread", "64x2880, 1 tok", s, 64.0 * H * 2.0,
+                2.0 * 64 * H});
     }
     s = best([&] { k.fp32->gemv(b, 0, b.rows, x4.data(), H, 1, y.data(), b.rows); });
-    rows.push_back({name, "compute: bf16 GEMV, L2, 1 thread", "64x2880, 1 tok", s, 64.0 * H * 2.0,
-                    2.0 * 64 * H});
+    rows.add({name, "compute: bf16 GEMV, L2, 1 thread", "64x2880, 1 tok", s, 64.0 * H * 2.0,
+              2.0 * 64 * H});
     s = best([&] { k.fp32->gemv(q, 0, q.rows, x4.data(), H, 1, y.data(), q.rows); });
-    rows.push_back({name, "compute: Q8_0 GEMV, L2, 1 thread", "128x2880, 1 tok", s,
-                    128.0 * H * 34.0 / 32.0, 2.0 * 128 * H});
+    rows.add({name, "compute: Q8_0 GEMV, L2, 1 thread", "128x2880, 1 tok", s,
+              128.0 * H * 34.0 / 32.0, 2.0 * 128 * H});
   }
 }
 
@@ -453,7 +472,7 @@ int run_kernel_bench(const Options& o) {
   for (size_t t = 0; t < 512; ++t) win[t] = {int32_t(t), std::max(0, int32_t(t) - 127), 0, 0};  // gpt-oss even layers
   std::vector<float> out(512 * Q);
 
-  std::vector<Row> rows;
+  Rows rows(threads);
   // GPTOSS_CPU_ISA names one level to time alone (the level it selects), for A/B runs.
   const bool one_level = std::getenv("GPTOSS_CPU_ISA") != nullptr;
   for (Isa isa : cpu::kAllIsas) {
@@ -463,13 +482,13 @@ int run_kernel_bench(const Options& o) {
     const int reps = isa == Isa::scalar ? 2 : 5;
     const char* name = cpu::isa_name(isa);
     double s = time_best(reps, [&] { cpu::op_linear(&st, x1.data(), &mlp1, nullptr, 1, H, mlp1.rows, y.data()); });
-    rows.push_back({name, "qmatvec mxfp4 (MoE decode)", "46080x2880, 1 tok", s,
-                    double(mlp1.rows) * H * 17.0 / 32.0, 2.0 * double(mlp1.rows) * H});
+    rows.add({name, "qmatvec mxfp4 (MoE decode)", "46080x2880, 1 tok", s,
+              double(mlp1.rows) * H * 17.0 / 32.0, 2.0 * double(mlp1.rows) * H});
     // Two and three sequences of a decode step that chose the same experts.
     for (size_t nt : {2, 3, 8}) {
       s = time_best(reps, [&] { cpu::op_linear(&st, x64.data(), &mlp1, nullptr, nt, H, mlp1.rows, y.data()); });
-      rows.push_back({name, "qmatvec mxfp4 (decode step)", "46080x2880, " + std::to_string(nt) + " tok", s,
-                      double(mlp1.rows) * H * 17.0 / 32.0, 2.0 * double(nt) * double(mlp1.rows) * H});
+      rows.add({name, "qmatvec mxfp4 (decode step)", "46080x2880, " + std::to_string(nt) + " tok",
+                s, double(mlp1.rows) * H * 17.0 / 32.0, 2.0 * double(nt) * double(mlp1.rows) * H});
     }
     const auto first_expert = [&](const Weight& all) {  // a view of the first 5760 rows
       Weight w;
@@ -487,30 +506,29 @@ int run_kernel_bench(const Options& o) {
     };
     const Weight one_expert = first_expert(mlp1);
     s = time_best(reps, [&] { cpu::op_linear(&st, x64.data(), &one_expert, nullptr, 64, H, 2 * I, y.data()); });
-    rows.push_back({name, "qGEMM mxfp4 (MoE prefill)", "5760x2880, 64 tok", s,
-                    double(2 * I) * H * 17.0 / 32.0, 2.0 * 64 * double(2 * I) * H});
+    rows.add({name, "qGEMM mxfp4 (MoE prefill)", "5760x2880, 64 tok", s,
+              double(2 * I) * H * 17.0 / 32.0, 2.0 * 64 * double(2 * I) * H});
     if (dev.quantize_activations && dev.kernels->matmul_mxfp4_lanes_q8 != nullptr) {
       // The same from the experts as the fast precision's upload lays them out.
       s = time_best(reps, [&] {
         cpu::op_linear(&st, x1.data(), &mlp1_lanes, nullptr, 1, H, mlp1.rows, y.data());
       });
-      rows.push_back({name, "qmatvec mxfp4 lanes (MoE decode)", "46080x2880, 1 tok", s,
-                      double(mlp1.rows) * H * 17.0 / 32.0, 2.0 * double(mlp1.rows) * H});
+      rows.add({name, "qmatvec mxfp4 lanes (MoE decode)", "46080x2880, 1 tok", s,
+                double(mlp1.rows) * H * 17.0 / 32.0, 2.0 * double(mlp1.rows) * H});
       for (size_t nt : {2, 3, 8}) {
         s = time_best(reps, [&] {
           cpu::op_linear(&st, x64.data(), &mlp1_lanes, nullptr, nt, H, mlp1.rows, y.data());
         });
-        rows.push_back({name, "qmatvec mxfp4 lanes (decode step)",
-                        "46080x2880, " + std::to_string(nt) + " tok", s,
-                        double(mlp1.rows) * H * 17.0 / 32.0,
-                        2.0 * double(nt) * double(mlp1.rows) * H});
+        rows.add({name, "qmatvec mxfp4 lanes (decode step)",
+                  "46080x2880, " + std::to_string(nt) + " tok", s,
+                  double(mlp1.rows) * H * 17.0 / 32.0, 2.0 * double(nt) * double(mlp1.rows) * H});
       }
       const Weight one_expert_lanes = first_expert(mlp1_lanes);
       s = time_best(reps, [&] {
         cpu::op_linear(&st, x64.data(), &one_expert_lanes, nullptr, 64, H, 2 * I, y.data());
       });
-      rows.push_back({name, "qGEMM mxfp4 lanes (MoE prefill)", "5760x2880, 64 tok", s,
-                      double(2 * I) * H * 17.0 / 32.0, 2.0 * 64 * double(2 * I) * H});
+      rows.add({name, "qGEMM mxfp4 lanes (MoE prefill)", "5760x2880, 64 tok", s,
+                double(2 * I) * H * 17.0 / 32.0, 2.0 * 64 * double(2 * I) * H});
       // What the upload spends on the repack per byte, on one thread, into faulted-in pages: the
       // level's and the scalar definition.
       auto* codes = static_cast<uint8_t*>(lanes_rows_scratch(mlp1_lanes));
@@ -520,10 +538,10 @@ int run_kernel_bench(const Options& o) {
         s = time_best(reps, [&] {
           repack(mlp1.data, mlp1.scales, H, 0, mlp1.rows / 16, codes, scales.data());
         });
-        rows.push_back({name,
-                        level ? "repack MXFP4 lanes (upload), 1 thread"
-                              : "repack MXFP4 lanes, scalar loop, 1 thread",
-                        "46080x2880", s, double(mlp1.rows) * H * 17.0 / 32.0, 0.0});
+        rows.add({name,
+                  level ? "repack MXFP4 lanes (upload), 1 thread"
+                        : "repack MXFP4 lanes, scalar loop, 1 thread",
+                  "46080x2880", s, double(mlp1.rows) * H * 17.0 / 32.0, 0.0});
       }
     }
     // The whole MoE block of a prefill, from memory: 128 tokens routed to 4 of 8 experts
@@ -534,15 +552,15 @@ int run_kernel_bench(const Options& o) {
         cpu::op_moe(&st, x128.data(), moe_ids.data(), moe_weights.data(), &moe1, nullptr, &moe2,
                     nullptr, 128, H, I, 4, 7.0f, y.data());
       });
-      rows.push_back({name, "MoE prefill (routed)", "128 tok, 4 of 8 experts", s,
-                      8.0 * 3 * I * H * 17.0 / 32.0, 2.0 * 128 * 4 * 3 * double(I) * H});
+      rows.add({name, "MoE prefill (routed)", "128 tok, 4 of 8 experts", s,
+                8.0 * 3 * I * H * 17.0 / 32.0, 2.0 * 128 * 4 * 3 * double(I) * H});
       if (dev.quantize_activations && dev.kernels->matmul_mxfp4_lanes_q8 != nullptr) {
         s = time_best(reps, [&] {
           cpu::op_moe(&st, x128.data(), moe_ids.data(), moe_weights.data(), &moe1_lanes, nullptr,
                       &moe2_lanes, nullptr, 128, H, I, 4, 7.0f, y.data());
         });
-        rows.push_back({name, "MoE prefill (routed), lanes", "128 tok, 4 of 8 experts", s,
-                        8.0 * 3 * I * H * 17.0 / 32.0, 2.0 * 128 * 4 * 3 * double(I) * H});
+        rows.add({name, "MoE prefill (routed), lanes", "128 tok, 4 of 8 experts", s,
+                  8.0 * 3 * I * H * 17.0 / 32.0, 2.0 * 128 * 4 * 3 * double(I) * H});
       }
     }
     // A dense projection's prefill (fp32 activations: the attention's bf16 matrices in both
@@ -553,8 +571,8 @@ int run_kernel_bench(const Options& o) {
     s = time_best(reps, [&] {
       cpu::op_linear(&st, x256.data(), &dense_rows, nullptr, 256, H, 2048, y.data());
     });
-    rows.push_back({name, "GEMM bf16 (dense prefill)", "2048x2880, 256 tok", s, 2048.0 * H * 2.0,
-                    2.0 * 256 * 2048.0 * H});
+    rows.add({name, "GEMM bf16 (dense prefill)", "2048x2880, 256 tok", s, 2048.0 * H * 2.0,
+              2.0 * 256 * 2048.0 * H});
     if (dev.kernels->matmul_bf16_lanes != nullptr) {
       Weight lanes_rows = dense_lanes;
       lanes_rows.shape[0] = 2048;
@@ -562,34 +580,34 @@ int run_kernel_bench(const Options& o) {
       s = time_best(reps, [&] {
         cpu::op_linear(&st, x256.data(), &lanes_rows, nullptr, 256, H, 2048, y.data());
       });
-      rows.push_back({name, "GEMM bf16 lanes (dense prefill)", "2048x2880, 256 tok", s,
-                      2048.0 * H * 2.0, 2.0 * 256 * 2048.0 * H});
+      rows.add({name, "GEMM bf16 lanes (dense prefill)", "2048x2880, 256 tok", s, 2048.0 * H * 2.0,
+                2.0 * 256 * 2048.0 * H});
     }
     s = time_best(reps, [&] { cpu::op_linear(&st, x1.data(), &dense, nullptr, 1, H, dense.rows, y.data()); });
-    rows.push_back({name, "GEMV bf16 (unembedding)", "32768x2880, 1 tok", s, double(dense.rows) * H * 2.0,
-                    2.0 * double(dense.rows) * H});
+    rows.add({name, "GEMV bf16 (unembedding)", "32768x2880, 1 tok", s, double(dense.rows) * H * 2.0,
+              2.0 * double(dense.rows) * H});
     if (dev.kernels->matmul_bf16_lanes != nullptr) {
       s = time_best(reps, [&] {
         cpu::op_linear(&st, x1.data(), &dense_lanes, nullptr, 1, H, dense.rows, y.data());
       });
-      rows.push_back({name, "GEMV bf16 lanes (projection)", "32768x2880, 1 tok", s,
-                      double(dense.rows) * H * 2.0, 2.0 * double(dense.rows) * H});
+      rows.add({name, "GEMV bf16 lanes (projection)", "32768x2880, 1 tok", s,
+                double(dense.rows) * H * 2.0, 2.0 * double(dense.rows) * H});
       s = time_best(reps, [&] {
         cpu::op_linear(&st, x64.data(), &dense_lanes, nullptr, 8, H, dense.rows, y.data());
       });
-      rows.push_back({name, "GEMV bf16 lanes (8-sequence step)", "32768x2880, 8 tok", s,
-                      double(dense.rows) * H * 2.0, 2.0 * 8 * double(dense.rows) * H});
+      rows.add({name, "GEMV bf16 lanes (8-sequence step)", "32768x2880, 8 tok", s,
+                double(dense.rows) * H * 2.0, 2.0 * 8 * double(dense.rows) * H});
       // What the upload spends per byte of a projection, on one thread (the upload splits the
       // tiles over the pool), into pages already faulted in: the level's repack, and the
       // scalar loop it replaces.
       const auto* src = reinterpret_cast<const uint16_t*>(dense.data);
       auto* dst = reinterpret_cast<uint16_t*>(lanes_rows_scratch(dense_lanes));
       s = time_best(reps, [&] { dev.kernels->repack_bf16_lanes(src, H, 0, dense.rows / 16, dst); });
-      rows.push_back({name, "repack bf16 lanes (upload), 1 thread", "32768x2880", s,
-                      double(dense.rows) * H * 2.0, 0.0});
+      rows.add({name, "repack bf16 lanes (upload), 1 thread", "32768x2880", s,
+                double(dense.rows) * H * 2.0, 0.0});
       s = time_best(reps, [&] { cpu::repack_bf16_lanes(src, H, 0, dense.rows / 16, dst); });
-      rows.push_back({name, "repack bf16 lanes, scalar loop, 1 thread", "32768x2880", s,
-                      double(dense.rows) * H * 2.0, 0.0});
+      rows.add({name, "repack bf16 lanes, scalar loop, 1 thread", "32768x2880", s,
+                double(dense.rows) * H * 2.0, 0.0});
     }
     // Eight sequences decoding together: every row serves 8 tokens (the server's decode step);
     // as an attention projection (fp32 activations) and as the unembedding (bf16 pairs where
@@ -597,8 +615,10 @@ int run_kernel_bench(const Options& o) {
     for (bool logits : {false, true}) {
       dense.logits_only = logits;
       s = time_best(reps, [&] { cpu::op_linear(&st, x64.data(), &dense, nullptr, 8, H, dense.rows, y.data()); });
-      rows.push_back({name, logits ? "GEMV bf16 (8-sequence step, unembedding)" : "GEMV bf16 (8-sequence step)",
-                      "32768x2880, 8 tok", s, double(dense.rows) * H * 2.0, 2.0 * 8 * double(dense.rows) * H});
+      rows.add({name,
+                logits ? "GEMV bf16 (8-sequence step, unembedding)" : "GEMV bf16 (8-sequence step)",
+                "32768x2880, 8 tok", s, double(dense.rows) * H * 2.0,
+                2.0 * 8 * double(dense.rows) * H});
     }
     dense.logits_only = false;
     // A GGUF's Q8_0 matrices: the unembedding (int8 activations in fast precision where the
@@ -608,17 +628,16 @@ int run_kernel_bench(const Options& o) {
       s = time_best(reps, [&] {
         cpu::op_linear(&st, x1.data(), &dense_q8, nullptr, 1, H, dense_q8.rows, y.data());
       });
-      rows.push_back({name, logits ? "GEMV Q8_0 (GGUF unembedding)" : "GEMV Q8_0 (GGUF projection)",
-                      "65536x2880, 1 tok", s, double(dense_q8.rows) * H * 34.0 / 32.0,
-                      2.0 * double(dense_q8.rows) * H});
+      rows.add({name, logits ? "GEMV Q8_0 (GGUF unembedding)" : "GEMV Q8_0 (GGUF projection)",
+                "65536x2880, 1 tok", s, double(dense_q8.rows) * H * 34.0 / 32.0,
+                2.0 * double(dense_q8.rows) * H});
       s = time_best(reps, [&] {
         cpu::op_linear(&st, x64.data(), &dense_q8, nullptr, 8, H, dense_q8.rows, y.data());
       });
-      rows.push_back(
-          {name,
-           logits ? "GEMV Q8_0 (8-sequence step, unembedding)" : "GEMV Q8_0 (8-sequence step)",
-           "65536x2880, 8 tok", s, double(dense_q8.rows) * H * 34.0 / 32.0,
-           2.0 * 8 * double(dense_q8.rows) * H});
+      rows.add({name,
+                logits ? "GEMV Q8_0 (8-sequence step, unembedding)" : "GEMV Q8_0 (8-sequence step)",
+                "65536x2880, 8 tok", s, double(dense_q8.rows) * H * 34.0 / 32.0,
+                2.0 * 8 * double(dense_q8.rows) * H});
     }
     dense_q8.logits_only = false;
     if (dev.quantize_activations && dev.kernels->matmul_q8_0_lanes_q16 != nullptr) {
@@ -630,7 +649,7 @@ int run_kernel_bench(const Options& o) {
           cpu::op_linear(&st, nt == 1 ? x1.data() : x64.data(), &q8_lanes, nullptr, nt, H,
                          q8_lanes.rows, y.data());
         });
-        rows.push_back(
+        rows.add(
             {name,
              nt == 1 ? "GEMV Q8_0 lanes (GGUF projection)" : "GEMV Q8_0 lanes (8-sequence step)",
              "65536x2880, " + std::to_string(nt) + " tok", s,
@@ -642,16 +661,16 @@ int run_kernel_bench(const Options& o) {
       s = time_best(reps, [&] {
         dev.kernels->repack_q8_0_lanes(dense_q8.data, H, 0, dense_q8.rows / 16, dst);
       });
-      rows.push_back({name, "repack Q8_0 lanes (upload), 1 thread", "65536x2880", s,
-                      double(dense_q8.rows) * H * 34.0 / 32.0, 0.0});
+      rows.add({name, "repack Q8_0 lanes (upload), 1 thread", "65536x2880", s,
+                double(dense_q8.rows) * H * 34.0 / 32.0, 0.0});
     }
     Weight q8_rows = dense_q8;  // a Q8_0 projection's prefill: 2048 rows, 256 tokens
     q8_rows.shape[0] = 2048;
     q8_rows.rows = 2048;
     s = time_best(
         reps, [&] { cpu::op_linear(&st, x256.data(), &q8_rows, nullptr, 256, H, 2048, y.data()); });
-    rows.push_back({name, "GEMM Q8_0 (dense prefill)", "2048x2880, 256 tok", s,
-                    2048.0 * H * 34.0 / 32.0, 2.0 * 256 * 2048.0 * H});
+    rows.add({name, "GEMM Q8_0 (dense prefill)", "2048x2880, 256 tok", s, 2048.0 * H * 34.0 / 32.0,
+              2.0 * 256 * 2048.0 * H});
     for (int bf16 = 0; bf16 < 2; ++bf16) {
       const size_t elem = bf16 ? 2 : 4, layer_bytes = ctx * KV * elem;
       s = time_best(reps, [&] {
@@ -662,53 +681,66 @@ int run_kernel_bench(const Options& o) {
       });
       // Fast precision over a bf16 cache takes bf16 dot products where the CPU has AVX512-BF16.
       const bool dots = bf16 && dev.quantize_activations && cpu::attention_bf16_kernels_for(isa) != nullptr;
-      rows.push_back({name, !bf16 ? "attention decode (f32 KV)" : dots ? "attention decode (bf16 KV, bf16 dots)" : "attention decode (bf16 KV)",
-                      "4096 keys, 64/8 heads", s, 2.0 * double(layer_bytes), 4.0 * 64 * ctx * HD});
+      rows.add({name,
+                !bf16  ? "attention decode (f32 KV)"
+                : dots ? "attention decode (bf16 KV, bf16 dots)"
+                       : "attention decode (bf16 KV)",
+                "4096 keys, 64/8 heads", s, 2.0 * double(layer_bytes), 4.0 * 64 * ctx * HD});
     }
     s = time_best(isa == Isa::scalar ? 1 : 3, [&] {
       cpu::op_attention(&st, q512.data(), kc.data(), vc.data(), gptoss_kv_dtype_f32, &sinks, pre.data(),
                         table.data(), 512, 64, 8, HD, P, 0.125f, out.data());
     });
-    rows.push_back({name, "attention prefill (causal)", "512 tok, 64/8 heads", s, 2.0 * 512 * KV * 4,
-                    4.0 * 64 * HD * 512.0 * 513.0 / 2.0});
+    rows.add({name, "attention prefill (causal)", "512 tok, 64/8 heads", s, 2.0 * 512 * KV * 4,
+              4.0 * 64 * HD * 512.0 * 513.0 / 2.0});
     s = time_best(isa == Isa::scalar ? 1 : 3, [&] {
       cpu::op_attention(&st, q512.data(), kc.data(), vc.data(), gptoss_kv_dtype_f32, &sinks, win.data(),
                         table.data(), 512, 64, 8, HD, P, 0.125f, out.data());
     });
     double win_keys = 0;
     for (const auto& tk : win) win_keys += double(tk.pos - tk.kv_start + 1);
-    rows.push_back({name, "attention prefill (window 128)", "512 tok, 64/8 heads", s, 2.0 * 512 * KV * 4,
-                    4.0 * 64 * HD * win_keys});
+    rows.add({name, "attention prefill (window 128)", "512 tok, 64/8 heads", s, 2.0 * 512 * KV * 4,
+              4.0 * 64 * HD * win_keys});
     compute_rates(isa, x64, y, rows);
   }
 
-  // The machine's bandwidth drifts: the ceiling is the higher of two measurements, before
-  // and after the kernels.
+  // The whole run's ceiling, for rows whose read tests failed (no 1 GiB buffer): the higher of
+  // two measurements, before and after the kernels.
   const double bw = std::max(bw_before, measure_read_bandwidth(threads));
+  const auto read_of = [&](const Row& r) { return r.read_gbs > 0 ? r.read_gbs : bw; };
   if (o.json) {
     std::printf("{\"threads\": %u, \"read_bandwidth_gbs\": %.3f, \"kernels\": [", threads, bw);
-    for (size_t i = 0; i < rows.size(); ++i)
-      std::printf("%s{\"isa\": \"%s\", \"kernel\": \"%s\", \"shape\": \"%s\", \"ms\": %.4f, \"gbs\": %.3f, \"gflops\": %.3f}",
-                  i ? ", " : "", rows[i].isa.c_str(), rows[i].kernel.c_str(), rows[i].shape.c_str(),
-                  1e3 * rows[i].seconds, rows[i].bytes / rows[i].seconds / 1e9, rows[i].flops / rows[i].seconds / 1e9);
+    const std::vector<Row>& all = rows.all();
+    for (size_t i = 0; i < all.size(); ++i)
+      std::printf(
+          "%s{\"isa\": \"%s\", \"kernel\": \"%s\", \"shape\": \"%s\", \"ms\": %.4f, \"gbs\": %.3f, "
+          "\"gflops\": %.3f, \"read_gbs\": %.3f}",
+          i ? ", " : "", all[i].isa.c_str(), all[i].kernel.c_str(), all[i].shape.c_str(),
+          1e3 * all[i].seconds, all[i].bytes / all[i].seconds / 1e9,
+          all[i].flops / all[i].seconds / 1e9, read_of(all[i]));
     std::printf("]}\n");
     return 0;
   }
-  std::printf("threads %u, measured read bandwidth %.2f GB/s (higher of before/after)\n\n", threads, bw);
-  std::printf("| isa | kernel | shape | ms | bytes (napkin) | GB/s | %% of read BW | GFLOP (napkin) | GFLOP/s |\n");
-  std::printf("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n");
-  for (const Row& r : rows)
-    std::printf("| %s | %s | %s | %.3f | %.1f MB | %.2f | %.0f %% | %.3f | %.2f |\n", r.isa.c_str(),
-                r.kernel.c_str(), r.shape.c_str(), 1e3 * r.seconds, r.bytes / 1e6,
-                r.bytes / r.seconds / 1e9, 100.0 * r.bytes / r.seconds / 1e9 / bw, r.flops / 1e9,
+  std::printf("threads %u, measured read bandwidth %.2f GB/s (higher of before/after all rows)\n\n",
+              threads, bw);
+  std::printf(
+      "| isa | kernel | shape | ms | bytes (napkin) | GB/s | read BW beside | %% of it | GFLOP "
+      "(napkin) | GFLOP/s |\n");
+  std::printf("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+  for (const Row& r : rows.all())
+    std::printf("| %s | %s | %s | %.3f | %.1f MB | %.2f | %.2f | %.0f %% | %.3f | %.2f |\n",
+                r.isa.c_str(), r.kernel.c_str(), r.shape.c_str(), 1e3 * r.seconds, r.bytes / 1e6,
+                r.bytes / r.seconds / 1e9, read_of(r),
+                100.0 * r.bytes / r.seconds / 1e9 / read_of(r), r.flops / 1e9,
                 r.flops / r.seconds / 1e9);
   std::printf(
       "\nbytes: weights/KV that must stream from memory per call (MXFP4 = 17 bytes, Q8_0 = 34 "
-      "bytes per 32 values);"
-      " a memory-bound kernel should approach the read bandwidth.\n"
+      "bytes per 32 values); a memory-bound kernel should approach the read bandwidth.\n"
+      "read BW beside: the higher of two read tests (as the one above), just before and just after "
+      "the row%s.\n"
       "compute rows: one thread over weights resident in L2, in CPU time (what one core computes "
-      "when"
-      " memory does not bound it; %% of read BW compares one core with all threads' reads).\n");
+      "when memory does not bound it; %% of it compares one core with all threads' reads).\n",
+      rows.measured() ? "" : " (not measured here: the whole run's instead)");
   return 0;
 }
 

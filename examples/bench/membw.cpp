@@ -53,9 +53,15 @@ uint64_t* touched_buffer(size_t bytes) {
   return buf;
 }
 
-double measure_read_bandwidth(unsigned threads, size_t bytes) {
-  threads = threads_or_all(threads);
-  const size_t n = bytes / sizeof(uint64_t);
+ReadTest::ReadTest(unsigned threads, size_t bytes)
+    : threads_(threads_or_all(threads)), words_(bytes / sizeof(uint64_t)),
+      buf_(touched_buffer(words_ * sizeof(uint64_t))) {}
+
+ReadTest::~ReadTest() {
+  if (buf_ != nullptr) munmap(buf_, words_ * sizeof(uint64_t));
+}
+
+double ReadTest::gbs() const {
   // The ceiling is measured the ways the decode kernels read weights, and the best counts, so
   // the percentage is not flattered by a handicapped baseline: huge pages, and each thread
   // reading one stream with software prefetch 8 KiB ahead (the MXFP4 GEMVs), or 4 streams a
@@ -63,19 +69,19 @@ double measure_read_bandwidth(unsigned threads, size_t bytes) {
   // row_streams.hpp). The buffer must dwarf every cache, as the ~3.7 GB a decode token streams
   // do: a smaller one partly stays cached and reads faster (docs/performance.md,
   // "Smaller measurements behind code choices").
-  uint64_t* buf = touched_buffer(n * sizeof(uint64_t));
-  if (buf == nullptr) return 0.0;
+  if (buf_ == nullptr) return 0.0;
+  const size_t n = words_;
   double best = 0;
   for (int run = 0; run < 6; ++run) {
     const size_t streams = run % 3 == 0 ? 1 : 4;
     const size_t ahead = run % 3 == 2 ? 128 : 1024;  // words: 1 KiB or 8 KiB
-    std::vector<uint64_t> sums(threads);
+    std::vector<uint64_t> sums(threads_);
     std::vector<std::thread> pool;
     const auto t0 = std::chrono::steady_clock::now();
-    for (unsigned t = 0; t < threads; ++t)
+    for (unsigned t = 0; t < threads_; ++t)
       pool.emplace_back([&, t] {
-        const size_t words = n * (t + 1) / threads - n * t / threads;
-        sums[t] = read_words(buf + n * t / threads, words, streams, ahead);
+        const size_t words = n * (t + 1) / threads_ - n * t / threads_;
+        sums[t] = read_words(buf_ + n * t / threads_, words, streams, ahead);
       });
     for (auto& th : pool) th.join();
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -83,12 +89,15 @@ double measure_read_bandwidth(unsigned threads, size_t bytes) {
     for (uint64_t x : sums) check += x;
     if (check == 42) std::fprintf(stderr, " ");  // keeps the sums alive
     size_t read = 0;  // what the runs actually covered (each part rounded down to whole streams)
-    for (unsigned t = 0; t < threads; ++t)
-      read += (n * (t + 1) / threads - n * t / threads) / streams / 8 * 8 * streams;
+    for (unsigned t = 0; t < threads_; ++t)
+      read += (n * (t + 1) / threads_ - n * t / threads_) / streams / 8 * 8 * streams;
     best = std::max(best, double(read * sizeof(uint64_t)) / s / 1e9);
   }
-  munmap(buf, n * sizeof(uint64_t));
   return best;
+}
+
+double measure_read_bandwidth(unsigned threads, size_t bytes) {
+  return ReadTest(threads, bytes).gbs();
 }
 
 bool reset_peak_rss() {

@@ -133,6 +133,20 @@ TEST_CASE("read passes over an anonymous buffer go round it", "[bench]") {
   }
 }
 
+TEST_CASE("the read test measures again and again over the buffer it made once", "[bench]") {
+  const gptoss::bench::ReadTest test(2, size_t(8) << 20);
+  REQUIRE(test.ok());
+  for (int i = 0; i < 3; ++i) {  // what the kernel bench does beside each of its rows
+    const double gbs = test.gbs();
+    CHECK(gbs > 0.0);
+    CHECK(gbs < 1e5);  // 100 TB/s: a wrong byte count or clock, not a machine
+  }
+  // A buffer mmap refuses: no test, and a bandwidth of 0 rather than a crash.
+  const gptoss::bench::ReadTest refused(2, size_t(1) << 62);
+  CHECK_FALSE(refused.ok());
+  CHECK(refused.gbs() == 0.0);
+}
+
 TEST_CASE("read passes: no model files, or files the page cache does not hold", "[bench]") {
   TempDir dir;
   CHECK_FALSE(ReadPasses((dir.path / "missing").string(), 2).ok());
