@@ -8,7 +8,10 @@
 # gptoss-bench -p 512 -n 64 (which runs the read test beside its decode itself), then
 # llama-batched-bench -npp 16 -ntg 32 -npl 8 against gptoss-bench -p 16 -n 32 -b 8. Prints the
 # table of docs/performance.md ("gptoss against llama.cpp"): llama.cpp | gptoss | ratio, and
-# each decode as a share of the read bandwidth measured beside it. llama-bench's tg64 starts
+# each decode as a share of the read bandwidth measured beside it, and gptoss's decode as a
+# share of pure loads of its bytes timed after every token (gptoss-bench --read-probe: the
+# read test beside a run holds the run's mean against its best minute, and this VM's bandwidth
+# moves 2x within minutes; left out where the probe fails). llama-bench's tg64 starts
 # from an empty context while gptoss-bench's follows its 512-token prompt, so a further row
 # compares the two at the same depth (llama-bench -p 0 -n 64 -d 512; left out where that
 # llama-bench has no -d).
@@ -60,6 +63,7 @@ read_bw() { "$gptoss_bin/gptoss-bench" --read-bw -t "$threads" -o json; }
 # Every tool's command, as run (printed with the table).
 cmd_lb=("$llama_bin/llama-bench" -m "$model" -p 512 -n 64 -t "$threads" -r 1 -o json)
 cmd_gb=("$gptoss_bin/gptoss-bench" -m "$model" -p 512 -n 64 -t "$threads" -r 1 -o json)
+cmd_gp=("$gptoss_bin/gptoss-bench" --read-probe -m "$model" -n 32 -t "$threads" -o json)
 cmd_lbd=("$llama_bin/llama-bench" -m "$model" -p 0 -n 64 -d 512 -t "$threads" -r 1 -o json)
 cmd_lbb=("$llama_bin/llama-batched-bench" -m "$model" -c 1024 -npp 16 -ntg 32 -npl 8 -t "$threads" -tb "$threads"
          --output-format jsonl)
@@ -67,11 +71,12 @@ cmd_gbb=("$gptoss_bin/gptoss-bench" -m "$model" -p 16 -n 32 -b 8 -t "$threads" -
 
 # The table over rounds 1..$1 (after each round into $raw/table.md: a cut-short run keeps its rounds).
 summarize() {
-  python3 - "$raw" "$1" "${cmd_lb[*]}" "${cmd_lbd[*]}" "${cmd_gb[*]}" "${cmd_lbb[*]}" "${cmd_gbb[*]}" <<'EOF'
+  python3 - "$raw" "$1" "${cmd_lb[*]}" "${cmd_lbd[*]}" "${cmd_gb[*]}" "${cmd_gp[*]}" "${cmd_lbb[*]}" \
+    "${cmd_gbb[*]}" <<'EOF'
 import json, os, sys
 
 raw, rounds = sys.argv[1], int(sys.argv[2])
-cmds = sys.argv[3:8]
+cmds = sys.argv[3:9]
 
 def load(path):
     with open(path) as f:
@@ -88,7 +93,7 @@ def jsonl_last(path):  # llama-batched-bench: one JSON object per line, among lo
         sys.exit(f"vs_llama_cpp.sh: no result line in {path}")
     return rows[-1]
 
-rows = {k: ([], []) for k in ("pp", "tg", "tgd", "pct", "b8")}
+rows = {k: ([], []) for k in ("pp", "tg", "tgd", "pct", "probe", "b8")}
 for r in range(1, rounds + 1):
     lb = load(f"{raw}/r{r}-llama-bench.json")
     l_pp = next(t["avg_ts"] for t in lb if t["n_prompt"] > 0 and t["n_gen"] == 0)
@@ -105,6 +110,10 @@ for r in range(1, rounds + 1):
         l_tgd = next(t["avg_ts"] for t in load(depth) if t["n_gen"] > 0)
         rows["tgd"][0].append(l_tgd)
         rows["tgd"][1].append(gb["decode_tok_s"]["mean"])
+    probe = f"{raw}/r{r}-gptoss-probe.json"
+    if os.path.exists(probe) and os.path.getsize(probe) > 0:
+        p = load(probe)
+        rows["probe"][1].append(100.0 * p["decode_gbs"] / max(p["buffer_gbs"], p["model_files_gbs"]))
     for key, l, g in (("pp", l_pp, gb["prefill_tok_s"]["mean"]), ("tg", l_tg, gb["decode_tok_s"]["mean"]),
                       ("pct", l_pct, gb["bandwidth_pct"]["mean"]), ("b8", lbb["speed_tg"], gbb["batched_decode_tok_s"])):
         rows[key][0].append(l)
@@ -132,6 +141,9 @@ for key in ("pp", "tg", "tgd", "b8"):
     print(f"| {names[key]} | {span(l)} | {span(g)} | {span(ratio, '{:.2f}')}× |")
 l, g = rows["pct"]
 print(f"| decode as % of the read test beside it | {span(l, '{:.0f}')} % | {span(g, '{:.0f}')} % | |")
+if rows["probe"][1]:
+    print(f"| decode as % of pure loads of its bytes after every token (read probe, the faster of its"
+          f" two memories) | | {span(rows['probe'][1], '{:.0f}')} % | |")
 print()
 print(f"{rounds} round(s), each tool in turn; ratios are per round. Commands:")
 for c in cmds:
@@ -149,6 +161,10 @@ for r in $(seq 1 "$rounds"); do
   fi
   echo "round $r of $rounds: gptoss-bench ..." >&2
   "${cmd_gb[@]}" > "$raw/r$r-gptoss-bench.json" 2> "$raw/r$r-gptoss-bench.log"
+  echo "round $r of $rounds: gptoss-bench --read-probe ..." >&2
+  if ! "${cmd_gp[@]}" > "$raw/r$r-gptoss-probe.json" 2> "$raw/r$r-gptoss-probe.log"; then
+    : > "$raw/r$r-gptoss-probe.json"  # no such row
+  fi
   echo "round $r of $rounds: llama-batched-bench ..." >&2
   "${cmd_lbb[@]}" > "$raw/r$r-llama-batched.jsonl" 2>&1  # its result line may go to either
   echo "round $r of $rounds: gptoss-bench -b 8 ..." >&2

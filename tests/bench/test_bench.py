@@ -176,6 +176,15 @@ class BenchTest(unittest.TestCase):
             self.assertGreater(float(b8[1].split("–")[0]), 0.3)
             pct = rows["decode as % of the read test beside it"]
             self.assertTrue(pct[0].endswith("%") and pct[1].endswith("%"), pct)
+            # gptoss's decode against the read probe's pure loads (the faster memory), each round's
+            # share worked out here from the probe's own JSON.
+            probe = next(v for k, v in rows.items() if k.startswith("decode as % of pure loads"))
+            want = []
+            for n in (1, 2):
+                p = json.loads((Path(tmp) / f"raw/r{n}-gptoss-probe.json").read_text())
+                want.append(round(100 * p["decode_gbs"] / max(p["buffer_gbs"], p["model_files_gbs"])))
+            got = [int(v) for v in probe[1].rstrip(" %").split("–")]
+            self.assertEqual((min(got), max(got)), (min(want), max(want)), probe)
             self.assertTrue((Path(tmp) / "raw/table.md").is_file())
             # Missing tools, a missing model: exit 1 with a message.
             r = subprocess.run(["bash", str(script), tmp, gguf], capture_output=True, text=True, env=env)
