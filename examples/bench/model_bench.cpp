@@ -205,12 +205,15 @@ int run_model_bench(const Options& o) {
     std::printf("| %.2f s | %.1f ± %.1f ms | %.1f MiB | %.2f ± %.2f GB/s | %.1f MB |\n", load_s,
                 1e3 * sttft.mean, 1e3 * sttft.std, double(rss) / (1 << 20), read_bw, sbw.std,
                 bytes_tok / 1e6);
-    std::printf("\n(%zu repetitions after one warm-up; bytes/token: the weights a decode token reads as "
-                "stored, plus %s KV;\n %s)\n",
-                o.reps, kv,
-                o.peak_gbps > 0 ? "% of peak BW: decode GB/s against --peak-gbps"
-                                : "% of read BW: each repetition's decode against the higher of the "
-                                  "read-bandwidth measurements taken just before and just after it");
+    std::printf(
+        "\n(%zu repetitions after one warm-up; bytes/token: the weights a decode token reads as "
+        "stored, plus %s KV;\n %s)\n",
+        o.reps, kv,
+        o.peak_gbps > 0 ? "% of peak BW: decode GB/s against --peak-gbps"
+                        : "% of read BW: each repetition's decode against the higher of the "
+                          "read-bandwidth measurements taken just before and just after it;\n "
+                          "where the bandwidth swings within a run, --read-probe holds each "
+                          "token against pure loads of its bytes right after it");
   }
   return 0;
 }
