@@ -179,7 +179,7 @@ struct Row {
 // after them put rows measured in a fast minute above 100 % of a slow one's.
 class Rows {
  public:
-  explicit Rows(unsigned threads) : reads_(threads), last_(reads_.gbs()) {}
+  explicit Rows(unsigned threads) : reads_(threads), first_(reads_.gbs()), last_(first_) {}
   void add(Row r) {
     const double after = reads_.gbs();
     r.read_gbs = std::max(last_, after);
@@ -188,11 +188,13 @@ class Rows {
   }
   const std::vector<Row>& all() const { return rows_; }
   bool measured() const { return reads_.ok(); }
+  // The whole run's: the higher of the first test, before any row, and one more after the last.
+  double whole_run_gbs() { return std::max(first_, reads_.gbs()); }
 
  private:
   ReadTest reads_;
   std::vector<Row> rows_;
-  double last_;
+  double first_, last_;
 };
 
 // This thread's CPU time: time the other processes of a shared machine take from it does not
@@ -409,7 +411,7 @@ void compute_rates(Isa isa, const std::vector<float>& x4, std::vector<float>& y,
 
 int run_kernel_bench(const Options& o) {
   const unsigned threads = threads_or_all(o.threads);
-  const double bw_before = measure_read_bandwidth(threads);
+  Rows rows(threads);  // its first read test comes before the weights are made
   const size_t H = 2880, I = 2880, Q = 4096, KV = 512, HD = 64;
   // 24 experts' mlp1 (211 MB), six times a 32 MiB last-level cache: at 8 experts (70 MB) a
   // Zen 4's L3 kept enough of it from call to call that one token read 16-33 % above a read
@@ -478,7 +480,6 @@ int run_kernel_bench(const Options& o) {
   for (size_t t = 0; t < 512; ++t) win[t] = {int32_t(t), std::max(0, int32_t(t) - 127), 0, 0};  // gpt-oss even layers
   std::vector<float> out(512 * Q);
 
-  Rows rows(threads);
   // GPTOSS_CPU_ISA names one level to time alone (the level it selects), for A/B runs.
   const bool one_level = std::getenv("GPTOSS_CPU_ISA") != nullptr;
   for (Isa isa : cpu::kAllIsas) {
@@ -713,7 +714,7 @@ int run_kernel_bench(const Options& o) {
 
   // The whole run's ceiling, for rows whose read tests failed (no 1 GiB buffer): the higher of
   // two measurements, before and after the kernels.
-  const double bw = std::max(bw_before, measure_read_bandwidth(threads));
+  const double bw = rows.whole_run_gbs();
   const auto read_of = [&](const Row& r) { return r.read_gbs > 0 ? r.read_gbs : bw; };
   if (o.json) {
     std::printf("{\"threads\": %u, \"read_bandwidth_gbs\": %.3f, \"kernels\": [", threads, bw);
