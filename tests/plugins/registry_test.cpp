@@ -3,6 +3,8 @@
 
 #include <sys/resource.h>
 
+#include <cstdlib>
+#include <set>
 #include <string>
 
 #include "libgptoss/backend/registry.hpp"
@@ -100,10 +102,13 @@ TEST_CASE("CPU backend buffers are zeroed; large ones are 2 MiB-aligned", "[back
 }
 
 // The CPU plugin lays a Q8_0 model's attention projections out for the fast precision's int16
-// kernels at upload (Weight::q8_0_lanes), so the precision is the one device_set_precision gave
-// before the upload (as the ABI says): a device holding such a weight refuses exact afterwards
-// rather than read the layout as rows. A device in exact precision keeps the rows and may be
-// told exact again.
+// kernels at upload (Weight::q8_0_lanes) at the levels that have those kernels, so the precision
+// is the one device_set_precision gave before the upload (as the ABI says): a device holding such
+// a weight refuses exact afterwards rather than read the layout as rows. A device in exact
+// precision, or at a level without the kernels, keeps the rows and may be told exact again.
+// Every level is tried (GPTOSS_CPU_ISA, read when a device opens; a level the CPU lacks runs
+// the best one below it, which the device reports): the machine's own level alone once missed
+// that avx2 and avx512 repack too.
 TEST_CASE("CPU backend: precision after a Q8_0 projection's upload", "[backend][precision]") {
   const PluginProbe probe = probe_plugin(test::binary_dir() + "/lib/libgptoss-backend-cpu.so");
   REQUIRE(probe.loaded);
@@ -120,27 +125,39 @@ TEST_CASE("CPU backend: precision after a Q8_0 projection's upload", "[backend][
   d.data = rows.data();
   d.data_size = rows.size();
   d.flags = GPTOSS_TENSOR_PERSISTENT;
-  for (gptoss_precision first : {gptoss_precision_fast, gptoss_precision_exact}) {
-    INFO((first == gptoss_precision_fast ? "fast" : "exact") << " first");
-    gptoss_backend_device_t dev = nullptr;
-    REQUIRE(api->device_open(0, 1, &dev) == gptoss_status_success);
-    REQUIRE(api->device_set_precision(dev, first) == gptoss_status_success);
-    gptoss_backend_weight_t w = nullptr;
-    REQUIRE(api->weight_upload(dev, &d, &w) == gptoss_status_success);
-    // The levels with the int16 lanes kernel repack (GPTOSS_CPU_ISA may have chosen another).
-    gptoss_backend_device_properties p{};
-    p.struct_size = sizeof p;
-    REQUIRE(api->device_properties(dev, &p) == gptoss_status_success);
-    const std::string level = p.kernels != nullptr ? p.kernels : "";
-    const bool repacked =
-        first == gptoss_precision_fast && (level == "avx512vnni" || level == "avx512bf16");
-    INFO("level " << level);
-    const gptoss_status st = api->device_set_precision(dev, gptoss_precision_exact);
-    CHECK(st == (repacked ? gptoss_status_invalid_argument : gptoss_status_success));
-    if (repacked)
-      CHECK(std::string(api->last_error(dev)).find("before weight_upload") != std::string::npos);
-    CHECK(api->device_set_precision(dev, first) == gptoss_status_success);
-    api->weight_free(dev, w);
-    api->device_close(dev);
+  // The levels whose kernel tables have matmul_q8_0_lanes_q16 (kernels/<level>/table.cpp).
+  const std::set<std::string> repacking = {"avx2", "avx512", "avx512vnni", "avx512bf16"};
+  struct RestoreIsa {  // a failed REQUIRE leaves the loop: later tests see the caller's level
+    const char* env = std::getenv("GPTOSS_CPU_ISA");
+    std::string saved = env != nullptr ? env : "";
+    ~RestoreIsa() {
+      if (env != nullptr) setenv("GPTOSS_CPU_ISA", saved.c_str(), 1);
+      else unsetenv("GPTOSS_CPU_ISA");
+    }
+  } restore;
+  for (const char* isa : {"scalar", "avx2", "avx2vnni", "avx512", "avx512vnni", "avx512bf16"}) {
+    setenv("GPTOSS_CPU_ISA", isa, 1);
+    for (gptoss_precision first : {gptoss_precision_fast, gptoss_precision_exact}) {
+      INFO("GPTOSS_CPU_ISA=" << isa << ", " << (first == gptoss_precision_fast ? "fast" : "exact")
+                             << " first");
+      gptoss_backend_device_t dev = nullptr;
+      REQUIRE(api->device_open(0, 1, &dev) == gptoss_status_success);
+      REQUIRE(api->device_set_precision(dev, first) == gptoss_status_success);
+      gptoss_backend_weight_t w = nullptr;
+      REQUIRE(api->weight_upload(dev, &d, &w) == gptoss_status_success);
+      gptoss_backend_device_properties p{};
+      p.struct_size = sizeof p;
+      REQUIRE(api->device_properties(dev, &p) == gptoss_status_success);
+      const std::string level = p.kernels != nullptr ? p.kernels : "";
+      const bool repacked = first == gptoss_precision_fast && repacking.count(level) == 1;
+      INFO("level " << level);
+      const gptoss_status st = api->device_set_precision(dev, gptoss_precision_exact);
+      CHECK(st == (repacked ? gptoss_status_invalid_argument : gptoss_status_success));
+      if (repacked)
+        CHECK(std::string(api->last_error(dev)).find("before weight_upload") != std::string::npos);
+      CHECK(api->device_set_precision(dev, first) == gptoss_status_success);
+      api->weight_free(dev, w);
+      api->device_close(dev);
+    }
   }
 }
