@@ -2,11 +2,12 @@
 // slot): what the CPU plugin declares per kernel level, nothing from a backend without the slot,
 // and a declared guarantee that holds: a sequence's logits bit for bit the same alone and whole
 // as chunked and batched with others.
-#include <cstdlib>
-#include <set>
+#include <algorithm>
+#include <optional>
 #include <string>
 
 #include "support/c_api.hpp"
+#include "support/cpu_levels.hpp"
 
 using namespace gptoss::test;
 
@@ -43,25 +44,25 @@ std::pair<std::vector<float>, std::vector<float>> alone_and_batched(gptoss_model
 
 }  // namespace
 
+// (At each level this machine runs: one it lacks would run, and declare, a level below it.)
 TEST_CASE("every CPU kernel level declares batch invariance in both precisions",
           "[api][determinism]") {
-  for (const char* isa : {"scalar", "avx2", "avx2vnni", "avx512", "avx512vnni", "avx512bf16"}) {
-    setenv("GPTOSS_CPU_ISA", isa, 1);  // read when the model opens its device
+  for (const std::string& isa : cpu_levels_here()) {
+    ScopedCpuLevel level(isa);
     for (gptoss_precision precision : {gptoss_precision_exact, gptoss_precision_fast}) {
       auto model = load_conformance_model(Format::hf, 2, precision, "cpu");
       const gptoss_model_info info = info_of(model.get());
       INFO("GPTOSS_CPU_ISA=" << isa << " runs " << info.kernels);
+      CHECK(info.kernels == isa);
       CHECK(info.batch_invariant == 1);
     }
   }
-  unsetenv("GPTOSS_CPU_ISA");
 }
 
 TEST_CASE("the CPU backend names the kernel level it selected", "[api][determinism]") {
   auto model = load_conformance_model(Format::hf, 1, gptoss_precision_fast, "cpu");
-  const std::set<std::string> levels = {"scalar", "avx2",       "avx2vnni",
-                                        "avx512", "avx512vnni", "avx512bf16"};
-  CHECK(levels.count(info_of(model.get()).kernels) == 1);
+  const std::vector<std::string> here = cpu_levels_here();
+  CHECK(std::count(here.begin(), here.end(), info_of(model.get()).kernels) == 1);
 }
 
 TEST_CASE("a backend without device_properties declares no guarantee", "[api][determinism]") {
@@ -76,7 +77,8 @@ TEST_CASE("a backend without device_properties declares no guarantee", "[api][de
 TEST_CASE("a declared batch invariance holds: whole and alone equals chunked and batched",
           "[api][determinism]") {
   for (const char* isa : {"", "scalar"}) {
-    if (*isa != '\0') setenv("GPTOSS_CPU_ISA", isa, 1);
+    std::optional<ScopedCpuLevel> level;
+    if (*isa != '\0') level.emplace(isa);
     for (gptoss_precision precision : {gptoss_precision_exact, gptoss_precision_fast}) {
       auto model = load_conformance_model(Format::hf, 0, precision, "cpu");
       const gptoss_model_info info = info_of(model.get());
@@ -85,6 +87,5 @@ TEST_CASE("a declared batch invariance holds: whole and alone equals chunked and
       const auto [alone, batched] = alone_and_batched(model.get());
       CHECK(max_abs_diff(alone, batched) == 0.0);
     }
-    unsetenv("GPTOSS_CPU_ISA");
   }
 }

@@ -9,6 +9,7 @@
 
 #include "libgptoss/backend/registry.hpp"
 #include "libgptoss/common/error.hpp"
+#include "support/cpu_levels.hpp"
 #include "support/paths.hpp"
 
 using namespace gptoss;
@@ -127,16 +128,8 @@ TEST_CASE("CPU backend: precision after a Q8_0 projection's upload", "[backend][
   d.flags = GPTOSS_TENSOR_PERSISTENT;
   // The levels whose kernel tables have matmul_q8_0_lanes_q16 (kernels/<level>/table.cpp).
   const std::set<std::string> repacking = {"avx2", "avx512", "avx512vnni", "avx512bf16"};
-  struct RestoreIsa {  // a failed REQUIRE leaves the loop: later tests see the caller's level
-    const char* env = std::getenv("GPTOSS_CPU_ISA");
-    std::string saved = env != nullptr ? env : "";
-    ~RestoreIsa() {
-      if (env != nullptr) setenv("GPTOSS_CPU_ISA", saved.c_str(), 1);
-      else unsetenv("GPTOSS_CPU_ISA");
-    }
-  } restore;
-  for (const char* isa : {"scalar", "avx2", "avx2vnni", "avx512", "avx512vnni", "avx512bf16"}) {
-    setenv("GPTOSS_CPU_ISA", isa, 1);
+  for (const std::string& isa : test::cpu_levels()) {
+    test::ScopedCpuLevel scope(isa);
     for (gptoss_precision first : {gptoss_precision_fast, gptoss_precision_exact}) {
       INFO("GPTOSS_CPU_ISA=" << isa << ", " << (first == gptoss_precision_fast ? "fast" : "exact")
                              << " first");

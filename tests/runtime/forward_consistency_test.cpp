@@ -6,6 +6,7 @@
 #include <string>
 
 #include "support/c_api.hpp"
+#include "support/cpu_levels.hpp"
 
 using namespace gptoss::test;
 
@@ -85,9 +86,8 @@ TEST_CASE("fast precision: a batch of 3 contexts agrees with each alone", "[runt
 }
 
 TEST_CASE("with the scalar reference kernels a batch is bit-identical to each alone", "[runtime]") {
-  setenv("GPTOSS_CPU_ISA", "scalar", 1);  // read when the model opens its device
+  ScopedCpuLevel scalar("scalar");
   check_batch_equals_alone(0.0);
-  unsetenv("GPTOSS_CPU_ISA");
 }
 
 TEST_CASE("HF and GGUF checkpoints of the same weights give identical logits", "[runtime]") {
@@ -162,9 +162,10 @@ static void check_truncate(double tolerance, gptoss_precision precision) {
 }
 
 TEST_CASE("truncate keeps a prefix and continues exactly as a fresh context", "[runtime]") {
-  setenv("GPTOSS_CPU_ISA", "scalar", 1);  // read when the model opens its device
-  check_truncate(0.0, gptoss_precision_exact);
-  unsetenv("GPTOSS_CPU_ISA");
+  {
+    ScopedCpuLevel scalar("scalar");
+    check_truncate(0.0, gptoss_precision_exact);
+  }
   if (std::string(test_backend()) == "cpu")
     check_truncate(0.0, gptoss_precision_exact);  // every level
 }

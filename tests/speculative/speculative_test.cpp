@@ -2,10 +2,10 @@
 // gives, greedy and sampled, with rollback across KV pages and the sliding window; drafted
 // tokens a grammar forbids are dropped; bad input is refused with a clear status.
 //
-// Identical tokens need identical logits for one token whatever step computes it. The CPU
-// kernel levels that guarantee that are listed in kInvariantIsas; every identity test runs
-// once per level there, the slow scalar level with part of its matrix drawn from the seed
-// (GPTOSS_TEST_SPEC_ISAS="scalar,avx2,..." runs other levels).
+// Identical tokens need identical logits for one token whatever step computes it, which every
+// CPU kernel level guarantees; every identity test runs once per level this machine runs
+// (spec_support.hpp's identity_isas), the slow scalar level with part of its matrix drawn from
+// the seed (GPTOSS_TEST_SPEC_ISAS="scalar,avx2,..." runs other levels).
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -39,7 +39,7 @@ std::vector<uint32_t> prompt_of(const char* name, size_t n = 0) {
 TEST_CASE("drafted decoding gives plain decoding's tokens, greedy and sampled", "[speculative]") {
   const uint32_t seed = fresh_seed();
   for (const std::string& isa : identity_isas()) {
-    IsaScope scope(isa);
+    ScopedCpuLevel scope(isa);
     // Two models: the conformance model and its first two layers. The scalar level (half the
     // test's time at every level together) and the sanitized build (its runs check memory, not
     // tokens) run one precision on one of them, drawn from the seed.
@@ -85,7 +85,7 @@ TEST_CASE("speculator: prompt lookup and a draft model keep plain decoding's tok
           "[speculative]") {
   const uint32_t seed = fresh_seed();
   for (const std::string& isa : identity_isas()) {
-    IsaScope scope(isa);
+    ScopedCpuLevel scope(isa);
     // The scalar level, the slowest, takes one precision a run, drawn from the seed.
     std::vector<gptoss_precision> precisions = {gptoss_precision_exact, gptoss_precision_fast};
     if (isa == "scalar") precisions = {precisions[(seed >> 4) % 2]};
@@ -202,7 +202,7 @@ TEST_CASE("verified sampling keeps the model's distribution (chi-square over see
 
 TEST_CASE("a rejected draft rolls back across a page and keeps the sliding window",
           "[speculative]") {
-  IsaScope scope("scalar");
+  ScopedCpuLevel scope("scalar");
   auto model = load(gptoss_precision_exact);
   const std::vector<uint32_t> prompt = prompt_of("p3_long", 140);  // past the 128 window
   auto sampler = make_sampler(0.0f, 1);
@@ -245,7 +245,7 @@ TEST_CASE("a rejected draft rolls back across a page and keeps the sliding windo
 
 TEST_CASE("drafted tokens the grammar forbids are dropped, forced tokens are drafted",
           "[speculative][constrain]") {
-  IsaScope scope("scalar");
+  ScopedCpuLevel scope("scalar");
   auto model = load(gptoss_precision_exact);
   gptoss_tokenizer_t tok_raw = nullptr;
   GPTOSS_REQUIRE_OK(gptoss_model_get_tokenizer(model.get(), &tok_raw));

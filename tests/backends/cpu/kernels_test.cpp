@@ -3,9 +3,12 @@
 //   |y - ref| <= 1e-6 + 2e-5 * sum_k |w_k x_k|
 // (fp32 accumulation of K products errs by about sqrt(K) * 6e-8 of that sum; 2e-5 leaves a
 // wide margin at K = 5760 yet catches any wrong element, row, scale or nibble).
-#include <catch2/catch.hpp>
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "backends/cpu/test_weights.hpp"
@@ -182,6 +185,22 @@ TEST_CASE("ISA selection honours GPTOSS_CPU_ISA and never exceeds the CPU", "[cp
   unsetenv("GPTOSS_CPU_ISA");
   CHECK(isa_selected() == best);
   CHECK(kernels_for(Isa::scalar).isa == Isa::scalar);
+}
+
+// ctest's gate for the runs at a named level (invariance.<level>, backend-ops.cpu-<level>;
+// tests/CMakeLists.txt): exit 77, which ctest reports as skipped, where this CPU lacks the
+// level GPTOSS_CPU_ISA names, as such a run would repeat the level below it. A name the backend
+// does not know fails.
+TEST_CASE("GPTOSS_CPU_ISA names a level this CPU runs", "[.][cpu-level-here]") {
+  const char* env = std::getenv("GPTOSS_CPU_ISA");
+  REQUIRE(env != nullptr);
+  const std::string named = env;
+  REQUIRE(std::any_of(std::begin(kAllIsas), std::end(kAllIsas),
+                      [&](Isa isa) { return named == isa_name(isa); }));
+  if (named != isa_name(isa_selected())) {
+    std::printf("GPTOSS_CPU_ISA=%s: this CPU runs %s, skipped\n", env, isa_name(isa_selected()));
+    std::exit(77);
+  }
 }
 
 // Decode GEMVs take rows in quads a quarter of the range apart (row_streams.hpp), so which
