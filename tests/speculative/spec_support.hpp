@@ -36,7 +36,10 @@ inline uint32_t fresh_seed() {
 inline std::vector<std::string> identity_isas() {
   const char* env = std::getenv("GPTOSS_TEST_SPEC_ISAS");
   if (env == nullptr || *env == '\0') {
-    if (kSanitized) return {cpu_levels()[fresh_seed() % cpu_levels().size()]};
+    if (kSanitized) {
+      const std::vector<std::string> all = cpu_levels();
+      return {all[fresh_seed() % all.size()]};
+    }
     return cpu_levels_here();
   }
   std::vector<std::string> out;

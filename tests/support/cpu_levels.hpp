@@ -21,11 +21,11 @@ inline std::vector<std::string> cpu_levels() {
   return out;
 }
 
-// The levels this CPU runs as themselves (cpuid), lowest first; scalar always.
+// The levels this CPU runs as themselves (cpuid; scalar everywhere), lowest first.
 inline std::vector<std::string> cpu_levels_here() {
   std::vector<std::string> out;
   for (cpu::Isa isa : cpu::kAllIsas)
-    if (isa == cpu::Isa::scalar || cpu::isa_supported(isa)) out.emplace_back(cpu::isa_name(isa));
+    if (cpu::isa_supported(isa)) out.emplace_back(cpu::isa_name(isa));
   return out;
 }
 
