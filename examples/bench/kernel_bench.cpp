@@ -30,6 +30,7 @@
 #include "kernels.hpp"
 #include "ops.hpp"
 #include "q8_storage.hpp"
+#include "sample.hpp"
 
 namespace gptoss::bench {
 namespace {
@@ -409,6 +410,50 @@ void compute_rates(Isa isa, const std::vector<float>& x4, std::vector<float>& y,
 
 }  // namespace
 
+// The sample slot (ops/sample.cpp) on one row of the 20b's 201,088 logits, as a decode step
+// samples each sequence: the logits drawn from a normal distribution (sd 3, about a model's
+// spread), the token choice and its log-probability; unconstrained, truncated, and under a
+// grammar's mask that allows a few tokens (JSON structure) or nearly all (inside a string).
+// Bytes: one read of the row's logits.
+void sample_rates(cpu::Device& dev, const char* name, int reps, Rows& rows) {
+  constexpr size_t V = 201088, words = (V + 31) / 32;
+  std::vector<float> logits(V);
+  std::mt19937 rng(14);
+  std::normal_distribution<float> normal(0.0f, 3.0f);
+  for (float& l : logits) l = normal(rng);
+  std::vector<uint32_t> sparse(words, 0u), dense(words, ~0u);
+  for (size_t i = 0; i < 400; ++i) {
+    const size_t t = rng() % V;
+    sparse[t / 32] |= 1u << (t % 32);
+  }
+  for (size_t i = 0; i < V / 10; ++i) {
+    const size_t t = rng() % V;
+    dense[t / 32] &= ~(1u << (t % 32));
+  }
+  dense[words - 1] &= (1u << (V % 32)) - 1;
+  struct Case {
+    const char* what;
+    gptoss_sample_row row;
+    const uint32_t* mask;
+  };
+  const Case cases[] = {
+      {"sample: greedy", {0.0f, 0, 1.0f, 0.0f, 0.5, 0, 0}, nullptr},
+      {"sample: temperature 1", {1.0f, 0, 1.0f, 0.0f, 0.5, 0, 0}, nullptr},
+      {"sample: temperature 1, top_p 0.9", {1.0f, 0, 0.9f, 0.0f, 0.5, 0, 0}, nullptr},
+      {"sample: temperature 1, mask of 400 tokens",
+       {1.0f, 0, 1.0f, 0.0f, 0.5, 0, 0},
+       sparse.data()},
+      {"sample: temperature 1, mask of ~90 %", {1.0f, 0, 1.0f, 0.0f, 0.5, 0, 0}, dense.data()},
+  };
+  for (const Case& c : cases) {
+    gptoss_sample_result out;
+    const double s = time_best(reps * 4, [&] {
+      cpu::sample_rows(dev.pool, *dev.kernels, logits.data(), &c.row, c.mask, 1, V, &out);
+    });
+    rows.add({name, c.what, "201088 logits, 1 row", s, 4.0 * V, 0.0});
+  }
+}
+
 int run_kernel_bench(const Options& o) {
   const unsigned threads = threads_or_all(o.threads);
   Rows rows(threads);  // its first read test comes before the weights are made
@@ -709,6 +754,7 @@ int run_kernel_bench(const Options& o) {
     for (const auto& tk : win) win_keys += double(tk.pos - tk.kv_start + 1);
     rows.add({name, "attention prefill (window 128)", "512 tok, 64/8 heads", s, 2.0 * 512 * KV * 4,
               4.0 * 64 * HD * win_keys});
+    sample_rates(dev, name, reps, rows);
     compute_rates(isa, x64, y, rows);
   }
 

@@ -1,6 +1,7 @@
 #include "sample.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -13,6 +14,7 @@ namespace {
 // The masked copy of a row's logits and the shared choice's scratch, per thread.
 struct Scratch : backends::SampleScratch {
   std::vector<float> work;
+  std::vector<float> allowed_logits;  // under a sparse mask: the logits of `ids`
 };
 
 // The top k of `v` by (value descending, index ascending; NaN as -inf), most likely first:
@@ -20,7 +22,9 @@ struct Scratch : backends::SampleScratch {
 void top_k_of(const float* v, size_t n, size_t k, std::vector<uint32_t>& out) {
   out.clear();
   auto val = [&](uint32_t i) { return std::isnan(v[i]) ? -INFINITY : v[i]; };
-  auto before = [&](uint32_t a, uint32_t b) { return val(a) > val(b) || (val(a) == val(b) && a < b); };
+  auto before = [&](uint32_t a, uint32_t b) {
+    return val(a) > val(b) || (val(a) == val(b) && a < b);
+  };
   for (uint32_t i = 0; i < n; ++i) {
     if (out.size() == k && !before(i, out.back())) continue;
     if (out.size() == k) out.pop_back();
@@ -29,18 +33,20 @@ void top_k_of(const float* v, size_t n, size_t k, std::vector<uint32_t>& out) {
 }
 
 // Step 4: log-softmax at temperature 1 of `v` (NaN and disallowed tokens -inf, largest
-// value `top`), and the top_n allowed tokens.
-void report(const gptoss_sample_row& p, const Kernels& k, const float* v, size_t V, float top,
-            uint32_t token, size_t n_allowed, gptoss_sample_result& out, std::vector<uint32_t>& idx) {
-  const double log_z = double(top) + std::log(k.sum_exp(v, V, top));
-  auto logprob = [&](uint32_t t) { return std::isnan(v[t]) ? -INFINITY : float(double(v[t]) - log_z); };
+// value `top`), and the top_n allowed tokens. v[j] is token ids[j]'s logit (ids NULL: token
+// j's): under a sparse mask, only the allowed tokens' logits, which hold all the mass.
+void report(const gptoss_sample_row& p, const Kernels& k, const float* v, const uint32_t* ids,
+            size_t n_v, float top, uint32_t token, float token_logit, size_t n_allowed,
+            gptoss_sample_result& out, std::vector<uint32_t>& idx) {
+  const double log_z = double(top) + std::log(k.sum_exp(v, n_v, top));
+  auto logprob = [&](float l) { return std::isnan(l) ? -INFINITY : float(double(l) - log_z); };
   out.token = token;
-  out.logprob = logprob(token);
+  out.logprob = logprob(token_logit);
   const size_t n = std::min<size_t>({p.top_n, GPTOSS_SAMPLE_MAX_TOP, n_allowed});
   out.n_top = uint32_t(n);
   if (n == 0) return;
-  top_k_of(v, V, n, idx);
-  for (size_t i = 0; i < n; ++i) out.top[i] = {idx[i], logprob(idx[i])};
+  top_k_of(v, n_v, n, idx);
+  for (size_t i = 0; i < n; ++i) out.top[i] = {ids ? ids[idx[i]] : idx[i], logprob(v[idx[i]])};
 }
 
 }  // namespace
@@ -50,9 +56,9 @@ gptoss_status sample_rows(ThreadPool& pool, const Kernels& kernels, const float*
                           size_t vocab, gptoss_sample_result* results) {
   for (size_t r = 0; r < n_rows; ++r) {
     const gptoss_sample_row& p = rows[r];
-    if (!(p.temperature >= 0.0f) || !(p.top_p > 0.0f && p.top_p <= 1.0f) ||
-        !(p.min_p >= 0.0f && p.min_p < 1.0f) || p.top_n > GPTOSS_SAMPLE_MAX_TOP ||
-        !(p.uniform >= 0.0 && p.uniform < 1.0))
+    if (!(p.temperature >= 0.0f) || std::isinf(p.temperature) ||
+        !(p.top_p > 0.0f && p.top_p <= 1.0f) || !(p.min_p >= 0.0f && p.min_p < 1.0f) ||
+        p.top_n > GPTOSS_SAMPLE_MAX_TOP || !(p.uniform >= 0.0 && p.uniform < 1.0))
       return gptoss_status_invalid_argument;
   }
   if (vocab == 0) return gptoss_status_invalid_argument;
@@ -73,17 +79,33 @@ gptoss_status sample_rows(ThreadPool& pool, const Kernels& kernels, const float*
         float top = -INFINITY;
         for (size_t i = 0; i < vocab; ++i)
           if (l[i] > top) top = l[i], best = i;  // NaN never compares greater
-        report(p, kernels, l, vocab, top, uint32_t(best), vocab, out, s.order);
+        report(p, kernels, l, nullptr, vocab, top, uint32_t(best), l[best], vocab, out, s.order);
         continue;
       }
       s.work.resize(vocab);
+      float* w = s.work.data();
       size_t allowed = 0, first_allowed = vocab;
-      for (size_t i = 0; i < vocab; ++i) {
-        const bool ok = m == nullptr || ((m[i / 32] >> (i % 32)) & 1u);
-        s.work[i] = ok && !std::isnan(l[i]) ? l[i] : -INFINITY;
-        if (ok) {
-          ++allowed;
-          first_allowed = std::min(first_allowed, i);
+      if (m == nullptr) {
+        for (size_t i = 0; i < vocab; ++i) w[i] = std::isnan(l[i]) ? -INFINITY : l[i];
+        allowed = vocab;
+        first_allowed = 0;
+      } else {
+        for (size_t word = 0; word < words; ++word) {
+          const size_t begin = word * 32, end = std::min(vocab, begin + 32);
+          uint32_t bits = m[word];
+          if (end - begin < 32) bits &= (1u << (end - begin)) - 1u;
+          if (bits == 0) {
+            std::fill(w + begin, w + end, -INFINITY);
+            continue;
+          }
+          allowed += size_t(std::popcount(bits));
+          first_allowed = std::min(first_allowed, begin + size_t(std::countr_zero(bits)));
+          if (bits == ~0u) {
+            for (size_t i = begin; i < end; ++i) w[i] = std::isnan(l[i]) ? -INFINITY : l[i];
+            continue;
+          }
+          for (size_t i = begin; i < end; ++i)
+            w[i] = ((bits >> (i - begin)) & 1u) && !std::isnan(l[i]) ? l[i] : -INFINITY;
         }
       }
       if (allowed == 0) {
@@ -92,11 +114,20 @@ gptoss_status sample_rows(ThreadPool& pool, const Kernels& kernels, const float*
         continue;
       }
       const uint32_t token =
-          backends::sample_choose({p.temperature, p.top_k, p.top_p, p.min_p}, p.uniform,
-                                  s.work.data(), vocab, m, allowed, first_allowed, s);
-      float top = -INFINITY;
-      for (float x : s.work) top = std::max(top, x);
-      report(p, kernels, s.work.data(), vocab, top, token, allowed, out, s.order);
+          backends::sample_choose({p.temperature, p.top_k, p.top_p, p.min_p}, p.uniform, w, vocab,
+                                  m, allowed, first_allowed, s);
+      if (m != nullptr && allowed * backends::kSparseMaskRatio <= vocab) {
+        // A sparse mask: sample_choose listed the allowed tokens; their logits alone.
+        s.allowed_logits.resize(s.ids.size());
+        float top = -INFINITY;
+        for (size_t j = 0; j < s.ids.size(); ++j)
+          top = std::max(top, s.allowed_logits[j] = w[s.ids[j]]);
+        report(p, kernels, s.allowed_logits.data(), s.ids.data(), s.ids.size(), top, token,
+               w[token], allowed, out, s.order);
+      } else {
+        report(p, kernels, w, nullptr, vocab, w[backends::sample_argmax(w, vocab)], token, w[token],
+               allowed, out, s.order);
+      }
     }
   });
   return gptoss_status_success;
