@@ -128,7 +128,8 @@ std::vector<HeaderStruct> header_structs(const std::string& header) {
 
 }  // namespace
 
-TEST_CASE("abi docs: docs/abi.md's table of struct sizes is the library's list", "[api][abi]") {
+TEST_CASE("abi docs: docs/abi.md's table of struct sizes is the library's list",
+          "[api][abi][fixed-device]") {
   const std::vector<Row> rows = library_rows();
   std::string expected, documented;
   for (const Row& r : rows) expected += table_line(r) + "\n";
@@ -142,7 +143,7 @@ TEST_CASE("abi docs: docs/abi.md's table of struct sizes is the library's list",
 
 TEST_CASE(
     "abi docs: each struct_size struct of gptoss.h has a row and since-markers at its versions",
-    "[api][abi]") {
+    "[api][abi][fixed-device]") {
   const std::vector<Row> rows = library_rows();
   const std::vector<HeaderStruct> structs =
       header_structs(read_file(gptoss::test::source_dir() + "/include/gptoss.h"));

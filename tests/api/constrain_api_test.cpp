@@ -53,7 +53,8 @@ bool allowed(const std::vector<uint32_t>& m, uint32_t t) { return (m[t / 32] >> 
 
 }  // namespace
 
-TEST_CASE("constraint API: NULLs, bad JSON, capacity, out-parameters untouched", "[api][bad-input][constrain]") {
+TEST_CASE("constraint API: NULLs, bad JSON, capacity, out-parameters untouched",
+          "[api][bad-input][constrain][fixed-device]") {
   auto tok = tokenizer();
   gptoss_grammar_t g = nullptr;
   CHECK(gptoss_grammar_create_json_schema(nullptr, "{}", &g) == gptoss_status_invalid_argument);
@@ -101,7 +102,8 @@ TEST_CASE("constraint API: NULLs, bad JSON, capacity, out-parameters untouched",
   CHECK(gptoss_sampler_set_constraint(nullptr, con.get()) == gptoss_status_invalid_argument);
 }
 
-TEST_CASE("accepting a forbidden token fails and changes nothing; finished is terminal", "[api][constrain]") {
+TEST_CASE("accepting a forbidden token fails and changes nothing; finished is terminal",
+          "[api][constrain][fixed-device]") {
   auto tok = tokenizer();
   auto grammar = json_grammar(tok.get(), "{\"type\": \"boolean\"}");
   auto con = constraint(grammar.get());
@@ -181,7 +183,8 @@ TEST_CASE("sampling through a constraint on a real model yields a valid document
   }
 }
 
-TEST_CASE("constraint API: the token budget's entry points and their errors", "[api][bad-input][constrain]") {
+TEST_CASE("constraint API: the token budget's entry points and their errors",
+          "[api][bad-input][constrain][fixed-device]") {
   auto tok = tokenizer();
   auto grammar = json_grammar(tok.get(), R"({"type": "object", "properties": {"qty": {"type": "integer"}},
       "required": ["qty"]})");
@@ -279,7 +282,7 @@ TEST_CASE("sampling hot on a real model within a budget at its minimum: complete
   }
 }
 
-TEST_CASE("handles outlive each other in any order", "[api][constrain]") {
+TEST_CASE("handles outlive each other in any order", "[api][constrain][fixed-device]") {
   auto tok = tokenizer();
   gptoss_grammar_t g = nullptr;
   GPTOSS_REQUIRE_OK(gptoss_grammar_create_harmony(tok.get(), nullptr, &g));
@@ -300,7 +303,7 @@ TEST_CASE("handles outlive each other in any order", "[api][constrain]") {
   GPTOSS_REQUIRE_OK(gptoss_sampler_release(s));
 }
 
-TEST_CASE("stop strings through the C API", "[api][constrain]") {
+TEST_CASE("stop strings through the C API", "[api][constrain][fixed-device]") {
   gptoss_stop_strings_t s = nullptr;
   const char* stops[] = {"STOP", "\n\n"};
   CHECK(gptoss_stop_strings_create(nullptr, 1, &s) == gptoss_status_invalid_argument);

@@ -8,7 +8,7 @@
 
 using namespace gptoss::test;
 
-TEST_CASE("NULL arguments give invalid_argument and a message", "[api][bad-input]") {
+TEST_CASE("NULL arguments give invalid_argument and a message", "[api][bad-input][fixed-device]") {
   gptoss_model_t m = nullptr;
   CHECK(gptoss_model_create_from_file(nullptr, &m) == gptoss_status_invalid_argument);
   CHECK(std::string(gptoss_get_last_error_message()).find("path") != std::string::npos);
@@ -23,7 +23,7 @@ TEST_CASE("NULL arguments give invalid_argument and a message", "[api][bad-input
     CHECK(st == gptoss_status_success);
 }
 
-TEST_CASE("options structs are checked by size", "[api][bad-input]") {
+TEST_CASE("options structs are checked by size", "[api][bad-input][fixed-device]") {
   gptoss_model_options o;
   gptoss_model_options_init(&o);
   o.struct_size = 3;

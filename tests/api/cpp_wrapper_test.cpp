@@ -39,7 +39,7 @@ static_assert(std::is_base_of_v<std::runtime_error, gptoss::error>);
 }  // namespace
 
 TEST_CASE("c++ api (gptoss.hpp): a failed call throws gptoss::error with the status and message",
-          "[api][cpp]") {
+          "[api][cpp][fixed-device]") {
   try {
     (void)gptoss::model::load(gptoss::test::shared_dir() + "/no-such-model");
     FAIL("loading a missing model did not throw");
@@ -61,7 +61,8 @@ TEST_CASE("c++ api (gptoss.hpp): a failed call throws gptoss::error with the sta
   CHECK_NOTHROW(gptoss::check(gptoss_status_success, "nothing"));
 }
 
-TEST_CASE("c++ api (gptoss.hpp): handles move their reference and release it once", "[api][cpp]") {
+TEST_CASE("c++ api (gptoss.hpp): handles move their reference and release it once",
+          "[api][cpp][fixed-device]") {
   const gptoss::model model = load_model();
   gptoss::tokenizer a = model.get_tokenizer();
   REQUIRE(a);
@@ -90,7 +91,7 @@ TEST_CASE("c++ api (gptoss.hpp): handles move their reference and release it onc
 }
 
 TEST_CASE("c++ api (gptoss.hpp): tokenize, render and generate on the conformance model",
-          "[api][cpp]") {
+          "[api][cpp][fixed-device]") {
   const gptoss::model model = load_model();
   const gptoss::tokenizer tokenizer = model.get_tokenizer();
   const gptoss_model_info info = model.info();
@@ -153,7 +154,8 @@ TEST_CASE("c++ api (gptoss.hpp): tokenize, render and generate on the conformanc
   }
 }
 
-TEST_CASE("c++ api (gptoss.hpp): grammars, constraints and stop strings", "[api][cpp]") {
+TEST_CASE("c++ api (gptoss.hpp): grammars, constraints and stop strings",
+          "[api][cpp][fixed-device]") {
   const gptoss::model model = load_model();
   const gptoss::tokenizer tokenizer = model.get_tokenizer();
   const gptoss::grammar grammar =

@@ -46,7 +46,7 @@ std::pair<std::vector<float>, std::vector<float>> alone_and_batched(gptoss_model
 
 // (At each level this machine runs: one it lacks would run, and declare, a level below it.)
 TEST_CASE("every CPU kernel level declares batch invariance in both precisions",
-          "[api][determinism]") {
+          "[api][determinism][fixed-device]") {
   for (const std::string& isa : cpu_levels_here()) {
     ScopedCpuLevel level(isa);
     for (gptoss_precision precision : {gptoss_precision_exact, gptoss_precision_fast}) {
@@ -59,13 +59,15 @@ TEST_CASE("every CPU kernel level declares batch invariance in both precisions",
   }
 }
 
-TEST_CASE("the CPU backend names the kernel level it selected", "[api][determinism]") {
+TEST_CASE("the CPU backend names the kernel level it selected",
+          "[api][determinism][fixed-device]") {
   auto model = load_conformance_model(Format::hf, 1, gptoss_precision_fast, "cpu");
   const std::vector<std::string> here = cpu_levels_here();
   CHECK(std::count(here.begin(), here.end(), info_of(model.get()).kernels) == 1);
 }
 
-TEST_CASE("a backend without device_properties declares no guarantee", "[api][determinism]") {
+TEST_CASE("a backend without device_properties declares no guarantee",
+          "[api][determinism][fixed-device]") {
   auto model = load_conformance_model(Format::hf, 1, gptoss_precision_exact, "strict-minimal");
   const gptoss_model_info info = info_of(model.get());
   CHECK(info.batch_invariant == 0);
@@ -75,7 +77,7 @@ TEST_CASE("a backend without device_properties declares no guarantee", "[api][de
 
 // At the level this machine selects and at scalar: the declaration must be borne out.
 TEST_CASE("a declared batch invariance holds: whole and alone equals chunked and batched",
-          "[api][determinism]") {
+          "[api][determinism][fixed-device]") {
   for (const char* isa : {"", "scalar"}) {
     std::optional<ScopedCpuLevel> level;
     if (*isa != '\0') level.emplace(isa);

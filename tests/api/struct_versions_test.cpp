@@ -52,7 +52,8 @@ std::string last_error() { return gptoss_get_last_error_message(); }
 
 }  // namespace
 
-TEST_CASE("versioned structs: the sizes of git history are the library's", "[api][abi]") {
+TEST_CASE("versioned structs: the sizes of git history are the library's",
+          "[api][abi][fixed-device]") {
   CHECK(sizeof(gptoss_model_options) == 48);
   CHECK(sizeof(gptoss_model_info) == 152);
   CHECK(sizeof(gptoss_kvcache_options) == 32);
@@ -66,7 +67,7 @@ TEST_CASE("versioned structs: the sizes of git history are the library's", "[api
   CHECK(sizeof(gptoss_speculator_stats) == 48);
 }
 
-TEST_CASE("model options at every size", "[api][abi]") {
+TEST_CASE("model options at every size", "[api][abi][fixed-device]") {
   const std::string path = logits_dir() + "/model.gguf";
   gptoss_model_options o;
   gptoss_model_options_init(&o);
@@ -189,7 +190,7 @@ TEST_CASE("context options at every size", "[api][abi]") {
   CHECK(c == nullptr);
 }
 
-TEST_CASE("sampler options at every size", "[api][abi]") {
+TEST_CASE("sampler options at every size", "[api][abi][fixed-device]") {
   gptoss_sampler_options o;
   gptoss_sampler_options_init(&o);
   o.top_p = 1.5f;  // invalid: reading it fails the call
@@ -211,7 +212,8 @@ TEST_CASE("sampler options at every size", "[api][abi]") {
   CHECK(none == nullptr);
 }
 
-TEST_CASE("Harmony render options and parser state at every size", "[api][abi][harmony]") {
+TEST_CASE("Harmony render options and parser state at every size",
+          "[api][abi][harmony][fixed-device]") {
   gptoss_tokenizer_t tok = nullptr;
   GPTOSS_REQUIRE_OK(gptoss_tokenizer_create_from_file(tokenizer_json().c_str(), &tok));
   const char* json = R"([{"role":"user","content":"Hi"}])";
@@ -259,7 +261,7 @@ TEST_CASE("Harmony render options and parser state at every size", "[api][abi][h
   gptoss_tokenizer_release(tok);
 }
 
-TEST_CASE("options init: never writes past the caller's struct", "[api][abi]") {
+TEST_CASE("options init: never writes past the caller's struct", "[api][abi][fixed-device]") {
   // gptoss_model_options as 0.1 had it (40 bytes: up to tokenizer_path), as today, and from the
   // future: the defaults of the fields the size holds, zeros for the rest, nothing beyond.
   for (size_t size : {40, 48, 64}) {

@@ -42,7 +42,7 @@ TEST_CASE("registry: a first scan from several threads at once", "[concurrency][
 }
 
 TEST_CASE("models loaded on several threads while the log callback changes",
-          "[concurrency][backend][api]") {
+          "[concurrency][backend][api][fixed-device]") {
   static std::atomic<size_t> messages{0};
   const std::string tokenizer = test::tokenizer_json();
   const std::string paths[] = {test::logits_dir() + "/model.gguf", test::logits_dir() + "/model-hf",
