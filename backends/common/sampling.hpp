@@ -138,6 +138,12 @@ inline void sample_allowed_ids(const uint32_t* allowed, size_t V, std::vector<ui
 // A mask allowing at most 1 token in this many is walked as a list of its tokens.
 inline constexpr size_t kSparseMaskRatio = 16;
 
+// Whether sample_choose walks `allowed` (n_allowed of V tokens) as the list of its tokens, which
+// it leaves in SampleScratch::ids.
+inline bool sample_mask_is_sparse(const uint32_t* allowed, size_t n_allowed, size_t V) {
+  return allowed != nullptr && n_allowed * kSparseMaskRatio <= V;
+}
+
 // The ranked candidates a truncation needs (step 3's "tokens ordered by (l descending, index
 // ascending)"), without sorting the vocabulary: each candidate's distance below the best,
 // (top - l) / T in nats, falls in one of kBuckets buckets of 1/kBucketsPerNat nat (the last
@@ -168,7 +174,7 @@ inline uint16_t sample_bucket(float l, double top, double scale) {
 inline uint32_t sample_choose(const SampleTruncation& p, double uniform, const float* work,
                               size_t V, const uint32_t* allowed, size_t n_allowed,
                               size_t first_allowed, SampleScratch& s) {
-  const bool sparse = allowed != nullptr && n_allowed * kSparseMaskRatio <= V;
+  const bool sparse = sample_mask_is_sparse(allowed, n_allowed, V);
   if (sparse) sample_allowed_ids(allowed, V, s.ids);
   const uint32_t* ids = sparse ? s.ids.data() : nullptr;
   const size_t n_cand = sparse ? s.ids.size() : V;  // candidates: weight 0 for any other token

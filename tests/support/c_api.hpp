@@ -1,6 +1,5 @@
 #pragma once
 // RAII helpers over the C API for tests, and loaders of the shared conformance model.
-#include <algorithm>
 #include <cstdlib>
 #include <memory>
 #include <string>
@@ -36,14 +35,7 @@ enum class Format { hf, gguf };
 // runs the forward-pass, batching and KV tests again on "strict" and "strict-minimal"). Tests
 // tagged [fixed-device] pick their device themselves or load no model, and that second run
 // leaves them out: one that comes here fails, so the tag cannot hide a test from it.
-inline const char* test_backend() {
-  const std::string test = Catch::getResultCapture().getCurrentTestName();
-  for (const Catch::TestCase& t : Catch::getRegistryHub().getTestCaseRegistry().getAllTests())
-    if (t.name == test && std::find(t.tags.begin(), t.tags.end(), "fixed-device") != t.tags.end())
-      FAIL("'" << test << "' is tagged [fixed-device] but loads a model on the test device");
-  const char* b = std::getenv("GPTOSS_TEST_BACKEND");
-  return b != nullptr && *b != '\0' ? b : "cpu";
-}
+const char* test_backend();
 
 // The library's default precision is fast (int8 activations where the CPU has VNNI); tests
 // with fp32-rounding tolerances ask for exact. `backend` NULL: test_backend().

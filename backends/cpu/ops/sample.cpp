@@ -116,7 +116,7 @@ gptoss_status sample_rows(ThreadPool& pool, const Kernels& kernels, const float*
       const uint32_t token =
           backends::sample_choose({p.temperature, p.top_k, p.top_p, p.min_p}, p.uniform, w, vocab,
                                   m, allowed, first_allowed, s);
-      if (m != nullptr && allowed * backends::kSparseMaskRatio <= vocab) {
+      if (backends::sample_mask_is_sparse(m, allowed, vocab)) {
         // A sparse mask: sample_choose listed the allowed tokens; their logits alone.
         s.allowed_logits.resize(s.ids.size());
         float top = -INFINITY;
