@@ -18,6 +18,7 @@
 
 #include "http/app.hpp"
 #include "http/elastic_task_queue.hpp"
+#include "http/http_server.hpp"
 #include "logging.hpp"
 #include "server_options.hpp"
 
@@ -168,18 +169,15 @@ int serve(const ServerOptions& o) {
   spdlog::info("response store: {} (schema version {})", store->describe(), store->schema_version());
 
   App app(o, std::move(store));
-  httplib::Server server;
+  HttpServer server({o.read_timeout_s, o.write_timeout_s, o.keep_alive_timeout_s});
   // --http-threads kept, more started while connections wait (idle keep-alive connections
   // hold a thread each; http/elastic_task_queue.hpp).
   server.new_task_queue = [n = o.http_threads] {
     return new ElasticTaskQueue(n, std::max<size_t>(n, kMaxHttpThreads), std::chrono::seconds(10));
   };
   server.set_payload_max_length(o.max_body_bytes);
-  server.set_read_timeout(o.read_timeout_s, 0);
-  server.set_write_timeout(o.write_timeout_s, 0);
-  server.set_keep_alive_timeout(o.keep_alive_timeout_s);
   app.register_routes(server);
-  const int port = o.port == 0 ? server.bind_to_any_port(o.host) : (server.bind_to_port(o.host, o.port) ? o.port : -1);
+  const int port = server.bind(o.host, o.port);
   if (port < 0) {
     std::fprintf(stderr, "gptoss-server: cannot listen on %s:%d (address in use, or not an address of this machine)\n",
                  o.host.c_str(), o.port);
@@ -226,7 +224,7 @@ int serve(const ServerOptions& o) {
       signals.wait(1 << 30, std::chrono::milliseconds(50), [&] { return app.drained(); });
     }
   }
-  server.stop();
+  server.stop_serving();
   http.join();
   spdlog::info("stopped");
   return status;

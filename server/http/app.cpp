@@ -166,6 +166,9 @@ void App::register_routes(httplib::Server& server) {
   server.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;
     const int status = res.status;
+    // Refused before routing (too long, or not parsed): where the request ends is unknown, so
+    // what follows it on the connection cannot be read as the next request.
+    if (status == 413 || status == 414 || req.path.empty()) res.set_header("Connection", "close");
     std::string message = "Unknown request URL: " + req.method + " " + req.path + ".";
     std::string code = "unknown_url";
     if (status == 413) {

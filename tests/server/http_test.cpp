@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "http/app.hpp"
+#include "http/http_server.hpp"
 #include "support/c_api.hpp"
 
 using namespace gptoss_server;
@@ -30,7 +31,8 @@ namespace {
 struct LoadingServer {
   ServerOptions options;
   std::unique_ptr<App> app;
-  httplib::Server server;
+  HttpServer server{
+      {options.read_timeout_s, options.write_timeout_s, options.keep_alive_timeout_s}};
   std::thread thread;
   int port = 0;
   std::string store_path = (std::filesystem::temp_directory_path() /
@@ -46,12 +48,12 @@ struct LoadingServer {
     app =
         std::make_unique<App>(options, store ? std::move(store) : open_response_store(store_path));
     app->register_routes(server);
-    port = server.bind_to_any_port("127.0.0.1");
+    port = server.bind("127.0.0.1", 0);
     REQUIRE(port > 0);
     thread = std::thread([this] { server.listen_after_bind(); });
   }
   ~LoadingServer() {
-    server.stop();
+    server.stop_serving();
     thread.join();
     std::error_code ec;
     for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(store_path + suffix, ec);

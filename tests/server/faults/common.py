@@ -125,6 +125,12 @@ class Server:
     def threads(self):
         return len(os.listdir(f"/proc/{self.pid}/task"))
 
+    def cpu_seconds(self):
+        """User + system CPU time the server used so far."""
+        with open(f"/proc/{self.pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def connection(self, timeout=None):
         return http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout or TIMEOUT[0])
 

@@ -1,0 +1,119 @@
+#include "http/connection_stream.hpp"
+
+#include <netdb.h>
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <string_view>
+
+namespace gptoss_server {
+
+namespace {
+
+// What a client's address reads as in Request::remote_addr: numeric, as cpp-httplib writes it.
+void numeric_address(const sockaddr_storage& addr, socklen_t len, std::string& ip, int& port) {
+  char host[NI_MAXHOST];
+  char service[NI_MAXSERV];
+  if (getnameinfo(reinterpret_cast<const sockaddr*>(&addr), len, host, sizeof(host), service,
+                  sizeof(service), NI_NUMERICHOST | NI_NUMERICSERV) != 0)
+    return;
+  ip = host;
+  port = std::atoi(service);
+}
+
+// Until `sock` has one of `events`, up to `timeout_ms`, across signals.
+bool wait_for_socket(int sock, short events, int timeout_ms) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  for (;;) {
+    pollfd p{sock, events, 0};
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          deadline - std::chrono::steady_clock::now())
+                          .count();
+    const int n = ::poll(&p, 1, static_cast<int>(std::max<long long>(0, left)));
+    if (n > 0) return (p.revents & POLLNVAL) == 0;
+    if (n == 0 || errno != EINTR) return false;
+  }
+}
+
+// Whether `head`, a response's status line and headers (cpp-httplib writes them in one
+// piece, before the body), has the header "Connection: close".
+bool announces_close(std::string_view head) {
+  std::string lower(head.substr(0, head.find("\r\n\r\n")));
+  for (char& c : lower) c = char(std::tolower(static_cast<unsigned char>(c)));
+  return (lower + "\r\n").find("\r\nconnection: close\r\n") != std::string::npos;
+}
+
+}  // namespace
+
+ConnectionStream::ConnectionStream(int sock, int read_timeout_s, int write_timeout_s)
+    : sock_(sock), read_timeout_ms_(read_timeout_s * 1000),
+      write_timeout_ms_(write_timeout_s * 1000) {}
+
+bool ConnectionStream::is_readable() const {
+  return has_buffered_input() || wait_for_socket(sock_, POLLIN, read_timeout_ms_);
+}
+
+bool ConnectionStream::is_writable() const {
+  if (!wait_for_socket(sock_, POLLOUT, write_timeout_ms_)) return false;
+  if (!wait_for_socket(sock_, POLLIN, 0)) return true;  // nothing to read: the client is there
+  char byte;
+  ssize_t n;
+  do n = ::recv(sock_, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  while (n < 0 && errno == EINTR);
+  return n > 0 || (n < 0 && errno == EAGAIN);  // 0: closed; an error: reset
+}
+
+ssize_t ConnectionStream::read(char* ptr, size_t size) {
+  if (!has_buffered_input()) {
+    if (!is_readable()) return -1;
+    ssize_t n;
+    if (size >= buffer_.size()) {
+      do n = ::recv(sock_, ptr, size, 0);
+      while (n < 0 && errno == EINTR);
+      return n;
+    }
+    do n = ::recv(sock_, buffer_.data(), buffer_.size(), 0);
+    while (n < 0 && errno == EINTR);
+    if (n <= 0) return n;
+    begin_ = 0;
+    end_ = static_cast<size_t>(n);
+  }
+  const size_t n = std::min(size, end_ - begin_);
+  std::memcpy(ptr, buffer_.data() + begin_, n);
+  begin_ += n;
+  return static_cast<ssize_t>(n);
+}
+
+ssize_t ConnectionStream::write(const char* ptr, size_t size) {
+  if (!is_writable()) return -1;
+  if (awaiting_head_) {
+    awaiting_head_ = false;
+    close_announced_ = announces_close(std::string_view(ptr, size));
+  }
+  ssize_t n;
+  do n = ::send(sock_, ptr, size, MSG_NOSIGNAL);
+  while (n < 0 && errno == EINTR);
+  return n;
+}
+
+void ConnectionStream::get_remote_ip_and_port(std::string& ip, int& port) const {
+  sockaddr_storage addr{};
+  socklen_t len = sizeof(addr);
+  if (::getpeername(sock_, reinterpret_cast<sockaddr*>(&addr), &len) == 0)
+    numeric_address(addr, len, ip, port);
+}
+
+void ConnectionStream::get_local_ip_and_port(std::string& ip, int& port) const {
+  sockaddr_storage addr{};
+  socklen_t len = sizeof(addr);
+  if (::getsockname(sock_, reinterpret_cast<sockaddr*>(&addr), &len) == 0)
+    numeric_address(addr, len, ip, port);
+}
+
+}  // namespace gptoss_server

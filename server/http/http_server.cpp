@@ -1,0 +1,79 @@
+#include "http/http_server.hpp"
+
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <stdexcept>
+
+#include "http/connection_stream.hpp"
+
+namespace gptoss_server {
+
+namespace {
+
+// Requests served on one connection before it is closed: cpp-httplib's default.
+constexpr size_t kRequestsPerConnection = 5;
+
+}  // namespace
+
+HttpServer::HttpServer(const Timeouts& timeouts)
+    : timeouts_(timeouts), stop_fd_(::eventfd(0, EFD_CLOEXEC)) {
+  if (stop_fd_ < 0)
+    throw std::runtime_error("cannot create the HTTP server's stop descriptor (eventfd)");
+  set_read_timeout(timeouts.read_s, 0);
+  set_write_timeout(timeouts.write_s, 0);
+  set_keep_alive_timeout(timeouts.keep_alive_s);
+}
+
+HttpServer::~HttpServer() { ::close(stop_fd_); }
+
+int HttpServer::bind(const std::string& host, int port) {
+  const int bound = port == 0 ? bind_to_any_port(host) : (bind_to_port(host, port) ? port : -1);
+  if (bound < 0) return -1;
+  // Listening again on a listening socket sets the length of its queue.
+  if (::listen(svr_sock_, SOMAXCONN) != 0) return -1;
+  return bound;
+}
+
+void HttpServer::stop_serving() {
+  const uint64_t one = 1;
+  [[maybe_unused]] const ssize_t n = ::write(stop_fd_, &one, sizeof(one));
+  stop();
+}
+
+bool HttpServer::wait_for_request(int sock) const {
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(timeouts_.keep_alive_s);
+  for (;;) {
+    pollfd fds[2] = {{sock, POLLIN, 0}, {stop_fd_, POLLIN, 0}};
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          deadline - std::chrono::steady_clock::now())
+                          .count();
+    if (left <= 0) return false;
+    const int n = ::poll(fds, 2, static_cast<int>(left));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0 || fds[1].revents != 0) return false;
+    return (fds[0].revents & POLLNVAL) == 0;
+  }
+}
+
+bool HttpServer::process_and_close_socket(int sock) {
+  ConnectionStream stream(sock, timeouts_.read_s, timeouts_.write_s);
+  bool ok = false;
+  for (size_t left = kRequestsPerConnection; left > 0 && svr_sock_ != INVALID_SOCKET; --left) {
+    if (!stream.has_buffered_input() && !wait_for_request(sock)) break;
+    bool closed = false;
+    stream.begin_request();
+    ok = process_request(stream, left == 1, closed, nullptr);
+    if (!ok || closed || stream.close_announced()) break;
+  }
+  ::shutdown(sock, SHUT_RDWR);
+  ::close(sock);
+  return ok;
+}
+
+}  // namespace gptoss_server

@@ -1,0 +1,244 @@
+// The HTTP server's connection loop (server/http/http_server.hpp): idle keep-alive connections
+// cost no CPU, stopping ends them at once, the keep-alive timeout still closes them, pipelined
+// requests are answered in order, a request's addresses are the connection's, and a burst of
+// connections fits the listen queue before any is accepted, and a response that says
+// "Connection: close" ends its connection.
+#include <catch2/catch.hpp>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "http/elastic_task_queue.hpp"
+#include "http/http_server.hpp"
+
+using namespace gptoss_server;
+using namespace std::chrono_literals;
+
+namespace {
+
+double process_cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return double(t.tv_sec) + double(t.tv_nsec) * 1e-9;
+}
+
+int connect_to(int port, bool blocking = true) {
+  const int s = ::socket(AF_INET, SOCK_STREAM | (blocking ? 0 : SOCK_NONBLOCK), 0);
+  REQUIRE(s >= 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(uint16_t(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  const int rc = ::connect(s, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  REQUIRE((rc == 0 || (!blocking && errno == EINPROGRESS)));
+  return s;
+}
+
+void send_all(int s, const std::string& data) { REQUIRE(::send(s, data.data(), data.size(), MSG_NOSIGNAL) == ssize_t(data.size())); }
+
+// How many whole responses `data` holds (each with a Content-Length, as every answer here).
+size_t whole_responses(const std::string& data) {
+  size_t n = 0;
+  size_t at = 0;
+  for (;;) {
+    const size_t head_end = data.find("\r\n\r\n", at);
+    if (head_end == std::string::npos) return n;
+    const size_t length_at = data.find("Content-Length: ", at);
+    if (length_at == std::string::npos || length_at > head_end) return n;
+    const size_t end = head_end + 4 + std::stoul(data.substr(length_at + 16));
+    if (data.size() < end) return n;
+    ++n;
+    at = end;
+  }
+}
+
+// Reads until `count` whole responses arrived, the peer closed, or 10 s.
+std::string read_responses(int s, size_t count) {
+  std::string data;
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (whole_responses(data) < count && std::chrono::steady_clock::now() < deadline) {
+    pollfd p{s, POLLIN, 0};
+    if (::poll(&p, 1, 100) <= 0) continue;
+    char buf[4096];
+    const ssize_t n = ::recv(s, buf, sizeof(buf), 0);
+    if (n <= 0) break;
+    data.append(buf, size_t(n));
+  }
+  return data;
+}
+
+std::string get(const std::string& path, bool keep_alive = true) {
+  return "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n" + (keep_alive ? "" : "Connection: close\r\n") + "\r\n";
+}
+
+// A server on a free loopback port answering GET /echo with the request's addresses.
+struct EchoServer {
+  HttpServer server;
+  std::thread thread;
+  int port;
+
+  explicit EchoServer(int keep_alive_s, bool serve = true) : server({5, 5, keep_alive_s}) {
+    server.new_task_queue = [] { return new ElasticTaskQueue(4, 1024, 10s); };
+    server.Get("/echo", [](const httplib::Request& req, httplib::Response& res) {
+      res.set_content(req.remote_addr + " " + std::to_string(req.remote_port) + " " + req.local_addr + " " +
+                          std::to_string(req.local_port),
+                      "text/plain");
+    });
+    server.Get("/close", [](const httplib::Request&, httplib::Response& res) {
+      res.set_header("Connection", "close");
+      res.set_content("bye", "text/plain");
+    });
+    port = server.bind("127.0.0.1", 0);
+    REQUIRE(port > 0);
+    if (serve) thread = std::thread([this] { server.listen_after_bind(); });
+  }
+  ~EchoServer() { stop(); }
+  void stop() {
+    server.stop_serving();
+    if (thread.joinable()) thread.join();
+  }
+};
+
+}  // namespace
+
+TEST_CASE("http server: idle keep-alive connections cost no CPU", "[server][http]") {
+  EchoServer echo(30);
+  std::vector<int> sockets;
+  for (int i = 0; i < 200; ++i) {
+    sockets.push_back(connect_to(echo.port));
+    // Half after one request (waiting for the next), half before any.
+    if (i % 2) {
+      send_all(sockets.back(), get("/echo"));
+      REQUIRE(read_responses(sockets.back(), 1).find("200 OK") != std::string::npos);
+    }
+  }
+  std::this_thread::sleep_for(300ms);  // every connection on its thread, waiting
+  const double cpu0 = process_cpu_seconds();
+  const auto t0 = std::chrono::steady_clock::now();
+  std::this_thread::sleep_for(1s);
+  const double cores = (process_cpu_seconds() - cpu0) / std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  INFO("200 idle connections used " << cores << " of a core");
+  CHECK(cores < 0.02);
+  // Still served, on a connection of its own and on one that waited.
+  const int fresh = connect_to(echo.port);
+  send_all(fresh, get("/echo", false));
+  CHECK(read_responses(fresh, 1).find("200 OK") != std::string::npos);
+  send_all(sockets[1], get("/echo", false));
+  CHECK(read_responses(sockets[1], 1).find("200 OK") != std::string::npos);
+  ::close(fresh);
+  for (int s : sockets) ::close(s);
+}
+
+TEST_CASE("http server: stopping ends connections waiting for a request at once", "[server][http]") {
+  EchoServer echo(60);
+  std::vector<int> sockets;
+  for (int i = 0; i < 20; ++i) {
+    sockets.push_back(connect_to(echo.port));
+    if (i % 2) {
+      send_all(sockets.back(), get("/echo"));
+      REQUIRE(read_responses(sockets.back(), 1).find("200 OK") != std::string::npos);
+    }
+  }
+  std::this_thread::sleep_for(100ms);
+  const auto t0 = std::chrono::steady_clock::now();
+  echo.stop();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  INFO("stopped in " << seconds << " s with a keep-alive timeout of 60 s");
+  CHECK(seconds < 2.0);
+  for (int s : sockets) {
+    char byte;
+    CHECK(::recv(s, &byte, 1, 0) == 0);  // closed by the server
+    ::close(s);
+  }
+}
+
+TEST_CASE("http server: the keep-alive timeout closes an idle connection", "[server][http]") {
+  EchoServer echo(1);
+  const int before = connect_to(echo.port);
+  const int after = connect_to(echo.port);
+  send_all(after, get("/echo"));
+  REQUIRE(read_responses(after, 1).find("200 OK") != std::string::npos);
+  for (int s : {before, after}) {
+    const auto t0 = std::chrono::steady_clock::now();
+    pollfd p{s, POLLIN, 0};
+    REQUIRE(::poll(&p, 1, 5000) == 1);
+    char byte;
+    CHECK(::recv(s, &byte, 1, 0) == 0);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    CHECK(seconds < 3.0);
+    ::close(s);
+  }
+}
+
+TEST_CASE("http server: pipelined requests are answered in order on their connection", "[server][http]") {
+  EchoServer echo(5);
+  const int s = connect_to(echo.port);
+  send_all(s, get("/echo") + get("/nothing-here") + get("/echo", false));
+  const std::string data = read_responses(s, 3);
+  const auto first = data.find("HTTP/1.1 200");
+  const auto second = data.find("HTTP/1.1 404");
+  const auto third = data.find("HTTP/1.1 200", first + 1);
+  INFO(data);
+  CHECK(first != std::string::npos);
+  CHECK(second != std::string::npos);
+  CHECK(third != std::string::npos);
+  CHECK((first < second && second < third));
+  ::close(s);
+}
+
+TEST_CASE("http server: a response that says Connection: close ends its connection", "[server][http]") {
+  EchoServer echo(5);
+  const int s = connect_to(echo.port);
+  send_all(s, get("/close") + get("/echo"));
+  const std::string data = read_responses(s, 2);  // returns at the close
+  INFO(data);
+  CHECK(whole_responses(data) == 1);
+  CHECK(data.find("bye") != std::string::npos);
+  char byte;
+  CHECK(::recv(s, &byte, 1, 0) == 0);
+  ::close(s);
+}
+
+TEST_CASE("http server: a request carries its connection's addresses", "[server][http]") {
+  EchoServer echo(5);
+  const int s = connect_to(echo.port);
+  sockaddr_in local{};
+  socklen_t len = sizeof(local);
+  REQUIRE(::getsockname(s, reinterpret_cast<sockaddr*>(&local), &len) == 0);
+  send_all(s, get("/echo"));
+  const std::string first = read_responses(s, 1);
+  send_all(s, get("/echo", false));
+  const std::string second = read_responses(s, 1);
+  const std::string expected = "127.0.0.1 " + std::to_string(ntohs(local.sin_port)) + " 127.0.0.1 " + std::to_string(echo.port);
+  CHECK(first.substr(first.size() - expected.size()) == expected);
+  CHECK(second.substr(second.size() - expected.size()) == expected);
+  ::close(s);
+}
+
+TEST_CASE("http server: a burst of connections fits the listen queue before any is accepted", "[server][http]") {
+  EchoServer echo(5, /*serve=*/false);  // bound and listening, nothing accepting
+  std::vector<int> sockets;
+  for (int i = 0; i < 64; ++i) sockets.push_back(connect_to(echo.port, /*blocking=*/false));
+  // A handshake completes only where the queue has room; a SYN past it is dropped.
+  int established = 0;
+  const auto deadline = std::chrono::steady_clock::now() + 500ms;
+  for (int s : sockets) {
+    pollfd p{s, POLLOUT, 0};
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    int error = 0;
+    socklen_t len = sizeof(error);
+    if (::poll(&p, 1, int(std::max<long long>(0, left.count()))) == 1 &&
+        ::getsockopt(s, SOL_SOCKET, SO_ERROR, &error, &len) == 0 && error == 0)
+      ++established;
+  }
+  CHECK(established == 64);
+  for (int s : sockets) ::close(s);
+}
