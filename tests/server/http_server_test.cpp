@@ -1,15 +1,15 @@
 // The HTTP server's connection loop (server/http/http_server.hpp): idle keep-alive connections
 // cost no CPU, stopping ends them at once, the keep-alive timeout still closes them, pipelined
-// requests are answered in order, a request's addresses are the connection's, and a burst of
-// connections fits the listen queue before any is accepted, and a response that says
-// "Connection: close" ends its connection.
-#include <catch2/catch.hpp>
+// requests are answered in order, a response that says "Connection: close" ends its
+// connection, a request's addresses are the connection's, and a burst of connections fits the
+// listen queue before any is accepted.
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
+#include <catch2/catch.hpp>
 
 #include <chrono>
 #include <string>
@@ -42,7 +42,9 @@ int connect_to(int port, bool blocking = true) {
   return s;
 }
 
-void send_all(int s, const std::string& data) { REQUIRE(::send(s, data.data(), data.size(), MSG_NOSIGNAL) == ssize_t(data.size())); }
+void send_all(int s, const std::string& data) {
+  REQUIRE(::send(s, data.data(), data.size(), MSG_NOSIGNAL) == ssize_t(data.size()));
+}
 
 // How many whole responses `data` holds (each with a Content-Length, as every answer here).
 size_t whole_responses(const std::string& data) {
@@ -76,7 +78,8 @@ std::string read_responses(int s, size_t count) {
 }
 
 std::string get(const std::string& path, bool keep_alive = true) {
-  return "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n" + (keep_alive ? "" : "Connection: close\r\n") + "\r\n";
+  return "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n" +
+         (keep_alive ? "" : "Connection: close\r\n") + "\r\n";
 }
 
 // A server on a free loopback port answering GET /echo with the request's addresses.
@@ -88,8 +91,8 @@ struct EchoServer {
   explicit EchoServer(int keep_alive_s, bool serve = true) : server({5, 5, keep_alive_s}) {
     server.new_task_queue = [] { return new ElasticTaskQueue(4, 1024, 10s); };
     server.Get("/echo", [](const httplib::Request& req, httplib::Response& res) {
-      res.set_content(req.remote_addr + " " + std::to_string(req.remote_port) + " " + req.local_addr + " " +
-                          std::to_string(req.local_port),
+      res.set_content(req.remote_addr + " " + std::to_string(req.remote_port) + " " +
+                          req.local_addr + " " + std::to_string(req.local_port),
                       "text/plain");
     });
     server.Get("/close", [](const httplib::Request&, httplib::Response& res) {
@@ -124,7 +127,8 @@ TEST_CASE("http server: idle keep-alive connections cost no CPU", "[server][http
   const double cpu0 = process_cpu_seconds();
   const auto t0 = std::chrono::steady_clock::now();
   std::this_thread::sleep_for(1s);
-  const double cores = (process_cpu_seconds() - cpu0) / std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double cores = (process_cpu_seconds() - cpu0) /
+                       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   INFO("200 idle connections used " << cores << " of a core");
   CHECK(cores < 0.02);
   // Still served, on a connection of its own and on one that waited.
@@ -137,7 +141,8 @@ TEST_CASE("http server: idle keep-alive connections cost no CPU", "[server][http
   for (int s : sockets) ::close(s);
 }
 
-TEST_CASE("http server: stopping ends connections waiting for a request at once", "[server][http]") {
+TEST_CASE("http server: stopping ends connections waiting for a request at once",
+          "[server][http]") {
   EchoServer echo(60);
   std::vector<int> sockets;
   for (int i = 0; i < 20; ++i) {
@@ -150,7 +155,8 @@ TEST_CASE("http server: stopping ends connections waiting for a request at once"
   std::this_thread::sleep_for(100ms);
   const auto t0 = std::chrono::steady_clock::now();
   echo.stop();
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   INFO("stopped in " << seconds << " s with a keep-alive timeout of 60 s");
   CHECK(seconds < 2.0);
   for (int s : sockets) {
@@ -172,13 +178,15 @@ TEST_CASE("http server: the keep-alive timeout closes an idle connection", "[ser
     REQUIRE(::poll(&p, 1, 5000) == 1);
     char byte;
     CHECK(::recv(s, &byte, 1, 0) == 0);
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     CHECK(seconds < 3.0);
     ::close(s);
   }
 }
 
-TEST_CASE("http server: pipelined requests are answered in order on their connection", "[server][http]") {
+TEST_CASE("http server: pipelined requests are answered in order on their connection",
+          "[server][http]") {
   EchoServer echo(5);
   const int s = connect_to(echo.port);
   send_all(s, get("/echo") + get("/nothing-here") + get("/echo", false));
@@ -194,7 +202,8 @@ TEST_CASE("http server: pipelined requests are answered in order on their connec
   ::close(s);
 }
 
-TEST_CASE("http server: a response that says Connection: close ends its connection", "[server][http]") {
+TEST_CASE("http server: a response that says Connection: close ends its connection",
+          "[server][http]") {
   EchoServer echo(5);
   const int s = connect_to(echo.port);
   send_all(s, get("/close") + get("/echo"));
@@ -217,13 +226,15 @@ TEST_CASE("http server: a request carries its connection's addresses", "[server]
   const std::string first = read_responses(s, 1);
   send_all(s, get("/echo", false));
   const std::string second = read_responses(s, 1);
-  const std::string expected = "127.0.0.1 " + std::to_string(ntohs(local.sin_port)) + " 127.0.0.1 " + std::to_string(echo.port);
+  const std::string expected = "127.0.0.1 " + std::to_string(ntohs(local.sin_port)) +
+                               " 127.0.0.1 " + std::to_string(echo.port);
   CHECK(first.substr(first.size() - expected.size()) == expected);
   CHECK(second.substr(second.size() - expected.size()) == expected);
   ::close(s);
 }
 
-TEST_CASE("http server: a burst of connections fits the listen queue before any is accepted", "[server][http]") {
+TEST_CASE("http server: a burst of connections fits the listen queue before any is accepted",
+          "[server][http]") {
   EchoServer echo(5, /*serve=*/false);  // bound and listening, nothing accepting
   std::vector<int> sockets;
   for (int i = 0; i < 64; ++i) sockets.push_back(connect_to(echo.port, /*blocking=*/false));
@@ -232,7 +243,8 @@ TEST_CASE("http server: a burst of connections fits the listen queue before any 
   const auto deadline = std::chrono::steady_clock::now() + 500ms;
   for (int s : sockets) {
     pollfd p{s, POLLOUT, 0};
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
     int error = 0;
     socklen_t len = sizeof(error);
     if (::poll(&p, 1, int(std::max<long long>(0, left.count()))) == 1 &&
