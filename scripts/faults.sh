@@ -5,7 +5,7 @@
 # cluster is started for the postgres scenario and stopped on exit, even on failure.
 #
 #   scripts/faults.sh                  the short version (CI, from scripts/test.sh), then a
-#                                      2-minute soak (scripts/soak.sh; SOAK_SECONDS=N)
+#                                      1-minute soak (scripts/soak.sh; SOAK_SECONDS=N)
 #   scripts/faults.sh --long           longer: more crash rounds, longer outages, a 10-minute soak
 #   scripts/faults.sh crash signals    only these scenarios
 #   FAULTS_SEED=N scripts/faults.sh    repeat a run's random requests (each run prints its seed)
@@ -42,11 +42,11 @@ trap cleanup EXIT
 GPTOSS_SERVER_BIN="$server_bin" GPTOSS_TEST_MODEL="$model" GPTOSS_TEST_TOKENIZER="$tokenizer" \
   GPTOSS_TEST_TMP="$tmp" python3 "$root/tests/server/faults/run.py" "${args[@]}" "${names[@]}"
 
-# Every scenario: then the soak, 2 minutes (10 with --long).
+# Every scenario: then the soak, 1 minute (10 with --long).
 if [ ${#names[@]} -eq 0 ]; then
-  seconds="${SOAK_SECONDS:-120}"
+  seconds="${SOAK_SECONDS:-60}"
   [ ${#args[@]} -eq 0 ] || seconds="${SOAK_SECONDS:-600}"
   echo "== soak: ${seconds} s (scripts/soak.sh)"
   GPTOSS_TEST_MODEL="$model" GPTOSS_TOKENIZER_JSON="$tokenizer" GPTOSS_TEST_TMP="$tmp" \
-    bash "$root/scripts/soak.sh" "$seconds" --interval "$((seconds >= 600 ? 60 : 20))"
+    bash "$root/scripts/soak.sh" "$seconds" --interval "$((seconds >= 600 ? 60 : 10))"
 fi

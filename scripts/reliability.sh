@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The fuzzing and ThreadSanitizer part of CI (docs/reliability.md), run by scripts/test.sh:
 #  1. every fuzz harness (scripts/fuzz.sh lists them) runs from its committed corpus for an
-#     equal share of GPTOSS_FUZZ_BUDGET_SECONDS (default 240: the CI cost stays the same as
-#     harnesses are added; at least 30 s each), as many at once as there are cores; a crash,
+#     equal share of GPTOSS_FUZZ_BUDGET_SECONDS (default 160: the CI cost stays the same as
+#     harnesses are added; at least 20 s each), as many at once as there are cores; a crash,
 #     leak or timeout fails, printing the input as hex;
 #  2. the threaded paths run under ThreadSanitizer (build-tsan/, g++): every entry of
 #     tsan_tests below; a reported data race fails.
@@ -21,9 +21,9 @@ tsan_tests=(
 
 failed=0
 mapfile -t harnesses < <(bash scripts/fuzz.sh)
-budget="${GPTOSS_FUZZ_BUDGET_SECONDS:-240}"
+budget="${GPTOSS_FUZZ_BUDGET_SECONDS:-160}"
 seconds=$((budget / ${#harnesses[@]}))
-((seconds >= 30)) || seconds=30
+((seconds >= 20)) || seconds=20
 echo "== build (fuzz harnesses, clang)"
 GPTOSS_FUZZ_JOBS="$jobs" bash scripts/fuzz.sh --build
 # A libFuzzer run is one thread: the harnesses run $jobs at a time, each into its own log,
