@@ -76,7 +76,7 @@ set +e
   >"$out/log.txt" 2>&1
 rc=$?
 set -e
-grep -E "^(stat::|INFO: seed corpus|#[0-9]+ *DONE)" "$out/log.txt" || true
+grep -E "^(stat::|INFO: seed corpus|#[0-9]+[[:space:]]*(INITED|DONE))" "$out/log.txt" || true
 if ((rc != 0)); then
   echo "fuzz.sh: $name failed (exit $rc); the end of the libFuzzer log ($out/log.txt):"
   tail -n 60 "$out/log.txt"
@@ -85,5 +85,12 @@ if ((rc != 0)); then
     echo "== input $input ($(stat -c %s "$input") bytes), as hex:"
     od -An -tx1 -v "$input" | head -n 400
   done
+  exit 1
+fi
+# libFuzzer runs every input of the corpora before it mutates any, then prints INITED: this run
+# replayed the committed corpus (the regression inputs) under ASan + UBSan, which CI's fuzz
+# stage counts on (tests/CMakeLists.txt leaves the replays out of the ASan build).
+if ! grep -q "INITED" "$out/log.txt"; then
+  echo "fuzz.sh: $name: the corpus did not run whole within $seconds s (no INITED line in $out/log.txt)"
   exit 1
 fi
