@@ -92,9 +92,11 @@ ssize_t ConnectionStream::read(char* ptr, size_t size) {
 
 ssize_t ConnectionStream::write(const char* ptr, size_t size) {
   if (!is_writable()) return -1;
-  if (awaiting_head_) {
+  // An interim response ("HTTP/1.1 100 Continue", before a body is read) is not the head.
+  const std::string_view data(ptr, size);
+  if (awaiting_head_ && !(data.size() > 9 && data.starts_with("HTTP/") && data[9] == '1')) {
     awaiting_head_ = false;
-    close_announced_ = announces_close(std::string_view(ptr, size));
+    close_announced_ = announces_close(data);
   }
   ssize_t n;
   do n = ::send(sock_, ptr, size, MSG_NOSIGNAL);

@@ -24,7 +24,7 @@ class ConnectionStream : public httplib::Stream {
   int socket() const override { return sock_; }
 
   bool has_buffered_input() const { return begin_ < end_; }
-  // Before each request: its response's head is the next write.
+  // Before each request: its response's head is the next write but interim (1xx) ones.
   void begin_request() { awaiting_head_ = true; }
   // The response said "Connection: close": the server must close the connection after it
   // (RFC 9112 9.6). cpp-httplib 0.11 honours only the request's own.

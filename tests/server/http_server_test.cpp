@@ -46,13 +46,18 @@ void send_all(int s, const std::string& data) {
   REQUIRE(::send(s, data.data(), data.size(), MSG_NOSIGNAL) == ssize_t(data.size()));
 }
 
-// How many whole responses `data` holds (each with a Content-Length, as every answer here).
+// How many whole final responses `data` holds (each with a Content-Length, as every answer
+// here).
 size_t whole_responses(const std::string& data) {
   size_t n = 0;
   size_t at = 0;
   for (;;) {
     const size_t head_end = data.find("\r\n\r\n", at);
     if (head_end == std::string::npos) return n;
+    if (data.compare(at, 10, "HTTP/1.1 1") == 0) {  // an interim response: no body, not counted
+      at = head_end + 4;
+      continue;
+    }
     const size_t length_at = data.find("Content-Length: ", at);
     if (length_at == std::string::npos || length_at > head_end) return n;
     const size_t end = head_end + 4 + std::stoul(data.substr(length_at + 16));
@@ -95,10 +100,12 @@ struct EchoServer {
                           req.local_addr + " " + std::to_string(req.local_port),
                       "text/plain");
     });
-    server.Get("/close", [](const httplib::Request&, httplib::Response& res) {
+    auto close = [](const httplib::Request&, httplib::Response& res) {
       res.set_header("Connection", "close");
       res.set_content("bye", "text/plain");
-    });
+    };
+    server.Get("/close", close);
+    server.Post("/close", close);
     port = server.bind("127.0.0.1", 0);
     REQUIRE(port > 0);
     if (serve) thread = std::thread([this] { server.listen_after_bind(); });
@@ -214,6 +221,18 @@ TEST_CASE("http server: a response that says Connection: close ends its connecti
   char byte;
   CHECK(::recv(s, &byte, 1, 0) == 0);
   ::close(s);
+  // After an interim "100 Continue" too.
+  const int t = connect_to(echo.port);
+  send_all(t,
+           "POST /close HTTP/1.1\r\nHost: 127.0.0.1\r\nExpect: 100-continue\r\nContent-Length: "
+           "2\r\n\r\nhi" +
+               get("/echo"));
+  const std::string continued = read_responses(t, 2);
+  INFO(continued);
+  CHECK(continued.find("HTTP/1.1 100 Continue") != std::string::npos);
+  CHECK(whole_responses(continued) == 1);
+  CHECK(::recv(t, &byte, 1, 0) == 0);
+  ::close(t);
 }
 
 TEST_CASE("http server: a request carries its connection's addresses", "[server][http]") {
