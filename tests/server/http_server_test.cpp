@@ -87,6 +87,19 @@ std::string get(const std::string& path, bool keep_alive = true) {
          (keep_alive ? "" : "Connection: close\r\n") + "\r\n";
 }
 
+// `count` connections left waiting: half after one request (for the next), half before any.
+std::vector<int> open_idle_connections(int port, int count) {
+  std::vector<int> sockets;
+  for (int i = 0; i < count; ++i) {
+    sockets.push_back(connect_to(port));
+    if (i % 2) {
+      send_all(sockets.back(), get("/echo"));
+      REQUIRE(read_responses(sockets.back(), 1).find("200 OK") != std::string::npos);
+    }
+  }
+  return sockets;
+}
+
 // A server on a free loopback port answering GET /echo with the request's addresses.
 struct EchoServer {
   HttpServer server;
@@ -121,15 +134,7 @@ struct EchoServer {
 
 TEST_CASE("http server: idle keep-alive connections cost no CPU", "[server][http]") {
   EchoServer echo(30);
-  std::vector<int> sockets;
-  for (int i = 0; i < 200; ++i) {
-    sockets.push_back(connect_to(echo.port));
-    // Half after one request (waiting for the next), half before any.
-    if (i % 2) {
-      send_all(sockets.back(), get("/echo"));
-      REQUIRE(read_responses(sockets.back(), 1).find("200 OK") != std::string::npos);
-    }
-  }
+  const std::vector<int> sockets = open_idle_connections(echo.port, 200);
   std::this_thread::sleep_for(300ms);  // every connection on its thread, waiting
   const double cpu0 = process_cpu_seconds();
   const auto t0 = std::chrono::steady_clock::now();
@@ -151,14 +156,7 @@ TEST_CASE("http server: idle keep-alive connections cost no CPU", "[server][http
 TEST_CASE("http server: stopping ends connections waiting for a request at once",
           "[server][http]") {
   EchoServer echo(60);
-  std::vector<int> sockets;
-  for (int i = 0; i < 20; ++i) {
-    sockets.push_back(connect_to(echo.port));
-    if (i % 2) {
-      send_all(sockets.back(), get("/echo"));
-      REQUIRE(read_responses(sockets.back(), 1).find("200 OK") != std::string::npos);
-    }
-  }
+  const std::vector<int> sockets = open_idle_connections(echo.port, 20);
   std::this_thread::sleep_for(100ms);
   const auto t0 = std::chrono::steady_clock::now();
   echo.stop();
