@@ -127,10 +127,9 @@ json CompletionChoice::logprobs_of(const std::vector<TokenLogprob>& lps, size_t 
   json out = {{"tokens", json::array()}, {"token_logprobs", json::array()},
               {"top_logprobs", json::array()}, {"text_offset", json::array()}};
   for (const auto& lp : lps) {
-    const std::string text = token_text(tokenizer_, lp.token);
     json top = json::object();
-    for (const auto& [token, logprob] : lp.top) top[token_text(tokenizer_, token)] = logprob;
-    out["tokens"].push_back(text);
+    for (const auto& [token, logprob] : lp.top) top[legacy_token_name(tokenizer_, token)] = logprob;
+    out["tokens"].push_back(legacy_token_name(tokenizer_, lp.token));
     out["token_logprobs"].push_back(lp.logprob);
     out["top_logprobs"].push_back(std::move(top));
     out["text_offset"].push_back(offset);

@@ -11,6 +11,16 @@ std::string token_text(gptoss_tokenizer_t tokenizer, uint32_t token) {
   return text + utf8.flush();
 }
 
+std::string legacy_token_name(gptoss_tokenizer_t tokenizer, uint32_t token) {
+  const std::string_view bytes = gptoss::token_bytes(tokenizer, token);
+  std::string text = token_text(tokenizer, token);
+  if (text == bytes) return text;
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string name = "bytes:";
+  for (unsigned char b : bytes) name += {'\\', 'x', kHex[b >> 4], kHex[b & 15]};
+  return name;
+}
+
 namespace {
 nlohmann::json entry(gptoss_tokenizer_t tokenizer, uint32_t token, float logprob) {
   const std::string_view bytes = gptoss::token_bytes(tokenizer, token);

@@ -265,3 +265,27 @@ TEST_CASE("completion choice: text_offset counts characters, not bytes", "[serve
   CHECK(lp["tokens"].back() == " philanth");
   CHECK(lp["text_offset"].back() == 11);
 }
+
+TEST_CASE("completion choice: tokens that end inside a character are named by their bytes",
+          "[server][format]") {
+  auto tok = tokenizer();
+  // The byte tokens e4 and e5 each begin a three-byte character: as text both are U+FFFD, and
+  // as keys of one top_logprobs object the second would overwrite the first.
+  uint32_t e4 = 0, e5 = 0;
+  for (uint32_t id = 1; id < 100000 && (e4 == 0 || e5 == 0); ++id) {
+    const std::string_view bytes = gptoss::token_bytes(tok.get(), id);
+    if (bytes == "\xe4") e4 = id;
+    if (bytes == "\xe5") e5 = id;
+  }
+  REQUIRE(e4 != 0);
+  REQUIRE(e5 != 0);
+  const uint32_t hello = gptoss::encode(tok.get(), "Hello").at(0);
+  CompletionChoice c(tok.get(), 0, 3, "");
+  const std::vector<TokenLogprob> lps = {{e4, -0.5f, {{e4, -0.5f}, {e5, -1.5f}, {hello, -2.5f}}}};
+  c.on_events({begin(""), delta("", lps), end()});
+  const json lp = c.choice({FinishReason::length, {}, {}})["logprobs"];
+  CHECK(lp["tokens"] == json::array({"bytes:\\xe4"}));
+  CHECK(lp["top_logprobs"][0] ==
+        json({{"bytes:\\xe4", -0.5}, {"bytes:\\xe5", -1.5}, {"Hello", -2.5}}));
+  CHECK(lp["text_offset"] == json::array({0}));
+}
