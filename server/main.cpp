@@ -169,7 +169,8 @@ int serve(const ServerOptions& o) {
   spdlog::info("response store: {} (schema version {})", store->describe(), store->schema_version());
 
   App app(o, std::move(store));
-  HttpServer server({o.read_timeout_s, o.write_timeout_s, o.keep_alive_timeout_s});
+  HttpServer server(
+      {o.read_timeout_s, o.write_timeout_s, o.keep_alive_timeout_s, o.header_timeout_s});
   // --http-threads kept, more started while connections wait (idle keep-alive connections
   // hold a thread each; http/elastic_task_queue.hpp).
   server.new_task_queue = [n = o.http_threads] {

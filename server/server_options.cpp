@@ -158,6 +158,8 @@ const std::map<std::string, Setter>& value_flags() {
        [](O& o, S v) {
          o.keep_alive_timeout_s = parse_number<int>("--keep-alive-timeout", v, 1, 3600);
        }},
+      {"--header-timeout",
+       [](O& o, S v) { o.header_timeout_s = parse_number<int>("--header-timeout", v, 1, 3600); }},
       {"--http-threads",
        [](O& o, S v) { o.http_threads = parse_number<size_t>("--http-threads", v, 4, 65536); }},
       {"--drain-timeout",
@@ -205,7 +207,8 @@ void print_server_usage(std::FILE* out) {
       "http:    --host ADDR (127.0.0.1)  --port N (8000; 0 = any free port)\n"
       "         --api-key KEY | --api-key-file FILE  --insecure-no-auth\n"
       "         --max-body-bytes N  --read-timeout S  --write-timeout S  --keep-alive-timeout S\n"
-      "         --http-threads N  --drain-timeout S (600)  --enable-bench\n"
+      "         --header-timeout S (10)  --http-threads N  --drain-timeout S (600)  "
+      "--enable-bench\n"
       "store:   --store PATH | postgresql://...  --data-dir DIR\n"
       "logs:    --log-file PATH  --log-format text|json  --log-level "
       "trace|debug|info|warn|error|off\n"

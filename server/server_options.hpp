@@ -47,6 +47,7 @@ struct ServerOptions {
   int read_timeout_s = 30;
   int write_timeout_s = 30;
   int keep_alive_timeout_s = 5;
+  int header_timeout_s = 10;    // a request's line and headers, from its first byte
   size_t http_threads = 0;      // 0: max_running + max_queue + 8
   bool enable_bench = false;
   int drain_timeout_s = 600;

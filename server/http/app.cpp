@@ -9,6 +9,7 @@
 #include "api/api_error.hpp"
 #include "api/ids.hpp"
 #include "http/handlers.hpp"
+#include "http/http_server.hpp"
 
 namespace gptoss_server {
 
@@ -163,12 +164,25 @@ void App::register_routes(httplib::Server& server) {
                   .to_json());
     return httplib::Server::HandlerResponse::Handled;
   });
-  server.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+  server.set_error_handler([header_timeout_s = ctx_.options.header_timeout_s](
+                               const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;
+    if (HttpServer::request_head_timed_out()) {
+      res.set_header("Connection", "close");
+      send_json(res, 408,
+                ApiError(408, "invalid_request_error",
+                         "The request's line and headers did not arrive within " +
+                             std::to_string(header_timeout_s) + " s (--header-timeout).",
+                         {}, "request_timeout")
+                    .to_json());
+      return;
+    }
     const int status = res.status;
-    // Refused before routing (too long, or not parsed): where the request ends is unknown, so
-    // what follows it on the connection cannot be read as the next request.
-    if (status == 413 || status == 414 || req.path.empty()) res.set_header("Connection", "close");
+    // Refused before routing (too long, not parsed, or its headers or body not read whole): where
+    // the request ends is unknown, so what follows it on the connection cannot be read as the
+    // next request. (A handler's own 400s have a body, and returned above.)
+    if (status == 400 || status == 413 || status == 414 || req.path.empty())
+      res.set_header("Connection", "close");
     std::string message = "Unknown request URL: " + req.method + " " + req.path + ".";
     std::string code = "unknown_url";
     if (status == 413) {
@@ -181,6 +195,11 @@ void App::register_routes(httplib::Server& server) {
       // cpp-httplib refused the request line or headers before routing: no path to name.
       message = req.method.empty() ? "The request could not be parsed as HTTP."
                                    : "The request could not be parsed as HTTP (method '" + excerpt(req.method) + "').";
+      code = "invalid_http_request";
+    } else if (status == 400) {
+      message =
+          "The request's headers or body could not be read: malformed, or the client sent "
+          "nothing for longer than --read-timeout.";
       code = "invalid_http_request";
     } else if (status != 404) {
       message = "HTTP error " + std::to_string(status) + " for " + req.method + " " + excerpt(req.path) + ".";

@@ -51,7 +51,7 @@ void bench(ServerContext& ctx, const httplib::Request& req, httplib::Response& r
   std::vector<size_t> tokens(n, 0);
   std::vector<bool> seen(n, false);
   std::string error;
-  const ClientConnection client = client_of(req);
+  const ClientConnection client = current_client();
   const bool connected = follow_jobs(
       jobs, client,
       [&](size_t i, std::vector<OutputEvent>&) {

@@ -24,7 +24,7 @@ void chat_completions(ServerContext& ctx, const httplib::Request& req, httplib::
       ctx.harmony_spec(r.setup, r.messages, r.options, "messages", "response_format");
 
   auto run = std::make_shared<choices::ChoicesRun<ChatChoice>>(
-      client_of(req),
+      current_client(),
       json{{"id", new_id("chatcmpl-", 32)},
            {"created", int64_t(std::time(nullptr))},
            {"model", ctx.options.model_name},

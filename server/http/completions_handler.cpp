@@ -29,7 +29,7 @@ void completions(ServerContext& ctx, const httplib::Request& req, httplib::Respo
   ctx.check_generations(r.prompts.size() * size_t(r.n), "n");
   gptoss_tokenizer_t tokenizer = ctx.engine().tokenizer.get();
   auto run = std::make_shared<choices::ChoicesRun<CompletionChoice>>(
-      client_of(req),
+      current_client(),
       json{{"id", new_id("cmpl-", 32)},
            {"created", int64_t(std::time(nullptr))},
            {"model", ctx.options.model_name}},

@@ -51,12 +51,39 @@ bool announces_close(std::string_view head) {
 
 }  // namespace
 
-ConnectionStream::ConnectionStream(int sock, int read_timeout_s, int write_timeout_s)
+ConnectionStream::ConnectionStream(int sock, int read_timeout_s, int write_timeout_s,
+                                   int header_timeout_s)
     : sock_(sock), read_timeout_ms_(read_timeout_s * 1000),
-      write_timeout_ms_(write_timeout_s * 1000) {}
+      write_timeout_ms_(write_timeout_s * 1000), header_timeout_(header_timeout_s * 1000) {}
+
+void ConnectionStream::begin_request() {
+  awaiting_head_ = true;
+  reading_head_ = true;
+  head_timed_out_ = false;
+  head_end_matched_ = 0;
+  head_deadline_ = std::chrono::steady_clock::now() + header_timeout_;
+}
+
+int ConnectionStream::read_wait_ms() const {
+  if (!reading_head_) return read_timeout_ms_;
+  const auto left = std::chrono::ceil<std::chrono::milliseconds>(head_deadline_ -
+                                                                 std::chrono::steady_clock::now());
+  return static_cast<int>(std::clamp<long long>(left.count(), 0, read_timeout_ms_));
+}
+
+void ConnectionStream::scan_head(const char* data, size_t size) {
+  static constexpr std::string_view kHeadEnd = "\r\n\r\n";
+  for (size_t i = 0; i < size && reading_head_; ++i) {
+    if (data[i] == kHeadEnd[head_end_matched_]) ++head_end_matched_;
+    else head_end_matched_ = data[i] == '\r' ? 1 : 0;
+    if (head_end_matched_ == kHeadEnd.size()) reading_head_ = false;
+  }
+}
 
 bool ConnectionStream::is_readable() const {
-  return has_buffered_input() || wait_for_socket(sock_, POLLIN, read_timeout_ms_);
+  if (has_buffered_input()) return true;
+  const int wait_ms = read_wait_ms();
+  return wait_ms > 0 && wait_for_socket(sock_, POLLIN, wait_ms);
 }
 
 bool ConnectionStream::is_writable() const {
@@ -70,12 +97,20 @@ bool ConnectionStream::is_writable() const {
 }
 
 ssize_t ConnectionStream::read(char* ptr, size_t size) {
+  if (head_timed_out_) return -1;
   if (!has_buffered_input()) {
-    if (!is_readable()) return -1;
+    const int wait_ms = read_wait_ms();
+    if (wait_ms <= 0 || !wait_for_socket(sock_, POLLIN, wait_ms)) {
+      // What ended the wait: the head's deadline where it came before the read timeout. (Not
+      // the clock read afterwards: poll's millisecond timeout may end just short of it.)
+      head_timed_out_ = reading_head_ && wait_ms < read_timeout_ms_;
+      return -1;
+    }
     ssize_t n;
     if (size >= buffer_.size()) {
       do n = ::recv(sock_, ptr, size, 0);
       while (n < 0 && errno == EINTR);
+      if (n > 0) scan_head(ptr, static_cast<size_t>(n));
       return n;
     }
     do n = ::recv(sock_, buffer_.data(), buffer_.size(), 0);
@@ -87,6 +122,7 @@ ssize_t ConnectionStream::read(char* ptr, size_t size) {
   const size_t n = std::min(size, end_ - begin_);
   std::memcpy(ptr, buffer_.data() + begin_, n);
   begin_ += n;
+  scan_head(ptr, n);
   return static_cast<ssize_t>(n);
 }
 

@@ -18,6 +18,9 @@ namespace {
 // Requests served on one connection before it is closed: cpp-httplib's default.
 constexpr size_t kRequestsPerConnection = 5;
 
+// The connection this thread is serving, for request_head_timed_out().
+thread_local const ConnectionStream* current_stream = nullptr;
+
 }  // namespace
 
 HttpServer::HttpServer(const Timeouts& timeouts)
@@ -45,6 +48,14 @@ void HttpServer::stop_serving() {
   stop();
 }
 
+bool HttpServer::request_head_timed_out() {
+  return current_stream != nullptr && current_stream->head_timed_out();
+}
+
+int HttpServer::current_socket() {
+  return current_stream != nullptr ? current_stream->socket() : -1;
+}
+
 bool HttpServer::wait_for_request(int sock) const {
   const auto deadline =
       std::chrono::steady_clock::now() + std::chrono::seconds(timeouts_.keep_alive_s);
@@ -62,15 +73,17 @@ bool HttpServer::wait_for_request(int sock) const {
 }
 
 bool HttpServer::process_and_close_socket(int sock) {
-  ConnectionStream stream(sock, timeouts_.read_s, timeouts_.write_s);
+  ConnectionStream stream(sock, timeouts_.read_s, timeouts_.write_s, timeouts_.header_s);
+  current_stream = &stream;
   bool ok = false;
   for (size_t left = kRequestsPerConnection; left > 0 && svr_sock_ != INVALID_SOCKET; --left) {
     if (!stream.has_buffered_input() && !wait_for_request(sock)) break;
     bool closed = false;
     stream.begin_request();
     ok = process_request(stream, left == 1, closed, nullptr);
-    if (!ok || closed || stream.close_announced()) break;
+    if (!ok || closed || stream.close_announced() || stream.head_timed_out()) break;
   }
+  current_stream = nullptr;
   ::shutdown(sock, SHUT_RDWR);
   ::close(sock);
   return ok;

@@ -7,6 +7,7 @@
 // descriptor stop_serving() signals, so an idle connection costs no CPU. It also listens with
 // the system's longest queue of connections not yet accepted; cpp-httplib's is 5, and a burst
 // of clients connecting at once overflows it into SYNs that the clients retry a second later.
+// A request's line and headers must arrive within the header timeout (ConnectionStream).
 #include <httplib.h>
 
 #include <string>
@@ -19,6 +20,7 @@ class HttpServer : public httplib::Server {
     int read_s;
     int write_s;
     int keep_alive_s;
+    int header_s;  // from a request's first byte to the end of its headers
   };
 
   explicit HttpServer(const Timeouts& timeouts);
@@ -31,6 +33,11 @@ class HttpServer : public httplib::Server {
   // Stops accepting and ends the connections waiting for their next request; what is being
   // answered finishes (the caller drains generations first).
   void stop_serving();
+  // Whether the request this thread is answering was cut off at the header timeout (cpp-httplib
+  // then answers 400, before routing: the error handler makes it a 408).
+  static bool request_head_timed_out();
+  // The socket of the connection this thread is serving; -1 outside a connection.
+  static int current_socket();
 
  private:
   // cpp-httplib calls this on a connection thread for each accepted socket.

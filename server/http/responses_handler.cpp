@@ -146,7 +146,7 @@ void create_response(ServerContext& ctx, const httplib::Request& req, httplib::R
   ctx.inflight.add(id, job, base, shared_items);
   auto run = std::make_shared<ResponseRun>(
       job, ResponsesFormatter(ctx.engine().tokenizer.get(), base, r.include_logprobs),
-      client_of(req), id, created_at, r.store, std::move(shared_items), &ctx.inflight);
+      current_client(), id, created_at, r.store, std::move(shared_items), &ctx.inflight);
 
   if (!r.stream) {
     std::optional<Finish> finish;

@@ -5,6 +5,7 @@
 #include "api/api_error.hpp"
 #include "api/harmony_conversation.hpp"
 #include "engine/sequence.hpp"
+#include "http/http_server.hpp"
 
 namespace gptoss_server {
 
@@ -14,9 +15,7 @@ void send_json(httplib::Response& res, int status, const nlohmann::json& body) {
                   "application/json");
 }
 
-ClientConnection client_of(const httplib::Request& req) {
-  return ClientConnection(req.remote_addr, req.remote_port, req.local_port);
-}
+ClientConnection current_client() { return ClientConnection(HttpServer::current_socket()); }
 
 void InflightResponses::add(const std::string& id, std::shared_ptr<Job> job,
                             nlohmann::json snapshot,

@@ -118,9 +118,8 @@ struct ServerContext {
   std::string conversation_date() const;
 };
 
-// The connection of a request, watched while its generations run (http/client_connection.hpp
-// says how it is found and why that way).
-ClientConnection client_of(const httplib::Request& req);
+// The connection of the request this thread is answering, watched while its generations run.
+ClientConnection current_client();
 
 // Sends `body` as JSON with `status`.
 void send_json(httplib::Response& res, int status, const nlohmann::json& body);

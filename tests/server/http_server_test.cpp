@@ -1,8 +1,9 @@
 // The HTTP server's connection loop (server/http/http_server.hpp): idle keep-alive connections
 // cost no CPU, stopping ends them at once, the keep-alive timeout still closes them, pipelined
 // requests are answered in order, a response that says "Connection: close" ends its
-// connection, a request's addresses are the connection's, and a burst of connections fits the
-// listen queue before any is accepted.
+// connection, a request's addresses are the connection's, a burst of connections fits the
+// listen queue before any is accepted, and a request's headers must arrive within the header
+// timeout.
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -106,7 +107,8 @@ struct EchoServer {
   std::thread thread;
   int port;
 
-  explicit EchoServer(int keep_alive_s, bool serve = true) : server({5, 5, keep_alive_s}) {
+  explicit EchoServer(int keep_alive_s, bool serve = true, int header_s = 10)
+      : server({5, 5, keep_alive_s, header_s}) {
     server.new_task_queue = [] { return new ElasticTaskQueue(4, 1024, 10s); };
     server.Get("/echo", [](const httplib::Request& req, httplib::Response& res) {
       res.set_content(req.remote_addr + " " + std::to_string(req.remote_port) + " " +
@@ -119,6 +121,9 @@ struct EchoServer {
     };
     server.Get("/close", close);
     server.Post("/close", close);
+    server.Post("/echo", [](const httplib::Request& req, httplib::Response& res) {
+      res.set_content(req.body, "text/plain");
+    });
     port = server.bind("127.0.0.1", 0);
     REQUIRE(port > 0);
     if (serve) thread = std::thread([this] { server.listen_after_bind(); });
@@ -270,4 +275,46 @@ TEST_CASE("http server: a burst of connections fits the listen queue before any 
   }
   CHECK(established == 64);
   for (int s : sockets) ::close(s);
+}
+
+TEST_CASE("http server: a request's headers must arrive within the header timeout",
+          "[server][http]") {
+  EchoServer echo(30, /*serve=*/true, /*header_s=*/1);
+  // A byte every 100 ms (each read well within the 5 s read timeout): cut off at 1 s.
+  const int slow = connect_to(echo.port);
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::string head = "GET /echo HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ";
+  send_all(slow, head);
+  bool closed = false;
+  std::string answer;
+  while (!closed && std::chrono::steady_clock::now() - t0 < 5s) {
+    ::send(slow, "x", 1, MSG_NOSIGNAL);
+    pollfd p{slow, POLLIN, 0};
+    if (::poll(&p, 1, 100) != 1) continue;
+    char buf[4096];
+    const ssize_t n = ::recv(slow, buf, sizeof(buf), 0);
+    if (n <= 0) closed = true;
+    else answer.append(buf, size_t(n));
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  INFO("closed after " << seconds << " s: " << answer);
+  CHECK(closed);
+  CHECK(seconds >= 0.9);
+  CHECK(seconds < 2.5);
+  ::close(slow);
+
+  // The timeout is the head's: a body may take longer, and so may the wait between requests.
+  const int body = connect_to(echo.port);
+  send_all(body, "POST /echo HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 4\r\n\r\nab");
+  std::this_thread::sleep_for(1500ms);
+  send_all(body, "cd");
+  const std::string echoed = read_responses(body, 1);
+  INFO(echoed);
+  CHECK(echoed.find("200 OK") != std::string::npos);
+  CHECK(echoed.substr(echoed.size() - 4) == "abcd");
+  std::this_thread::sleep_for(1500ms);
+  send_all(body, get("/echo", false));
+  CHECK(read_responses(body, 1).find("200 OK") != std::string::npos);
+  ::close(body);
 }

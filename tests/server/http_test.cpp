@@ -31,8 +31,8 @@ namespace {
 struct LoadingServer {
   ServerOptions options;
   std::unique_ptr<App> app;
-  HttpServer server{
-      {options.read_timeout_s, options.write_timeout_s, options.keep_alive_timeout_s}};
+  HttpServer server{{options.read_timeout_s, options.write_timeout_s, options.keep_alive_timeout_s,
+                     options.header_timeout_s}};
   std::thread thread;
   int port = 0;
   std::string store_path = (std::filesystem::temp_directory_path() /
@@ -121,13 +121,31 @@ json error_of(const httplib::Result& r) {
 
 // Sends `head` (and nothing more) on a fresh connection; the status line of the answer and how
 // long it took.
-std::pair<std::string, double> raw_request(int port, const std::string& head) {
+int connect_loopback(int port) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_port = htons(uint16_t(port));
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   REQUIRE(connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  return fd;
+}
+
+// Sends `data`; everything the server answers until it closes the connection (10 s at most).
+std::string answer_until_close(int port, const std::string& data) {
+  const int fd = connect_loopback(port);
+  const timeval limit{10, 0};
+  REQUIRE(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit) == 0);
+  REQUIRE(send(fd, data.data(), data.size(), 0) == ssize_t(data.size()));
+  std::string answer;
+  char buf[4096];
+  for (ssize_t n; (n = recv(fd, buf, sizeof buf, 0)) > 0;) answer.append(buf, size_t(n));
+  close(fd);
+  return answer;
+}
+
+std::pair<std::string, double> raw_request(int port, const std::string& head) {
+  const int fd = connect_loopback(port);
   const auto start = std::chrono::steady_clock::now();
   REQUIRE(send(fd, head.data(), head.size(), 0) == ssize_t(head.size()));
   std::string answer;
@@ -220,6 +238,30 @@ TEST_CASE("request bodies: the size limit holds for every encoding", "[server][h
   std::tie(status, seconds) = raw_request(s.port, post + "\r\n");
   CHECK(status == "HTTP/1.1 503 Service Unavailable");
   CHECK(seconds < 2.0);
+}
+
+TEST_CASE("a request whose headers or body cannot be read is answered 400 and ends its connection",
+          "[server][http]") {
+  LoadingServer s;
+  // Where such a request ends is unknown, so the bytes after it (a second request here) must
+  // not be served as one.
+  const std::string next = "GET /health HTTP/1.1\r\nHost: x\r\n\r\n";
+  const std::pair<std::string, std::string> cases[] = {
+      // A header line past cpp-httplib's 8 KiB: refused after the request line was parsed.
+      {"GET /health HTTP/1.1\r\nX-Long: " + std::string(9000, 'a') + "\r\n\r\n",
+       "invalid_http_request"},
+      // Malformed chunks.
+      {"POST /v1/responses HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n"
+       "0\r\n\r\n",
+       "invalid_body"}};
+  for (const auto& [request, code] : cases) {
+    const std::string answer = answer_until_close(s.port, request + next);
+    INFO(answer);
+    CHECK(answer.starts_with("HTTP/1.1 400 Bad Request\r\n"));
+    CHECK(answer.find("Connection: close\r\n") != std::string::npos);
+    CHECK(answer.find("\"" + code + "\"") != std::string::npos);
+    CHECK(answer.find("HTTP/1.1", 1) == std::string::npos);  // one answer, then the close
+  }
 }
 
 TEST_CASE("requests cpp-httplib refuses before routing: named errors, clean log lines", "[server][http]") {

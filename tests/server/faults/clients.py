@@ -1,7 +1,8 @@
 """Clients misbehaving: slow readers that stop reading a stream, 1,000 idle keep-alive
-connections, slowloris headers, connection resets at every phase of a request, pipelined
-requests. The server keeps serving well-behaved clients throughout, ends the generations of
-clients that are gone, and gives back its threads, descriptors and memory."""
+connections, slowloris headers (cut off at --header-timeout), connection resets at every phase
+of a request, pipelined requests. The server keeps serving well-behaved clients throughout,
+ends the generations of clients that are gone, and gives back its threads, descriptors and
+memory."""
 import json
 import os
 import re
@@ -14,6 +15,7 @@ import time
 from common import MODEL_NAME, Server, check, log
 
 COMPLETION = {"model": MODEL_NAME, "prompt": "Talk.", "max_tokens": 8, "seed": 1}
+HEADER_TIMEOUT = 3  # seconds: the server's --header-timeout here
 
 
 def raw_request(method, path, body=None, keep_alive=True):
@@ -128,34 +130,59 @@ def idle_connections(server, count):
 
 
 def slowloris(server, count):
+    """Clients trickling a header byte every 0.5 s (each read within --read-timeout): others are
+    served meanwhile, and at --header-timeout each gets a 408 and its connection is closed."""
     fds0 = server.open_fds()
+    t0 = time.monotonic()
     socks = []
     for _ in range(count):
         s = connect(server)
-        s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
+        s.setblocking(False)
         socks.append(s)
+    answers = {s: b"" for s in socks}
+    closed_at = {}
     stop = threading.Event()
 
     def trickle():
-        while not stop.is_set():
+        while not stop.is_set() and len(closed_at) < len(socks):
             for s in socks:
+                if s in closed_at:
+                    continue
                 try:
-                    s.send(b"X")
+                    while data := s.recv(4096):
+                        answers[s] += data
+                    closed_at[s] = time.monotonic() - t0  # b"": the server closed it
+                except BlockingIOError:
+                    try:
+                        s.send(b"x")
+                    except OSError:
+                        pass
                 except OSError:
-                    pass
+                    closed_at[s] = time.monotonic() - t0
             time.sleep(0.5)
 
     t = threading.Thread(target=trickle, daemon=True)
     t.start()
     try:
         worst = max(served(server, f"{count} slowloris connections") for _ in range(5))
+        t.join(HEADER_TIMEOUT + 10)
     finally:
         stop.set()
         t.join()
+    check(len(closed_at) == count, f"{count - len(closed_at)} of {count} slowloris connections still open "
+          f"{time.monotonic() - t0:.1f} s after they began (--header-timeout {HEADER_TIMEOUT})")
+    latest = max(closed_at.values())
+    check(latest < HEADER_TIMEOUT + 3, f"the last slowloris connection closed after {latest:.1f} s "
+          f"(--header-timeout {HEADER_TIMEOUT})")
+    timed_out = sum(a.startswith(b"HTTP/1.1 408 ") and b'"request_timeout"' in a for a in answers.values())
+    check(timed_out == count, f"{timed_out} of {count} slowloris connections answered 408 request_timeout; "
+          f"one answer: {next(iter(answers.values()))[:300]!r}")
     for s in socks:
         s.close()
     wait_fds(server, fds0, "after the slowloris connections closed", 30)
-    log(f"{count} slowloris connections (a header byte every 0.5 s): others served (slowest {worst:.2f} s)")
+    log(f"{count} slowloris connections (a header byte every 0.5 s): others served (slowest {worst:.2f} s); "
+        f"each answered 408 and closed by {latest:.1f} s (--header-timeout {HEADER_TIMEOUT})")
 
 
 def resets(server):
@@ -211,7 +238,8 @@ def run(tmp, long):
     resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 4096)), hard))
     dir = os.path.join(tmp, "clients")
     server = Server(dir, ["--store", os.path.join(dir, "r.sqlite3"), "--max-running", "8", "--context", "2048",
-                          "--write-timeout", "2", "--read-timeout", "2", "--keep-alive-timeout", "5"])
+                          "--write-timeout", "2", "--read-timeout", "2", "--keep-alive-timeout", "5",
+                          "--header-timeout", str(HEADER_TIMEOUT)])
     try:
         pipelined(server)
         resets(server)
