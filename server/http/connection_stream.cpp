@@ -12,6 +12,8 @@
 #include <cstring>
 #include <string_view>
 
+#include "http/poll_within.hpp"
+
 namespace gptoss_server {
 
 namespace {
@@ -27,18 +29,10 @@ void numeric_address(const sockaddr_storage& addr, socklen_t len, std::string& i
   port = std::atoi(service);
 }
 
-// Until `sock` has one of `events`, up to `timeout_ms`, across signals.
+// Until `sock` has one of `events`, up to `timeout_ms`.
 bool wait_for_socket(int sock, short events, int timeout_ms) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-  for (;;) {
-    pollfd p{sock, events, 0};
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                          deadline - std::chrono::steady_clock::now())
-                          .count();
-    const int n = ::poll(&p, 1, static_cast<int>(std::max<long long>(0, left)));
-    if (n > 0) return (p.revents & POLLNVAL) == 0;
-    if (n == 0 || errno != EINTR) return false;
-  }
+  pollfd p{sock, events, 0};
+  return poll_within(&p, 1, timeout_ms) > 0 && (p.revents & POLLNVAL) == 0;
 }
 
 // Whether `head`, a response's status line and headers (cpp-httplib writes them in one

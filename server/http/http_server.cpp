@@ -5,11 +5,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <cerrno>
-#include <chrono>
 #include <stdexcept>
 
 #include "http/connection_stream.hpp"
+#include "http/poll_within.hpp"
 
 namespace gptoss_server {
 
@@ -57,19 +56,9 @@ int HttpServer::current_socket() {
 }
 
 bool HttpServer::wait_for_request(int sock) const {
-  const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::seconds(timeouts_.keep_alive_s);
-  for (;;) {
-    pollfd fds[2] = {{sock, POLLIN, 0}, {stop_fd_, POLLIN, 0}};
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                          deadline - std::chrono::steady_clock::now())
-                          .count();
-    if (left <= 0) return false;
-    const int n = ::poll(fds, 2, static_cast<int>(left));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0 || fds[1].revents != 0) return false;
-    return (fds[0].revents & POLLNVAL) == 0;
-  }
+  pollfd fds[2] = {{sock, POLLIN, 0}, {stop_fd_, POLLIN, 0}};
+  if (poll_within(fds, 2, timeouts_.keep_alive_s * 1000) <= 0 || fds[1].revents != 0) return false;
+  return (fds[0].revents & POLLNVAL) == 0;
 }
 
 bool HttpServer::process_and_close_socket(int sock) {

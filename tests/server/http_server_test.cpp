@@ -19,8 +19,10 @@
 
 #include "http/elastic_task_queue.hpp"
 #include "http/http_server.hpp"
+#include "support/loopback.hpp"
 
 using namespace gptoss_server;
+using gptoss::test::connect_loopback;
 using namespace std::chrono_literals;
 
 namespace {
@@ -29,18 +31,6 @@ double process_cpu_seconds() {
   timespec t{};
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
   return double(t.tv_sec) + double(t.tv_nsec) * 1e-9;
-}
-
-int connect_to(int port, bool blocking = true) {
-  const int s = ::socket(AF_INET, SOCK_STREAM | (blocking ? 0 : SOCK_NONBLOCK), 0);
-  REQUIRE(s >= 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(uint16_t(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  const int rc = ::connect(s, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  REQUIRE((rc == 0 || (!blocking && errno == EINPROGRESS)));
-  return s;
 }
 
 void send_all(int s, const std::string& data) {
@@ -92,7 +82,7 @@ std::string get(const std::string& path, bool keep_alive = true) {
 std::vector<int> open_idle_connections(int port, int count) {
   std::vector<int> sockets;
   for (int i = 0; i < count; ++i) {
-    sockets.push_back(connect_to(port));
+    sockets.push_back(connect_loopback(port));
     if (i % 2) {
       send_all(sockets.back(), get("/echo"));
       REQUIRE(read_responses(sockets.back(), 1).find("200 OK") != std::string::npos);
@@ -149,7 +139,7 @@ TEST_CASE("http server: idle keep-alive connections cost no CPU", "[server][http
   INFO("200 idle connections used " << cores << " of a core");
   CHECK(cores < 0.02);
   // Still served, on a connection of its own and on one that waited.
-  const int fresh = connect_to(echo.port);
+  const int fresh = connect_loopback(echo.port);
   send_all(fresh, get("/echo", false));
   CHECK(read_responses(fresh, 1).find("200 OK") != std::string::npos);
   send_all(sockets[1], get("/echo", false));
@@ -178,8 +168,8 @@ TEST_CASE("http server: stopping ends connections waiting for a request at once"
 
 TEST_CASE("http server: the keep-alive timeout closes an idle connection", "[server][http]") {
   EchoServer echo(1);
-  const int before = connect_to(echo.port);
-  const int after = connect_to(echo.port);
+  const int before = connect_loopback(echo.port);
+  const int after = connect_loopback(echo.port);
   send_all(after, get("/echo"));
   REQUIRE(read_responses(after, 1).find("200 OK") != std::string::npos);
   for (int s : {before, after}) {
@@ -198,7 +188,7 @@ TEST_CASE("http server: the keep-alive timeout closes an idle connection", "[ser
 TEST_CASE("http server: pipelined requests are answered in order on their connection",
           "[server][http]") {
   EchoServer echo(5);
-  const int s = connect_to(echo.port);
+  const int s = connect_loopback(echo.port);
   send_all(s, get("/echo") + get("/nothing-here") + get("/echo", false));
   const std::string data = read_responses(s, 3);
   const auto first = data.find("HTTP/1.1 200");
@@ -215,7 +205,7 @@ TEST_CASE("http server: pipelined requests are answered in order on their connec
 TEST_CASE("http server: a response that says Connection: close ends its connection",
           "[server][http]") {
   EchoServer echo(5);
-  const int s = connect_to(echo.port);
+  const int s = connect_loopback(echo.port);
   send_all(s, get("/close") + get("/echo"));
   const std::string data = read_responses(s, 2);  // returns at the close
   INFO(data);
@@ -225,7 +215,7 @@ TEST_CASE("http server: a response that says Connection: close ends its connecti
   CHECK(::recv(s, &byte, 1, 0) == 0);
   ::close(s);
   // After an interim "100 Continue" too.
-  const int t = connect_to(echo.port);
+  const int t = connect_loopback(echo.port);
   send_all(t,
            "POST /close HTTP/1.1\r\nHost: 127.0.0.1\r\nExpect: 100-continue\r\nContent-Length: "
            "2\r\n\r\nhi" +
@@ -240,7 +230,7 @@ TEST_CASE("http server: a response that says Connection: close ends its connecti
 
 TEST_CASE("http server: a request carries its connection's addresses", "[server][http]") {
   EchoServer echo(5);
-  const int s = connect_to(echo.port);
+  const int s = connect_loopback(echo.port);
   sockaddr_in local{};
   socklen_t len = sizeof(local);
   REQUIRE(::getsockname(s, reinterpret_cast<sockaddr*>(&local), &len) == 0);
@@ -259,7 +249,7 @@ TEST_CASE("http server: a burst of connections fits the listen queue before any 
           "[server][http]") {
   EchoServer echo(5, /*serve=*/false);  // bound and listening, nothing accepting
   std::vector<int> sockets;
-  for (int i = 0; i < 64; ++i) sockets.push_back(connect_to(echo.port, /*blocking=*/false));
+  for (int i = 0; i < 64; ++i) sockets.push_back(connect_loopback(echo.port, /*blocking=*/false));
   // A handshake completes only where the queue has room; a SYN past it is dropped.
   int established = 0;
   const auto deadline = std::chrono::steady_clock::now() + 500ms;
@@ -281,7 +271,7 @@ TEST_CASE("http server: a request's headers must arrive within the header timeou
           "[server][http]") {
   EchoServer echo(30, /*serve=*/true, /*header_s=*/1);
   // A byte every 100 ms (each read well within the 5 s read timeout): cut off at 1 s.
-  const int slow = connect_to(echo.port);
+  const int slow = connect_loopback(echo.port);
   const auto t0 = std::chrono::steady_clock::now();
   const std::string head = "GET /echo HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ";
   send_all(slow, head);
@@ -305,7 +295,7 @@ TEST_CASE("http server: a request's headers must arrive within the header timeou
   ::close(slow);
 
   // The timeout is the head's: a body may take longer, and so may the wait between requests.
-  const int body = connect_to(echo.port);
+  const int body = connect_loopback(echo.port);
   send_all(body, "POST /echo HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 4\r\n\r\nab");
   std::this_thread::sleep_for(1500ms);
   send_all(body, "cd");

@@ -7,8 +7,6 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -22,8 +20,10 @@
 #include "http/app.hpp"
 #include "http/http_server.hpp"
 #include "support/c_api.hpp"
+#include "support/loopback.hpp"
 
 using namespace gptoss_server;
+using gptoss::test::connect_loopback;
 using nlohmann::json;
 
 namespace {
@@ -119,18 +119,6 @@ json error_of(const httplib::Result& r) {
   return body["error"];
 }
 
-// Sends `head` (and nothing more) on a fresh connection; the status line of the answer and how
-// long it took.
-int connect_loopback(int port) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(uint16_t(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-  return fd;
-}
-
 // Sends `data`; everything the server answers until it closes the connection (10 s at most).
 std::string answer_until_close(int port, const std::string& data) {
   const int fd = connect_loopback(port);
@@ -144,6 +132,8 @@ std::string answer_until_close(int port, const std::string& data) {
   return answer;
 }
 
+// Sends `head` (and nothing more) on a fresh connection; the status line of the answer and how
+// long it took.
 std::pair<std::string, double> raw_request(int port, const std::string& head) {
   const int fd = connect_loopback(port);
   const auto start = std::chrono::steady_clock::now();
