@@ -64,6 +64,18 @@ thread_local std::optional<std::chrono::steady_clock::time_point> request_starte
 
 // `s` for a log line: control bytes (a decoded %0A or %00 in a path) as \xNN, so a request
 // cannot forge or cut lines of the log; at most 256 bytes.
+// The 408 of a request whose line and headers missed --header-timeout: the connection ends,
+// as what follows on it is not known to start a request.
+void send_head_timeout(httplib::Response& res, int header_timeout_s) {
+  res.set_header("Connection", "close");
+  send_json(res, 408,
+            ApiError(408, "invalid_request_error",
+                     "The request's line and headers did not arrive within " +
+                         std::to_string(header_timeout_s) + " s (--header-timeout).",
+                     {}, "request_timeout")
+                .to_json());
+}
+
 std::string loggable(std::string_view s) {
   if (s.empty()) return "-";
   std::string out;
@@ -145,7 +157,7 @@ httplib::Server::HandlerWithContentReader App::with_body(Handler handler) {
   };
 }
 
-void App::register_routes(httplib::Server& server) {
+void App::register_routes(HttpServer& server) {
   server.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     request_started = std::chrono::steady_clock::now();
     const std::string given = req.get_header_value("x-request-id");
@@ -167,16 +179,7 @@ void App::register_routes(httplib::Server& server) {
   server.set_error_handler([header_timeout_s = ctx_.options.header_timeout_s](
                                const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;
-    if (HttpServer::request_head_timed_out()) {
-      res.set_header("Connection", "close");
-      send_json(res, 408,
-                ApiError(408, "invalid_request_error",
-                         "The request's line and headers did not arrive within " +
-                             std::to_string(header_timeout_s) + " s (--header-timeout).",
-                         {}, "request_timeout")
-                    .to_json());
-      return;
-    }
+    if (HttpServer::request_head_timed_out()) return send_head_timeout(res, header_timeout_s);
     const int status = res.status;
     // Refused before routing (too long, not parsed, or its headers or body not read whole): where
     // the request ends is unknown, so what follows it on the connection cannot be read as the
@@ -217,6 +220,16 @@ void App::register_routes(httplib::Server& server) {
     }
     spdlog::error("internal error: {}", what);
     send_json(res, 500, server_error("Internal server error: " + what).to_json());
+  });
+  // A request line cut off at the header timeout: no request, so the logger below is not
+  // called; counted and logged here as it would be (no method, no path, no time).
+  server.set_head_timeout_answer([this](const std::string& remote_addr) {
+    httplib::Response res;
+    send_head_timeout(res, ctx_.options.header_timeout_s);
+    res.set_header("x-request-id", new_id("req_", 32));
+    ctx_.metrics.count_request(endpoint_label(""), res.status);
+    spdlog::info("- - {} - {}", res.status, loggable(remote_addr));
+    return res;
   });
   server.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
     const std::string seconds =

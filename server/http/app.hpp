@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 
+#include "http/http_server.hpp"
 #include "http/server_context.hpp"
 
 namespace gptoss_server {
@@ -17,7 +18,7 @@ class App {
   App(const ServerOptions& options, std::unique_ptr<ResponseStore> store);
   ~App();
 
-  void register_routes(httplib::Server& server);
+  void register_routes(HttpServer& server);
   // The model is loaded: requests are served from now on.
   void set_engine(std::unique_ptr<Engine> engine);
   // New generations get 503 from now on; running ones finish.

@@ -38,6 +38,8 @@ class ConnectionStream : public httplib::Stream {
   // The response said "Connection: close": the server must close the connection after it
   // (RFC 9112 9.6). cpp-httplib 0.11 honours only the request's own.
   bool close_announced() const { return close_announced_; }
+  // The current request's response has begun (its head, not an interim 1xx, was written).
+  bool response_started() const { return !awaiting_head_; }
 
  private:
   // How long a read may wait: the read timeout, or what is left of the head's deadline.

@@ -1,6 +1,7 @@
 #include "http/http_server.hpp"
 
 #include <poll.h>
+#include <strings.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -61,6 +62,28 @@ bool HttpServer::wait_for_request(int sock) const {
   return (fds[0].revents & POLLNVAL) == 0;
 }
 
+void HttpServer::answer_head_timeout(ConnectionStream& stream) const {
+  httplib::Response res;
+  if (head_timeout_answer_) {
+    std::string ip;
+    int port = 0;
+    stream.get_remote_ip_and_port(ip, port);
+    res = head_timeout_answer_(ip);
+  }
+  std::string head = "HTTP/1.1 408 Request Timeout\r\n";
+  for (const auto& [name, value] : res.headers)
+    if (::strcasecmp(name.c_str(), "Connection") != 0 &&
+        ::strcasecmp(name.c_str(), "Content-Length") != 0)
+      head += name + ": " + value + "\r\n";
+  head += "Connection: close\r\nContent-Length: " + std::to_string(res.body.size()) + "\r\n\r\n";
+  const std::string bytes = head + res.body;
+  for (size_t sent = 0; sent < bytes.size();) {
+    const ssize_t n = stream.write(bytes.data() + sent, bytes.size() - sent);
+    if (n <= 0) return;
+    sent += size_t(n);
+  }
+}
+
 bool HttpServer::process_and_close_socket(int sock) {
   ConnectionStream stream(sock, timeouts_.read_s, timeouts_.write_s, timeouts_.header_s);
   current_stream = &stream;
@@ -70,6 +93,9 @@ bool HttpServer::process_and_close_socket(int sock) {
     bool closed = false;
     stream.begin_request();
     ok = process_request(stream, left == 1, closed, nullptr);
+    // Cut off after its request line, the request was answered (the error handler's 408);
+    // within it, cpp-httplib gave up without a word.
+    if (stream.head_timed_out() && !stream.response_started()) answer_head_timeout(stream);
     if (!ok || closed || stream.close_announced() || stream.head_timed_out()) break;
   }
   current_stream = nullptr;

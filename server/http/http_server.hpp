@@ -10,9 +10,12 @@
 // A request's line and headers must arrive within the header timeout (ConnectionStream).
 #include <httplib.h>
 
+#include <functional>
 #include <string>
 
 namespace gptoss_server {
+
+class ConnectionStream;
 
 class HttpServer : public httplib::Server {
  public:
@@ -38,6 +41,14 @@ class HttpServer : public httplib::Server {
   static bool request_head_timed_out();
   // The socket of the connection this thread is serving; -1 outside a connection.
   static int current_socket();
+  // What a client gets whose request line did not arrive within the header timeout: cpp-httplib
+  // has no request to answer then, so neither its error handler nor its logger runs. Called with
+  // the client's address on the connection's thread; a 408 with the response's headers and
+  // body is written, with "Connection: close", and the connection ends. Unset: a bare 408.
+  using HeadTimeoutAnswer = std::function<httplib::Response(const std::string& remote_addr)>;
+  void set_head_timeout_answer(HeadTimeoutAnswer answer) {
+    head_timeout_answer_ = std::move(answer);
+  }
 
  private:
   // cpp-httplib calls this on a connection thread for each accepted socket.
@@ -46,7 +57,11 @@ class HttpServer : public httplib::Server {
   // false after the keep-alive timeout or once stop_serving() was called.
   bool wait_for_request(int sock) const;
 
+  // Writes the answer to a request line cut off at the header timeout.
+  void answer_head_timeout(ConnectionStream& stream) const;
+
   Timeouts timeouts_;
+  HeadTimeoutAnswer head_timeout_answer_;
   int stop_fd_;  // an eventfd, readable once stop_serving() was called
 };
 

@@ -1,6 +1,6 @@
 """Clients misbehaving: slow readers that stop reading a stream, 1,000 idle keep-alive
-connections, slowloris headers (cut off at --header-timeout), connection resets at every phase
-of a request, pipelined requests. The server keeps serving well-behaved clients throughout,
+connections, slowloris request lines and headers (cut off at --header-timeout), connection
+resets at every phase of a request, pipelined requests. The server keeps serving well-behaved clients throughout,
 ends the generations of clients that are gone, and gives back its threads, descriptors and
 memory."""
 import json
@@ -130,14 +130,15 @@ def idle_connections(server, count):
 
 
 def slowloris(server, count):
-    """Clients trickling a header byte every 0.5 s (each read within --read-timeout): others are
-    served meanwhile, and at --header-timeout each gets a 408 and its connection is closed."""
+    """Clients trickling a byte every 0.5 s (each read within --read-timeout), half into a header
+    and half into the request line: others are served meanwhile, and at --header-timeout each
+    gets a 408 and its connection is closed."""
     fds0 = server.open_fds()
     t0 = time.monotonic()
     socks = []
-    for _ in range(count):
+    for i in range(count):
         s = connect(server)
-        s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
+        s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: " if i % 2 else b"POST /v1/compl")
         s.setblocking(False)
         socks.append(s)
     answers = {s: b"" for s in socks}
@@ -181,7 +182,8 @@ def slowloris(server, count):
     for s in socks:
         s.close()
     wait_fds(server, fds0, "after the slowloris connections closed", 30)
-    log(f"{count} slowloris connections (a header byte every 0.5 s): others served (slowest {worst:.2f} s); "
+    log(f"{count} slowloris connections (a byte every 0.5 s, into a header or the request line): "
+        f"others served (slowest {worst:.2f} s); "
         f"each answered 408 and closed by {latest:.1f} s (--header-timeout {HEADER_TIMEOUT})")
 
 
