@@ -62,8 +62,6 @@ bool same_key(const std::string& a, const std::string& b) {
 // line, a URL too long) have no start time.
 thread_local std::optional<std::chrono::steady_clock::time_point> request_started;
 
-// `s` for a log line: control bytes (a decoded %0A or %00 in a path) as \xNN, so a request
-// cannot forge or cut lines of the log; at most 256 bytes.
 // The 408 of a request whose line and headers missed --header-timeout: the connection ends,
 // as what follows on it is not known to start a request.
 void send_head_timeout(httplib::Response& res, int header_timeout_s) {
@@ -76,6 +74,8 @@ void send_head_timeout(httplib::Response& res, int header_timeout_s) {
                 .to_json());
 }
 
+// `s` for a log line: control bytes (a decoded %0A or %00 in a path) as \xNN, so a request
+// cannot forge or cut lines of the log; at most 256 bytes.
 std::string loggable(std::string_view s) {
   if (s.empty()) return "-";
   std::string out;
@@ -157,6 +157,19 @@ httplib::Server::HandlerWithContentReader App::with_body(Handler handler) {
   };
 }
 
+void App::log_request(const httplib::Request& req, const httplib::Response& res) {
+  const std::string seconds =
+      request_started
+          ? fmt::format("{:.3f}s", std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                                                 *request_started)
+                                       .count())
+          : "-";
+  request_started.reset();
+  ctx_.metrics.count_request(endpoint_label(req.path), res.status);
+  spdlog::info("{} {} {} {} {}", loggable(req.method), loggable(req.path), res.status, seconds,
+               loggable(req.remote_addr));
+}
+
 void App::register_routes(HttpServer& server) {
   server.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     request_started = std::chrono::steady_clock::now();
@@ -227,19 +240,13 @@ void App::register_routes(HttpServer& server) {
     httplib::Response res;
     send_head_timeout(res, ctx_.options.header_timeout_s);
     res.set_header("x-request-id", new_id("req_", 32));
-    ctx_.metrics.count_request(endpoint_label(""), res.status);
-    spdlog::info("- - {} - {}", res.status, loggable(remote_addr));
+    httplib::Request none;
+    none.remote_addr = remote_addr;
+    log_request(none, res);
     return res;
   });
-  server.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
-    const std::string seconds =
-        request_started
-            ? fmt::format("{:.3f}s", std::chrono::duration<double>(std::chrono::steady_clock::now() - *request_started).count())
-            : "-";
-    request_started.reset();
-    ctx_.metrics.count_request(endpoint_label(req.path), res.status);
-    spdlog::info("{} {} {} {} {}", loggable(req.method), loggable(req.path), res.status, seconds, loggable(req.remote_addr));
-  });
+  server.set_logger(
+      [this](const httplib::Request& req, const httplib::Response& res) { log_request(req, res); });
 
   server.Get("/health", endpoint(false, health));
   server.Get("/healthz", endpoint(false, health));

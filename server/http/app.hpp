@@ -39,6 +39,8 @@ class App {
   // soon as it passes it (413). cpp-httplib 0.11 limits neither, and skips an oversized
   // Content-Length by reading it.
   httplib::Server::HandlerWithContentReader with_body(Handler handler);
+  // One access-log line and the request counter for an answered request.
+  void log_request(const httplib::Request& req, const httplib::Response& res);
 
   ServerContext ctx_;
 };
