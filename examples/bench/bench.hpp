@@ -110,7 +110,7 @@ class ReadPasses {
     size_t size;
   };
   const std::vector<File>& files() const { return files_; }
-  // Whether [p, p + n) lies in one of the pieces passes read (the page cache holds it).
+  // Whether [p, p + n) lies in one of the mapped files and the page cache holds all of it.
   bool cached(const uint8_t* p, size_t n) const;
 
  private:
@@ -128,12 +128,15 @@ class ReadPasses {
   uint64_t last_sum_ = 0;
 };
 
-// Pure loads of what one decode token reads, from a safetensors checkpoint's own memory (the
-// files that `files` mapped): every tensor of the layers and the unembedding whole, and of each
-// layer's expert tensors ([experts, ...]) the slices of `experts_per_token` experts drawn at
-// random per pass and layer; not the embedding table (one row). Each pass reads the tensors in
-// file order, every thread its part of each (the read test's best pattern). !ok() for other
-// formats, or where the page cache does not hold a tensor whole.
+// Pure loads of what one decode token reads, from the checkpoint's files that `files` mapped
+// (safetensors, or GGUF through the library's reader): every tensor of the layers and the
+// unembedding whole, and of each layer's expert tensors (experts outermost) the slices of
+// `experts_per_token` experts drawn at random per pass and layer; not the embedding table (one
+// row). Each pass reads the tensors in file order, every thread its part of each (the read
+// test's best pattern). A GGUF's experts are converted at load, so its replay reads the same
+// bytes per tensor as the decode but from the file's page cache, not from the memory the
+// kernels read. !ok() for a file neither reader takes, or where the page cache does not hold a
+// tensor whole.
 class TokenReplay {
  public:
   TokenReplay(const ReadPasses& files, unsigned experts_per_token, unsigned threads);

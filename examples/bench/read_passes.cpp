@@ -18,6 +18,8 @@
 #include <nlohmann/json.hpp>
 
 #include "bench.hpp"
+#include "libgptoss/common/error.hpp"
+#include "libgptoss/model/formats/gguf.hpp"
 
 namespace gptoss::bench {
 namespace {
@@ -171,10 +173,16 @@ ReadPasses::~ReadPasses() {
 }
 
 bool ReadPasses::cached(const uint8_t* p, size_t n) const {
-  // Regions are in address order within a file, files in order: find the one holding p.
-  for (const Region& r : regions_) {
-    const auto* b = reinterpret_cast<const uint8_t*>(r.words);
-    if (p >= b && p + n <= b + r.n_words * sizeof(uint64_t)) return true;
+  // Page by page (mincore does not fault them in): a tensor that shares a 2 MiB piece with one
+  // the model never read whole (the embedding table) is still held.
+  const size_t page = size_t(sysconf(_SC_PAGESIZE));
+  for (const File& f : files_) {
+    if (p < f.data || n > f.size || p - f.data > std::ptrdiff_t(f.size - n)) continue;
+    const uintptr_t lo = uintptr_t(p) / page * page, hi = uintptr_t(p) + n;
+    std::vector<unsigned char> in((hi - lo + page - 1) / page);
+    if (in.empty()) return true;
+    if (mincore(reinterpret_cast<void*>(lo), hi - lo, in.data()) != 0) return false;
+    return std::all_of(in.begin(), in.end(), [](unsigned char v) { return (v & 1) != 0; });
   }
   return false;
 }
@@ -202,6 +210,36 @@ double ReadPasses::pass(size_t bytes) {
   return timed_read(stretches, threads_, &last_sum_);
 }
 
+namespace {
+// A GGUF file's tensors for the replay, through the library's reader: each (name, bytes in
+// `f`'s mapping, experts (the outermost dimension of an expert tensor), layer) to `take`; the
+// embedding table is left out. False with error set where the file is not a GGUF the reader
+// takes, or `take` refused a tensor.
+template <typename Take>
+bool gguf_tensors(const ReadPasses::File& f, Take&& take, std::string& error) {
+  try {
+    const gguf::File g(f.path, true);
+    for (const auto& [name, t] : g.tensors()) {
+      if (name == "token_embd.weight") continue;
+      size_t layer = SIZE_MAX;
+      if (name.rfind("blk.", 0) == 0) layer = std::strtoull(name.c_str() + 4, nullptr, 10);
+      const size_t experts =
+          name.find("_exps.") != std::string::npos && !t.ne.empty() ? size_t(t.ne.back()) : 0;
+      const uint64_t at = g.data_offset() + t.offset;
+      if (at > f.size || t.size > f.size - at) {
+        error = f.path + ": changed since it was mapped";
+        return false;
+      }
+      if (!take(name, f.data + at, t.size, experts, layer)) return false;
+    }
+  } catch (const gptoss::Error& e) {
+    error = e.what();
+    return false;
+  }
+  return true;
+}
+}  // namespace
+
 TokenReplay::TokenReplay(const ReadPasses& files, unsigned experts_per_token, unsigned threads)
     : k_(experts_per_token),
       threads_(threads_or_all(threads)) {
@@ -209,10 +247,25 @@ TokenReplay::TokenReplay(const ReadPasses& files, unsigned experts_per_token, un
     error_ = files.error();
     return;
   }
+  // Every tensor a decode token reads, the embedding table aside (one row of it).
+  auto take = [&](const std::string& name, const uint8_t* data, size_t size, size_t experts,
+                  size_t layer) {
+    if (!files.cached(data, size)) {
+      error_ = "the page cache does not hold all of " + name;
+      return false;
+    }
+    bytes_ += experts ? size / experts * std::min<size_t>(k_, experts) : size;
+    tensors_.push_back({data, size, experts, layer});
+    return true;
+  };
   for (const ReadPasses::File& f : files.files()) {
-    if (std::filesystem::path(f.path).extension() != ".safetensors") {
-      error_ = "the token replay reads safetensors checkpoints; " + f.path + " is not one";
-      return;
+    const std::string ext = std::filesystem::path(f.path).extension().string();
+    if (ext == ".gguf") {
+      if (!gguf_tensors(f, take, error_)) {
+        if (error_.empty()) error_ = f.path + ": no tensors read";
+        return;
+      }
+      continue;
     }
     uint64_t header = 0;
     if (f.size >= 8) std::memcpy(&header, f.data, 8);
@@ -233,18 +286,13 @@ TokenReplay::TokenReplay(const ReadPasses& files, unsigned experts_per_token, un
       if (off.size() != 2 || !off[0].is_number_unsigned() || !off[1].is_number_unsigned()) continue;
       const size_t b = off[0], e = off[1];
       if (e <= b || e > f.size - 8 - header) continue;
-      Tensor x{base + b, e - b, 0, SIZE_MAX};
+      size_t layer = SIZE_MAX, experts = 0;
       if (name.rfind("model.layers.", 0) == 0)
-        x.layer = std::strtoull(name.c_str() + 13, nullptr, 10);
+        layer = std::strtoull(name.c_str() + 13, nullptr, 10);
       if (name.find(".mlp.experts.") != std::string::npos && !shape.empty() &&
           shape[0].is_number_unsigned() && shape[0] > 0)
-        x.experts = shape[0];
-      if (!files.cached(x.data, x.size)) {
-        error_ = "the page cache does not hold all of " + name;
-        return;
-      }
-      bytes_ += x.experts ? x.size / x.experts * std::min<size_t>(k_, x.experts) : x.size;
-      tensors_.push_back(x);
+        experts = shape[0];
+      if (!take(name, base + b, e - b, experts, layer)) return;
     }
   }
   if (tensors_.empty()) error_ = "no tensors in the checkpoint";

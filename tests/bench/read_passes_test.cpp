@@ -185,6 +185,16 @@ TEST_CASE("read passes: no model files, or files the page cache does not hold", 
       part.pass(bytes);
       CHECK(part.last_sum() == want);
     }
+    // Held page by page: all of the first 2 MiB and a few bytes either side of the drop, not
+    // a byte of it, nothing outside the file.
+    const uint8_t* base = part.files().at(0).data;
+    CHECK(part.cached(base, 2 * MiB));
+    CHECK(part.cached(base + 2 * MiB - 100, 100));
+    CHECK(part.cached(base + 4 * MiB, 100));
+    CHECK_FALSE(part.cached(base + 2 * MiB - 100, 101));
+    CHECK_FALSE(part.cached(base + 3 * MiB, 1));
+    CHECK_FALSE(part.cached(base + 6 * MiB - 10, 11));
+    CHECK_FALSE(part.cached(base - 4096, 10));
   }
   posix_fadvise(fileno(fp), 0, 0, POSIX_FADV_DONTNEED);
   std::fclose(fp);
@@ -221,6 +231,37 @@ void write_safetensors(const fs::path& p, const Tensors& tensors,
     f.write(reinterpret_cast<const char*>(t.second.data()), std::streamsize(t.second.size() * 8));
 }
 
+// A GGUF v3 file of F32 tensors (two per word), no metadata, data aligned to 32 bytes: each
+// tensor a name, its ggml dimensions (fastest first) and words.
+struct GgufTensor {
+  std::string name;
+  std::vector<uint64_t> ne;
+  const std::vector<uint64_t>* data;
+};
+void write_gguf(const fs::path& p, const std::vector<GgufTensor>& tensors) {
+  std::vector<uint8_t> b;
+  auto put = [&b](const void* v, size_t n) {
+    b.insert(b.end(), static_cast<const uint8_t*>(v), static_cast<const uint8_t*>(v) + n);
+  };
+  auto u32 = [&put](uint32_t v) { put(&v, 4); };
+  auto u64 = [&put](uint64_t v) { put(&v, 8); };
+  auto align = [](size_t n) { return (n + 31) / 32 * 32; };
+  u32(0x46554747), u32(3), u64(tensors.size()), u64(0);
+  size_t off = 0;
+  for (const GgufTensor& t : tensors) {
+    u64(t.name.size()), put(t.name.data(), t.name.size()), u32(uint32_t(t.ne.size()));
+    for (uint64_t n : t.ne) u64(n);
+    u32(0), u64(off);  // F32
+    off = align(off + t.data->size() * 8);
+  }
+  for (const GgufTensor& t : tensors) {
+    b.resize(align(b.size()), 0);
+    put(t.data->data(), t.data->size() * 8);
+  }
+  std::ofstream f(p, std::ios::binary);
+  f.write(reinterpret_cast<const char*>(b.data()), std::streamsize(b.size()));
+}
+
 std::vector<uint64_t> words(uint64_t seed, size_t n) {
   std::vector<uint64_t> w(n);
   for (size_t i = 0; i < n; ++i) w[i] = seed * 1000003 + i;
@@ -238,25 +279,19 @@ uint64_t stretch_sum(const std::vector<uint64_t>& w, size_t first, size_t n, uns
 }
 }  // namespace
 
-TEST_CASE("token replay reads every tensor but the embedding, and k of each layer's experts",
-          "[bench]") {
-  TempDir dir;
-  const size_t E = 4, per = 4096;  // words per expert
-  const auto q = words(1, 8192), experts = words(2, E * per);
-  const auto embed = words(3, 8192), head = words(4, 6000);
-  write_safetensors(dir.path / "model.safetensors",
-                    {{"model.embed_tokens.weight", embed},
-                     {"model.layers.0.self_attn.q_proj.weight", q},
-                     {"model.layers.0.mlp.experts.gate_up_proj_blocks", experts},
-                     {"lm_head.weight", head}},
-                    {"[8192, 8]", "[8192, 8]", "[4, 4096, 8]", "[6000, 8]"});
-  ReadPasses files(dir.path.string(), 2);
+namespace {
+// The replay of a checkpoint holding the dense tensor q, E experts of `per` words each and the
+// unembedding head (and an embedding table it must leave out): each pass the dense tensors and
+// 2 distinct experts; over many passes every pair shows up.
+void check_replay(const fs::path& model, const std::vector<uint64_t>& q,
+                  const std::vector<uint64_t>& experts, const std::vector<uint64_t>& head, size_t E,
+                  size_t per) {
+  ReadPasses files(model.string(), 2);
   REQUIRE(files.ok());
   TokenReplay replay(files, 2, 2);
   REQUIRE(replay.ok());
   CHECK(replay.bytes_per_pass() == (q.size() + 2 * per + head.size()) * 8);
   const uint64_t dense = stretch_sum(q, 0, q.size(), 2) + stretch_sum(head, 0, head.size(), 2);
-  // Each pass: the dense tensors and 2 distinct experts; over many passes every pair shows up.
   std::set<std::pair<size_t, size_t>> seen;
   for (int i = 0; i < 60; ++i) {
     replay.pass();
@@ -271,11 +306,37 @@ TEST_CASE("token replay reads every tensor but the embedding, and k of each laye
     CHECK(matched);
   }
   CHECK(seen.size() == E * (E - 1) / 2);
+}
+}  // namespace
 
-  write_words(dir.path / "model.gguf", 1, 4096);
-  ReadPasses gguf((dir.path / "model.gguf").string(), 2);
-  REQUIRE(gguf.ok());
-  TokenReplay no(gguf, 4, 2);
-  CHECK_FALSE(no.ok());
-  CHECK(no.error().find("safetensors") != std::string::npos);
+TEST_CASE("token replay reads every tensor but the embedding, and k of each layer's experts",
+          "[bench]") {
+  TempDir dir;
+  const size_t E = 4, per = 4096;  // words per expert
+  const auto q = words(1, 8192), experts = words(2, E * per);
+  const auto embed = words(3, 8192), head = words(4, 6000);
+  SECTION("safetensors") {
+    write_safetensors(dir.path / "model.safetensors",
+                      {{"model.embed_tokens.weight", embed},
+                       {"model.layers.0.self_attn.q_proj.weight", q},
+                       {"model.layers.0.mlp.experts.gate_up_proj_blocks", experts},
+                       {"lm_head.weight", head}},
+                      {"[8192, 8]", "[8192, 8]", "[4, 4096, 8]", "[6000, 8]"});
+    check_replay(dir.path, q, experts, head, E, per);
+  }
+  SECTION("gguf, through the library's reader") {
+    write_gguf(dir.path / "model.gguf", {{"output.weight", {2 * 6000}, &head},
+                                         {"blk.0.attn_q.weight", {2 * 8192}, &q},
+                                         {"blk.0.ffn_up_exps.weight", {2 * per, 1, E}, &experts},
+                                         {"token_embd.weight", {2 * 8192}, &embed}});
+    check_replay(dir.path / "model.gguf", q, experts, head, E, per);
+  }
+  SECTION("a file neither reader takes") {
+    write_words(dir.path / "model.gguf", 1, 4096);
+    ReadPasses gguf((dir.path / "model.gguf").string(), 2);
+    REQUIRE(gguf.ok());
+    TokenReplay no(gguf, 4, 2);
+    CHECK_FALSE(no.ok());
+    CHECK(no.error().find("model.gguf") != std::string::npos);
+  }
 }

@@ -102,13 +102,19 @@ class BenchTest(unittest.TestCase):
         r = run("--read-probe", "-m", MODEL, "--tokenizer-json", TOKENIZER, "-n", "2")
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("| the model's files, on and on through them |", r.stdout)
-        self.assertIn("| a token's own tensors in the model's memory, random experts |", r.stdout)
-        # A GGUF checkpoint: no replay (its experts are converted at load), the rest runs.
+        self.assertIn("| a token's own tensors in the checkpoint's files, random experts |",
+                      r.stdout)
+        # A GGUF checkpoint: the replay reads the same tensors from the file (its experts are
+        # converted at load), as many bytes as the library counts for a token, less the
+        # embedding row.
         gguf = str(Path(MODEL).parent / "model.gguf")
         r = run("--read-probe", "-m", gguf, "--tokenizer-json", TOKENIZER, "-n", "2",
                 "--output", "json")
         self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertIsNone(json.loads(r.stdout)["token_replay_gbs"])
+        out = json.loads(r.stdout)
+        self.assertGreater(out["token_replay_gbs"], 0.1)
+        self.assertLess(abs(out["token_replay_bytes"] - out["bytes_per_token"]),
+                        0.01 * out["bytes_per_token"])
         r = run("--read-probe", "-m", "/nonexistent", "-n", "2")
         self.assertEqual(r.returncode, 1)
         self.assertIn("nonexistent", r.stderr)

@@ -73,10 +73,12 @@ gptoss_status open_status(const std::vector<uint8_t>& bytes, std::string* msg = 
 
 TEST_CASE("gguf: a valid hand-written file", "[model]") {
   TempDir dir;
-  gptoss::test::write_bytes(dir / "m.gguf", build({}));
+  const std::vector<uint8_t> bytes = build({});
+  gptoss::test::write_bytes(dir / "m.gguf", bytes);
   gguf::File f(dir / "m.gguf", true);
   CHECK(f.version() == 3);
   CHECK(f.alignment() == 32);
+  CHECK(f.data_offset() == bytes.size() - 128);  // the one tensor's 32 floats end the file
   CHECK(f.get_string("general.architecture") == "gpt-oss");
   CHECK(f.get_float("x.eps") == 0.5);
   CHECK(f.get_uint("general.alignment") == 32u);

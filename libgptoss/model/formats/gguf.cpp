@@ -207,6 +207,7 @@ File::File(const std::string& path, bool use_mmap)
   }
 
   const uint64_t data_start = (r.pos() + alignment_ - 1) / alignment_ * alignment_;
+  data_offset_ = data_start;
   const uint64_t data_size = data_start <= file_->size() ? file_->size() - data_start : 0;
   for (auto& t : infos) {
     const TypeTraits tt = *traits(static_cast<uint32_t>(t.type));

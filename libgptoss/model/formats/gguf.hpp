@@ -53,6 +53,8 @@ class File {
 
   uint32_t version() const { return version_; }
   uint64_t alignment() const { return alignment_; }
+  // Where the data section starts in the file: a tensor's bytes lie at data_offset() + offset.
+  uint64_t data_offset() const { return data_offset_; }
   const std::string& path() const { return file_->path(); }
   const std::map<std::string, Value>& metadata() const { return metadata_; }
   const std::map<std::string, TensorInfo>& tensors() const { return tensors_; }
@@ -72,6 +74,7 @@ class File {
   std::unique_ptr<MappedFile> file_;
   uint32_t version_ = 0;
   uint64_t alignment_ = 32;
+  uint64_t data_offset_ = 0;
   std::map<std::string, Value> metadata_;
   std::map<std::string, TensorInfo> tensors_;
 };
