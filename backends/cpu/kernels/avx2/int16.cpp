@@ -16,9 +16,14 @@
 // 8 rows, widened. A call walks a tile front to back, both halves at once, for up to
 // kGroupTokens tokens, each token's broadcast pair shared by the halves. The 16 chains of each
 // (half, token) are too many for the 16 ymm registers: they live in an array on the stack,
-// one load and one store per block beside the 32 vpmaddwd of a token. Measurements:
-// docs/performance.md, "The Q8_0 matrices in lanes on AVX2".
+// one load and one store per block beside the 32 vpmaddwd of a token. One token walks two tiles
+// at once, one from each half of the call's rows: two streams per thread read a Zen 3's memory
+// faster than one (the bf16 GEMVs' lesson; a tile at a time from alternating places does not).
+// Measurements: docs/performance.md, "The Q8_0 matrices in lanes on AVX2" and "Decode on the
+// Zen 3: not the arithmetic, not the pool".
 #include <immintrin.h>
+
+#include <algorithm>
 
 #include "avx2/block_amax.hpp"
 #include "avx2/int16.hpp"
@@ -49,13 +54,63 @@ inline __m256 steps(const uint8_t* block, size_t h) {
       _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + kQ8_0LanesStepsAt + 16 * h)));
 }
 
-// Tokens t0 .. t0 + TN - 1 times the n_rows (<= 16) rows of one tile into y[n * ldy + r].
-// The one-token walk splits each half's block sum into two int32 partials (exact in any order)
+// The 16 chains of each half added as a tree into the tile's n_rows (<= 16) results at y.
+inline void store_tile(__m256 (&acc)[kChains][2], size_t n_rows, float* y) {
+  for (size_t w = 8; w >= 1; w /= 2)
+    for (size_t l = 0; l < w; ++l)
+      for (size_t h = 0; h < 2; ++h) acc[l][h] = _mm256_add_ps(acc[l][h], acc[l + w][h]);
+  if (n_rows == kTileRows) {
+    _mm256_storeu_ps(y, acc[0][0]);
+    _mm256_storeu_ps(y + 8, acc[0][1]);
+    return;
+  }
+  alignas(32) float row[kTileRows];
+  _mm256_store_ps(row, acc[0][0]);
+  _mm256_store_ps(row + 8, acc[0][1]);
+  for (size_t r = 0; r < n_rows; ++r) y[r] = row[r];
+}
+
+// One token (t0) times NT tiles at once, block b of each in turn, tile k's n_rows[k] rows into
+// y[k]: NT streams. Each half's block sum is split into two int32 partials (exact in any order)
 // to keep two vpaddd chains per half in flight.
+template <int NT>
+void one_token_tiles(const uint8_t* const* tiles, size_t nb, const Q16Acts& x, size_t t0,
+                     const size_t* n_rows, float* const* y) {
+  const int32_t* xp = reinterpret_cast<const int32_t*>(x.q + t0 * x.q_stride);
+  const float* xd = x.d + t0 * x.b_stride;
+  __m256 acc[NT][kChains][2];
+  for (auto& tile : acc)
+    for (auto& chain : tile)
+      for (auto& a : chain) a = _mm256_setzero_ps();
+  for (size_t b = 0; b < nb; ++b)
+    for (int k = 0; k < NT; ++k) {
+      const uint8_t* block = tiles[k] + kBlockBytes * b;
+      for (size_t off = 0; off < kBlockBytes; off += 64)
+        _mm_prefetch(reinterpret_cast<const char*>(block) + off + kAheadBytes, _MM_HINT_T0);
+      __m256i s[2][2];
+      for (auto& half : s)
+        for (auto& part : half) part = _mm256_setzero_si256();
+#pragma GCC unroll 16
+      for (size_t i = 0; i < 16; ++i) {
+        const __m256i w0 = pairs(block, i, 0), w1 = pairs(block, i, 1);
+        const __m256i xb = _mm256_set1_epi32(xp[16 * b + i]);
+        s[0][i % 2] = _mm256_add_epi32(s[0][i % 2], _mm256_madd_epi16(w0, xb));
+        s[1][i % 2] = _mm256_add_epi32(s[1][i % 2], _mm256_madd_epi16(w1, xb));
+      }
+      __m256(&chain)[2] = acc[k][b % kChains];
+      for (size_t h = 0; h < 2; ++h)
+        chain[h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(s[h][0], s[h][1])),
+                                   _mm256_mul_ps(steps(block, h), _mm256_set1_ps(xd[b])), chain[h]);
+    }
+  for (int k = 0; k < NT; ++k) store_tile(acc[k], n_rows[k], y[k]);
+}
+
+// Tokens t0 .. t0 + TN - 1 (TN >= 2) times the n_rows (<= 16) rows of one tile into
+// y[n * ldy + r].
 template <int TN>
 void tile_tokens(const uint8_t* tile, size_t nb, const Q16Acts& x, size_t t0, size_t n_rows,
                  float* y, size_t ldy, bool prefetch) {
-  constexpr int kParts = TN == 1 ? 2 : 1;
+  static_assert(TN >= 2, "one token: one_token_tiles");
   const int32_t* xp[TN];  // a token's activations as pairs
   const float* xd[TN];
   for (int n = 0; n < TN; ++n) {
@@ -71,53 +126,33 @@ void tile_tokens(const uint8_t* tile, size_t nb, const Q16Acts& x, size_t t0, si
     if (prefetch)
       for (size_t off = 0; off < kBlockBytes; off += 64)
         _mm_prefetch(reinterpret_cast<const char*>(block) + off + kAheadBytes, _MM_HINT_T0);
-    __m256i s[2][TN][kParts];
+    __m256i s[2][TN];
     for (auto& half : s)
-      for (auto& token : half)
-        for (auto& part : token) part = _mm256_setzero_si256();
-    // Pair i of the block into the sums. One token unrolls the whole block (its sums fit the
-    // registers); several unroll 4 pairs, which keeps GCC from hoisting loads into spills.
-    const auto add_pair = [&](size_t i) __attribute__((always_inline)) {
+      for (auto& token : half) token = _mm256_setzero_si256();
+        // Pair i of the block into the sums, 4 pairs unrolled, which keeps GCC from hoisting loads
+        // into spills.
+#pragma GCC unroll 4
+    for (size_t i = 0; i < 16; ++i) {
       const __m256i w0 = pairs(block, i, 0), w1 = pairs(block, i, 1);
       for (int n = 0; n < TN; ++n) {
         const __m256i xb = _mm256_set1_epi32(xp[n][16 * b + i]);
-        s[0][n][i % kParts] = _mm256_add_epi32(s[0][n][i % kParts], _mm256_madd_epi16(w0, xb));
-        s[1][n][i % kParts] = _mm256_add_epi32(s[1][n][i % kParts], _mm256_madd_epi16(w1, xb));
+        s[0][n] = _mm256_add_epi32(s[0][n], _mm256_madd_epi16(w0, xb));
+        s[1][n] = _mm256_add_epi32(s[1][n], _mm256_madd_epi16(w1, xb));
       }
-    };
-    if constexpr (TN == 1) {
-#pragma GCC unroll 16
-      for (size_t i = 0; i < 16; ++i) add_pair(i);
-    } else {
-#pragma GCC unroll 4
-      for (size_t i = 0; i < 16; ++i) add_pair(i);
     }
     __m256(&chain)[2][TN] = acc[b % kChains];
     for (size_t h = 0; h < 2; ++h) {
       const __m256 e = steps(block, h);
-      for (int n = 0; n < TN; ++n) {
-        __m256i sum = s[h][n][0];
-        if constexpr (kParts == 2) sum = _mm256_add_epi32(sum, s[h][n][1]);
-        chain[h][n] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum),
+      for (int n = 0; n < TN; ++n)
+        chain[h][n] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[h][n]),
                                       _mm256_mul_ps(e, _mm256_set1_ps(xd[n][b])), chain[h][n]);
-      }
     }
   }
-  for (size_t w = 8; w >= 1; w /= 2)
-    for (size_t l = 0; l < w; ++l)
-      for (size_t h = 0; h < 2; ++h)
-        for (int n = 0; n < TN; ++n) acc[l][h][n] = _mm256_add_ps(acc[l][h][n], acc[l + w][h][n]);
   for (int n = 0; n < TN; ++n) {
-    float* yn = y + size_t(n) * ldy;
-    if (n_rows == kTileRows) {
-      _mm256_storeu_ps(yn, acc[0][0][n]);
-      _mm256_storeu_ps(yn + 8, acc[0][1][n]);
-    } else {
-      alignas(32) float row[kTileRows];
-      _mm256_store_ps(row, acc[0][0][n]);
-      _mm256_store_ps(row + 8, acc[0][1][n]);
-      for (size_t r = 0; r < n_rows; ++r) yn[r] = row[r];
-    }
+    __m256 token[kChains][2];
+    for (size_t c = 0; c < kChains; ++c)
+      for (size_t h = 0; h < 2; ++h) token[c][h] = acc[c][h][n];
+    store_tile(token, n_rows, y + size_t(n) * ldy);
   }
 }
 
@@ -155,17 +190,40 @@ void quantize_q16_avx2(const float* x, size_t ldx, size_t n_tok, Q16Acts& out) {
 
 void matmul_q8_0_lanes_q16_avx2(const Weight& w, size_t r0, size_t n_rows, const Q16Acts& x,
                                 size_t t0, size_t n_tok, float* y, size_t ldy) {
+  const size_t nb = w.cols / 32, tile_bytes = kBlockBytes * nb;
+  const size_t n_tiles = (n_rows + kTileRows - 1) / kTileRows;
+  const auto tile_at = [&](size_t i) { return w.data + (r0 / kTileRows + i) * tile_bytes; };
+  const auto rows_at = [&](size_t i) { return std::min(kTileRows, n_rows - i * kTileRows); };
+  if (n_tok == 1) {  // tile j with tile half + j: two streams (the first run takes an odd one)
+    const size_t half = (n_tiles + 1) / 2;
+    for (size_t j = 0; j < half; ++j) {
+      const uint8_t* tiles[2] = {tile_at(j), nullptr};
+      size_t rows[2] = {rows_at(j), 0};
+      float* ys[2] = {y + j * kTileRows, nullptr};
+      if (half + j < n_tiles) {
+        tiles[1] = tile_at(half + j);
+        rows[1] = rows_at(half + j);
+        ys[1] = y + (half + j) * kTileRows;
+        one_token_tiles<2>(tiles, nb, x, t0, rows, ys);
+      } else {
+        one_token_tiles<1>(tiles, nb, x, t0, rows, ys);
+      }
+    }
+    return;
+  }
   using TileFn =
       void (*)(const uint8_t*, size_t, const Q16Acts&, size_t, size_t, float*, size_t, bool);
-  static constexpr TileFn kTiles[kGroupTokens] = {tile_tokens<1>, tile_tokens<2>, tile_tokens<3>,
+  static constexpr TileFn kTiles[kGroupTokens] = {nullptr, tile_tokens<2>, tile_tokens<3>,
                                                   tile_tokens<4>};
-  const size_t nb = w.cols / 32, tile_bytes = kBlockBytes * nb;
-  for (size_t p = 0; p < n_rows; p += kTileRows) {
-    const uint8_t* tile = w.data + (r0 + p) / kTileRows * tile_bytes;
-    const size_t rows = n_rows - p < kTileRows ? n_rows - p : kTileRows;
+  for (size_t i = 0; i < n_tiles; ++i) {
+    const uint8_t* tile = tile_at(i);
+    size_t rows = rows_at(i);
     for (size_t t = 0; t < n_tok; t += kGroupTokens) {
       const size_t tn = n_tok - t < kGroupTokens ? n_tok - t : kGroupTokens;
-      kTiles[tn - 1](tile, nb, x, t0 + t, rows, y + t * ldy + p, ldy, t == 0);
+      float* yt = y + t * ldy + i * kTileRows;
+      if (tn == 1)  // the tile is in L2 from the tokens before
+        one_token_tiles<1>(&tile, nb, x, t0 + t, &rows, &yt);
+      else kTiles[tn - 1](tile, nb, x, t0 + t, rows, yt, ldy, t == 0);
     }
   }
 }
