@@ -213,8 +213,8 @@ double ReadPasses::pass(size_t bytes) {
 namespace {
 // A GGUF file's tensors for the replay, through the library's reader: each (name, bytes in
 // `f`'s mapping, experts (the outermost dimension of an expert tensor), layer) to `take`; the
-// embedding table is left out. False with error set where the file is not a GGUF the reader
-// takes, or `take` refused a tensor.
+// embedding table is left out. False where the file is not a GGUF the reader takes (error set
+// here) or `take` refused a tensor (which sets error).
 template <typename Take>
 bool gguf_tensors(const ReadPasses::File& f, Take&& take, std::string& error) {
   try {
@@ -259,12 +259,8 @@ TokenReplay::TokenReplay(const ReadPasses& files, unsigned experts_per_token, un
     return true;
   };
   for (const ReadPasses::File& f : files.files()) {
-    const std::string ext = std::filesystem::path(f.path).extension().string();
-    if (ext == ".gguf") {
-      if (!gguf_tensors(f, take, error_)) {
-        if (error_.empty()) error_ = f.path + ": no tensors read";
-        return;
-      }
+    if (std::filesystem::path(f.path).extension() == ".gguf") {
+      if (!gguf_tensors(f, take, error_)) return;
       continue;
     }
     uint64_t header = 0;

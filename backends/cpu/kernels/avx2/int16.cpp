@@ -126,11 +126,12 @@ void tile_tokens(const uint8_t* tile, size_t nb, const Q16Acts& x, size_t t0, si
     if (prefetch)
       for (size_t off = 0; off < kBlockBytes; off += 64)
         _mm_prefetch(reinterpret_cast<const char*>(block) + off + kAheadBytes, _MM_HINT_T0);
+    // Pair i of the block into the sums, 4 pairs unrolled, which keeps GCC from hoisting loads
+    // into spills.
     __m256i s[2][TN];
-    for (auto& half : s)
+    for (auto& half : s) {
       for (auto& token : half) token = _mm256_setzero_si256();
-        // Pair i of the block into the sums, 4 pairs unrolled, which keeps GCC from hoisting loads
-        // into spills.
+    }
 #pragma GCC unroll 4
     for (size_t i = 0; i < 16; ++i) {
       const __m256i w0 = pairs(block, i, 0), w1 = pairs(block, i, 1);
