@@ -39,7 +39,6 @@ ConstraintPtr constraint(gptoss_grammar_t g, int64_t budget = -1) {
   return ConstraintPtr(c);
 }
 
-std::string last_error() { return gptoss_get_last_error_message(); }
 
 std::vector<uint32_t> mask_of(gptoss_constraint_t c) {
   std::vector<uint32_t> m(GPTOSS_MASK_WORDS(201088));

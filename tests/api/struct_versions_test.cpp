@@ -48,8 +48,6 @@ class CallerStruct {
   std::vector<unsigned char> bytes_, before_;
 };
 
-std::string last_error() { return gptoss_get_last_error_message(); }
-
 }  // namespace
 
 TEST_CASE("versioned structs: the sizes of git history are the library's",

@@ -14,19 +14,14 @@ using gptoss::test::TempDir;
 using gptoss::test::status_of;
 namespace fs = std::filesystem;
 
-gptoss::OpenOptions no_tokenizer() {
-  gptoss::OpenOptions o;
-  o.load_tokenizer = false;
-  return o;
-}
-
-std::string hf_dir() { return gptoss::test::logits_dir() + "/model-hf"; }
+using gptoss::test::conformance_hf_dir;
+using gptoss::test::no_tokenizer;
 
 // Copies the conformance HF checkpoint into `dir`, rewriting the safetensors header through
 // `mutate` (the data section is kept as it is).
 void copy_hf(const TempDir& dir, const std::function<void(nlohmann::json&)>& mutate) {
-  fs::copy_file(hf_dir() + "/config.json", dir / "config.json");
-  const auto bytes = gptoss::test::read_bytes(hf_dir() + "/model.safetensors");
+  fs::copy_file(conformance_hf_dir() + "/config.json", dir / "config.json");
+  const auto bytes = gptoss::test::read_bytes(conformance_hf_dir() + "/model.safetensors");
   uint64_t n = 0;
   for (int i = 7; i >= 0; --i) n = (n << 8) | bytes[i];
   auto header = nlohmann::json::parse(bytes.begin() + 8, bytes.begin() + 8 + static_cast<long>(n));
@@ -117,7 +112,7 @@ TEST_CASE("HF checkpoint: bad paths and configs", "[model]") {
   gptoss::test::write_text(dir / "config.json", "{\"hidden_size\": ");
   CHECK(open_status(dir.path().string(), &msg) == gptoss_status_io);
 
-  std::ifstream in(hf_dir() + "/config.json");
+  std::ifstream in(conformance_hf_dir() + "/config.json");
   auto config = nlohmann::json::parse(in);
   config["num_key_value_heads"] = 3;
   gptoss::test::write_text(dir / "config.json", config.dump());
@@ -125,7 +120,8 @@ TEST_CASE("HF checkpoint: bad paths and configs", "[model]") {
   CHECK(contains(msg, "config.json"));
   CHECK(contains(msg, "num_kv_heads"));
   // A valid config but no weights.
-  fs::copy_file(hf_dir() + "/config.json", dir / "config.json", fs::copy_options::overwrite_existing);
+  fs::copy_file(conformance_hf_dir() + "/config.json", dir / "config.json",
+                fs::copy_options::overwrite_existing);
   CHECK(open_status(dir.path().string(), &msg) == gptoss_status_io);
 }
 
@@ -157,10 +153,10 @@ TEST_CASE("HF checkpoint: deeply nested config.json or index is an error, not a 
 TEST_CASE("HF checkpoint: a missing tokenizer.json is an io error naming the path", "[model]") {
   std::string msg;
   gptoss::OpenOptions o;  // loads the tokenizer: none beside the shared model-hf
-  CHECK(open_status(hf_dir(), &msg, o) == gptoss_status_io);
-  CHECK(contains(msg, hf_dir() + "/tokenizer.json"));
+  CHECK(open_status(conformance_hf_dir(), &msg, o) == gptoss_status_io);
+  CHECK(contains(msg, conformance_hf_dir() + "/tokenizer.json"));
   o.tokenizer_path = "/nonexistent/tokenizer.json";
-  CHECK(open_status(hf_dir(), &msg, o) == gptoss_status_io);
+  CHECK(open_status(conformance_hf_dir(), &msg, o) == gptoss_status_io);
   CHECK(contains(msg, "/nonexistent/tokenizer.json"));
   CHECK(open_status(gptoss::test::logits_dir() + "/model.gguf", &msg, o) == gptoss_status_io);
   CHECK(contains(msg, "/nonexistent/tokenizer.json"));

@@ -18,11 +18,8 @@ namespace {
 
 using namespace gptoss;
 
-OpenOptions no_tokenizer() {
-  OpenOptions o;
-  o.load_tokenizer = false;
-  return o;
-}
+using test::conformance_hf_dir;
+using test::no_tokenizer;
 
 struct Captured {
   gptoss_tensor_desc desc;
@@ -30,7 +27,7 @@ struct Captured {
   std::vector<float> values;
 };
 
-std::map<std::string, Captured> capture(const WeightSource& w) {
+std::map<std::string, Captured> captured_tensors(const WeightSource& w) {
   std::map<std::string, Captured> out;
   w.for_each_tensor(w.config().num_layers, [&](const gptoss_tensor_desc& d) {
     Captured c{d, d.name, dequantize(d)};
@@ -45,15 +42,14 @@ bool bit_equal(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
-const std::string hf_dir() { return test::logits_dir() + "/model-hf"; }
 const std::string gguf_path() { return test::logits_dir() + "/model.gguf"; }
 
 }  // namespace
 
 TEST_CASE("HF config of the conformance model matches its config.json", "[model]") {
-  std::ifstream in(hf_dir() + "/config.json");
+  std::ifstream in(conformance_hf_dir() + "/config.json");
   const auto j = nlohmann::json::parse(in);
-  auto w = open_checkpoint(hf_dir(), no_tokenizer());
+  auto w = open_checkpoint(conformance_hf_dir(), no_tokenizer());
   const ModelConfig& c = w->config();
   CHECK(std::string(w->format()) == "safetensors");
   CHECK(c.vocab_size == j["vocab_size"].get<uint32_t>());
@@ -82,7 +78,7 @@ TEST_CASE("HF config of the conformance model matches its config.json", "[model]
 }
 
 TEST_CASE("GGUF config of the conformance model equals the HF one", "[model]") {
-  auto hf = open_checkpoint(hf_dir(), no_tokenizer());
+  auto hf = open_checkpoint(conformance_hf_dir(), no_tokenizer());
   auto gg = open_checkpoint(gguf_path(), no_tokenizer());
   CHECK(std::string(gg->format()) == "gguf");
   const ModelConfig &a = hf->config(), &b = gg->config();
@@ -113,9 +109,9 @@ TEST_CASE("GGUF and HF canonical tensors of the conformance model are bit-identi
   for (bool mmap : {true, false}) {
     OpenOptions o = no_tokenizer();
     o.use_mmap = mmap;
-    auto hf_source = open_checkpoint(hf_dir(), o);
-    auto hf = capture(*hf_source);
-    auto gg = capture(*open_checkpoint(gguf_path(), o));
+    auto hf_source = open_checkpoint(conformance_hf_dir(), o);
+    auto hf = captured_tensors(*hf_source);
+    auto gg = captured_tensors(*open_checkpoint(gguf_path(), o));
     REQUIRE(hf.size() == 3 + 17 * hf_source->config().num_layers);
     REQUIRE(gg.size() == hf.size());
     for (const auto& [name, h] : hf) {
@@ -155,15 +151,16 @@ TEST_CASE("ggml MXFP4 blocks keep element j low and j+16 high (checked against t
     ggml_values.insert(ggml_values.end(), v, v + 32);
   }
   std::vector<float> hf_values;
-  open_checkpoint(hf_dir(), no_tokenizer())->for_each_tensor(2, [&](const gptoss_tensor_desc& d) {
-    if (std::string(d.name) == "layers.1.mlp2") hf_values = dequantize(d);
-  });
+  open_checkpoint(conformance_hf_dir(), no_tokenizer())
+      ->for_each_tensor(2, [&](const gptoss_tensor_desc& d) {
+        if (std::string(d.name) == "layers.1.mlp2") hf_values = dequantize(d);
+      });
   REQUIRE(!hf_values.empty());
   CHECK(bit_equal(ggml_values, hf_values));
 }
 
 TEST_CASE("for_each_tensor visits only the requested layers", "[model]") {
-  for (const auto& path : {hf_dir(), gguf_path()}) {
+  for (const auto& path : {conformance_hf_dir(), gguf_path()}) {
     auto w = open_checkpoint(path, no_tokenizer());
     int globals = 0, layer_tensors = 0, max_layer = -1;
     w->for_each_tensor(2, [&](const gptoss_tensor_desc& d) {

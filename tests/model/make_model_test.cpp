@@ -35,7 +35,7 @@ struct Tensor {
   std::vector<float> values;
 };
 
-std::map<std::string, Tensor> capture(const gptoss::WeightSource& w) {
+std::map<std::string, Tensor> dequantized_tensors(const gptoss::WeightSource& w) {
   std::map<std::string, Tensor> out;
   w.for_each_tensor(w.config().num_layers, [&](const gptoss_tensor_desc& d) {
     out[d.name] = Tensor{d.dtype, d.flags, gptoss::dequantize(d)};
@@ -79,7 +79,7 @@ TEST_CASE("make-model: HF and GGUF of the tiny preset hold identical weights", "
   CHECK(c.rms_norm_eps == b->config().rms_norm_eps);
   CHECK(c.rope_scaling_factor == b->config().rope_scaling_factor);
 
-  const auto ta = capture(*a), tb = capture(*b);
+  const auto ta = dequantized_tensors(*a), tb = dequantized_tensors(*b);
   REQUIRE(ta.size() == 3 + 17 * 2);
   REQUIRE(tb.size() == ta.size());
   for (const auto& [name, t] : ta) {
@@ -144,9 +144,9 @@ TEST_CASE("make-model: Q8_0 and F16 GGUFs hold the HF values rounded", "[model]"
   REQUIRE(make_model(dir, base + "/f' --format gguf --gguf-dense f16") == 0);
   gptoss::OpenOptions o;
   o.load_tokenizer = false;
-  const auto hf = capture(*gptoss::open_checkpoint(dir / "b/model-hf", o));
-  const auto q8 = capture(*gptoss::open_checkpoint(dir / "q/model.gguf", o));
-  const auto f16 = capture(*gptoss::open_checkpoint(dir / "f/model.gguf", o));
+  const auto hf = dequantized_tensors(*gptoss::open_checkpoint(dir / "b/model-hf", o));
+  const auto q8 = dequantized_tensors(*gptoss::open_checkpoint(dir / "q/model.gguf", o));
+  const auto f16 = dequantized_tensors(*gptoss::open_checkpoint(dir / "f/model.gguf", o));
   for (const char* name : {"embedding", "unembedding", "layers.0.attn_q", "layers.1.attn_k",
                            "layers.1.attn_v", "layers.0.attn_out"}) {
     INFO(name);
@@ -270,15 +270,16 @@ TEST_CASE("make-model: the micro preset is a complete checkpoint of a few KB", "
   CHECK(c.sliding_window == 4);
   CHECK(c.layer_is_sliding == std::vector<bool>{true, false});
   CHECK(b->config().layer_is_sliding == c.layer_is_sliding);
-  const auto ta = capture(*a), tb = capture(*b);
+  const auto ta = dequantized_tensors(*a), tb = dequantized_tensors(*b);
   REQUIRE(ta.size() == 3 + 17 * 2);
   for (const auto& [name, t] : ta) {
     INFO(name);
     REQUIRE(tb.count(name));
     CHECK(t.values == tb.at(name).values);
   }
-  CHECK(capture(*gptoss::open_checkpoint(dir / "q/model.gguf", o)).at("embedding").dtype ==
-        gptoss_dtype_q8_0);
+  CHECK(dequantized_tensors(*gptoss::open_checkpoint(dir / "q/model.gguf", o))
+            .at("embedding")
+            .dtype == gptoss_dtype_q8_0);
   // No tokenizer fits 16 rows: through the C API it fails, naming the mismatch.
   if (have_tokenizer()) {
     gptoss_model_options mo;

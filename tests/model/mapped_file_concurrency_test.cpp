@@ -16,7 +16,7 @@
 
 namespace {
 
-constexpr size_t kMiB = size_t(1) << 20;
+using gptoss::test::kMiB;
 
 // Opens of fresh files beside the churners. Under ThreadSanitizer (scripts/reliability.sh),
 // which intercepts every mapping and thread start, 120 take 135 s of a CI run; it checks the

@@ -15,9 +15,9 @@
 
 namespace {
 
+using gptoss::test::kMiB;
 using gptoss::test::TempDir;
 
-constexpr size_t kMiB = size_t(1) << 20;
 
 std::vector<uint8_t> random_bytes(size_t n, uint32_t seed) {
   std::vector<uint8_t> v(n);

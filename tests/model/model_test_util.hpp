@@ -12,8 +12,20 @@
 #include <catch2/catch.hpp>
 
 #include "libgptoss/common/error.hpp"
+#include "libgptoss/model/weights.hpp"
+#include "support/paths.hpp"
 
 namespace gptoss::test {
+
+constexpr size_t kMiB = size_t(1) << 20;
+
+// The conformance model's HF checkpoint, and open options that leave its tokenizer unread.
+inline std::string conformance_hf_dir() { return logits_dir() + "/model-hf"; }
+inline OpenOptions no_tokenizer() {
+  OpenOptions o;
+  o.load_tokenizer = false;
+  return o;
+}
 
 class TempDir {
  public:

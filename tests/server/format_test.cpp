@@ -7,19 +7,14 @@
 #include <gptoss.hpp>
 #include "api/chat_format.hpp"
 #include "api/responses_format.hpp"
-#include "support/paths.hpp"
+#include "support/real_tokenizer.hpp"
 
 using namespace gptoss_server;
 using nlohmann::json;
 
 namespace {
 
-gptoss::tokenizer tokenizer() {
-  gptoss_tokenizer_t t = nullptr;
-  gptoss::check(gptoss_tokenizer_create_from_file(gptoss::test::tokenizer_json().c_str(), &t),
-                "tokenizer");
-  return gptoss::tokenizer(t);
-}
+using gptoss::test::real_tokenizer;
 
 OutputEvent begin(std::string channel, std::string recipient = "") {
   OutputEvent e;
@@ -67,7 +62,7 @@ std::vector<std::string> types(const std::vector<json>& events) {
 
 TEST_CASE("responses stream: events in order, indexes and ids consistent, final = response()",
           "[server][format]") {
-  auto tok = tokenizer();
+  auto tok = real_tokenizer();
   ResponsesFormatter f(tok.get(), {{"id", "resp_1"}, {"model", "m"}}, false);
   const auto events = run_responses(f, {FinishReason::stop, {}, {10, 2, 20, 5}});
   CHECK(types(events) == std::vector<std::string>{
@@ -117,7 +112,7 @@ TEST_CASE("responses stream: events in order, indexes and ids consistent, final 
 
 TEST_CASE("responses stream: the length limit makes the response and its last item incomplete",
           "[server][format]") {
-  auto tok = tokenizer();
+  auto tok = real_tokenizer();
   ResponsesFormatter f(tok.get(), {{"id", "resp_2"}}, false);
   f.start();
   f.on_events({begin("final"), delta("cut sho"), end(false)});
@@ -133,7 +128,7 @@ TEST_CASE("responses stream: the length limit makes the response and its last it
 
 TEST_CASE("responses stream: an engine error closes the open item and ends with error + failed",
           "[server][format]") {
-  auto tok = tokenizer();
+  auto tok = real_tokenizer();
   ResponsesFormatter f(tok.get(), {{"id", "resp_3"}}, false);
   f.start();
   f.on_events({begin("final"), delta("partial")});
@@ -154,7 +149,7 @@ TEST_CASE("responses stream: an engine error closes the open item and ends with 
 }
 
 TEST_CASE("responses: output_text log-probabilities in the deltas and the final part", "[server][format]") {
-  auto tok = tokenizer();
+  auto tok = real_tokenizer();
   ResponsesFormatter f(tok.get(), {{"id", "resp_5"}}, true);
   f.start();
   const uint32_t hello = gptoss::encode(tok.get(), "Hello").at(0);
@@ -169,7 +164,7 @@ TEST_CASE("responses: output_text log-probabilities in the deltas and the final 
 }
 
 TEST_CASE("chat choice: deltas and the non-streaming choice agree", "[server][format]") {
-  auto tok = tokenizer();
+  auto tok = real_tokenizer();
   ChatChoice c(tok.get(), 0, false);
   std::vector<json> entries;
   for (const auto& batch : sample_output())
@@ -204,7 +199,7 @@ TEST_CASE("chat choice: deltas and the non-streaming choice agree", "[server][fo
 
 TEST_CASE("closed_by_budget: on the Response and its terminal event, on chat choices and their last chunk",
           "[server][format]") {
-  auto tok = tokenizer();
+  auto tok = real_tokenizer();
   ResponsesFormatter f(tok.get(), {{"id", "resp_6"}, {"closed_by_budget", false}}, false);
   f.start();
   f.on_events({begin("final"), delta("{\"a\":\"\"}"), end()});
@@ -229,7 +224,7 @@ TEST_CASE("closed_by_budget: on the Response and its terminal event, on chat cho
 }
 
 TEST_CASE("completion choice: echo, text and legacy logprobs", "[server][format]") {
-  auto tok = tokenizer();
+  auto tok = real_tokenizer();
   const auto ids = gptoss::encode(tok.get(), " there");
   CompletionChoice c(tok.get(), 2, 1, "Hi");
   std::vector<TokenLogprob> lps;
@@ -247,7 +242,7 @@ TEST_CASE("completion choice: echo, text and legacy logprobs", "[server][format]
 }
 
 TEST_CASE("completion choice: text_offset counts characters, not bytes", "[server][format]") {
-  auto tok = tokenizer();
+  auto tok = real_tokenizer();
   // After the echo "é " (2 characters, 3 bytes): "ৰু" (2 characters, 6 bytes), then ASCII.
   const std::string text = "ৰুAndroid philanth";
   const auto ids = gptoss::encode(tok.get(), text);
@@ -268,7 +263,7 @@ TEST_CASE("completion choice: text_offset counts characters, not bytes", "[serve
 
 TEST_CASE("completion choice: tokens that end inside a character are named by their bytes",
           "[server][format]") {
-  auto tok = tokenizer();
+  auto tok = real_tokenizer();
   // The byte tokens e4 and e5 each begin a three-byte character: as text both are U+FFFD, and
   // as keys of one top_logprobs object the second would overwrite the first.
   uint32_t e4 = 0, e5 = 0;

@@ -6,19 +6,14 @@
 #include "api/api_error.hpp"
 #include "api/harmony_conversation.hpp"
 #include "engine/grammar_cache.hpp"
-#include "support/paths.hpp"
+#include "support/real_tokenizer.hpp"
 
 using namespace gptoss_server;
 using nlohmann::json;
 
 namespace {
 
-gptoss::tokenizer tokenizer() {
-  gptoss_tokenizer_t t = nullptr;
-  gptoss::check(gptoss_tokenizer_create_from_file(gptoss::test::tokenizer_json().c_str(), &t),
-                "tokenizer");
-  return gptoss::tokenizer(t);
-}
+using gptoss::test::real_tokenizer;
 
 std::string rendered_text(gptoss_tokenizer_t tok, const json& conversation) {
   const auto ids = gptoss::render(tok, conversation.dump());
@@ -44,7 +39,7 @@ ChatSetup weather_setup() {
 }  // namespace
 
 TEST_CASE("a conversation renders as Harmony: system, developer, turns, tool calls", "[server][harmony]") {
-  auto tok = tokenizer();
+  auto tok = real_tokenizer();
   const std::vector<ConversationItem> items = {
       message("system", "Answer in French."),
       message("user", "Weather in Paris?"),
@@ -79,7 +74,7 @@ TEST_CASE("a conversation renders as Harmony: system, developer, turns, tool cal
 }
 
 TEST_CASE("a final answer in history drops the analysis before it", "[server][harmony]") {
-  auto tok = tokenizer();
+  auto tok = real_tokenizer();
   const std::vector<ConversationItem> items = {
       message("user", "Hi"), {ConversationItem::Kind::reasoning, "assistant", false, "secret", "", ""},
       message("assistant", "Hello!"), message("user", "Again")};
@@ -119,7 +114,7 @@ TEST_CASE("the constraint spec follows tool_choice and the response format", "[s
 }
 
 TEST_CASE("grammars compile once per spec; a bad one is the compiler's clear error", "[server][harmony]") {
-  auto tok = tokenizer();
+  auto tok = real_tokenizer();
   GrammarCache cache(tok.get(), 2);
   ChatSetup setup = weather_setup();
   setup.tool_choice.mode = ToolChoice::Mode::required;

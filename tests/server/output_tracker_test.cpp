@@ -5,18 +5,13 @@
 
 #include <gptoss.hpp>
 #include "engine/output_tracker.hpp"
-#include "support/paths.hpp"
+#include "support/real_tokenizer.hpp"
 
 using namespace gptoss_server;
 
 namespace {
 
-gptoss::tokenizer tokenizer() {
-  gptoss_tokenizer_t t = nullptr;
-  gptoss::check(gptoss_tokenizer_create_from_file(gptoss::test::tokenizer_json().c_str(), &t),
-                "tokenizer");
-  return gptoss::tokenizer(t);
-}
+using gptoss::test::real_tokenizer;
 
 struct Run {
   std::vector<OutputEvent> events;
@@ -58,7 +53,7 @@ Run track(gptoss_tokenizer_t tok, const std::string& output, bool harmony, std::
 }  // namespace
 
 TEST_CASE("harmony output: analysis, then the final answer", "[server][tracker]") {
-  auto tok = tokenizer();
+  auto tok = real_tokenizer();
   const Run r = track(tok.get(),
                       "<|channel|>analysis<|message|>Think it over.<|end|>"
                       "<|start|>assistant<|channel|>final<|message|>Paris.<|return|>",
@@ -78,7 +73,7 @@ TEST_CASE("harmony output: analysis, then the final answer", "[server][tracker]"
 }
 
 TEST_CASE("harmony output: a tool call is a message to functions.NAME", "[server][tracker]") {
-  auto tok = tokenizer();
+  auto tok = real_tokenizer();
   const Run r = track(tok.get(),
                       "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\":\"Oslo\"}<|call|>",
                       true);
@@ -90,7 +85,7 @@ TEST_CASE("harmony output: a tool call is a message to functions.NAME", "[server
 }
 
 TEST_CASE("harmony output: a call on the analysis channel is not reasoning", "[server][tracker]") {
-  auto tok = tokenizer();
+  auto tok = real_tokenizer();
   const std::string think = "<|channel|>analysis<|message|>Let me look.<|end|>";
   const Run r = track(tok.get(), think + "<|start|>assistant to=functions.lookup<|channel|>analysis <|constrain|>json<|message|>{}<|call|>",
                       true);
@@ -99,7 +94,7 @@ TEST_CASE("harmony output: a call on the analysis channel is not reasoning", "[s
 }
 
 TEST_CASE("harmony output: stop strings end the answer, not the reasoning", "[server][tracker]") {
-  auto tok = tokenizer();
+  auto tok = real_tokenizer();
   const Run r = track(tok.get(),
                       "<|channel|>analysis<|message|>say STOP here<|end|>"
                       "<|start|>assistant<|channel|>final<|message|>one two STOP three<|return|>",
@@ -109,7 +104,7 @@ TEST_CASE("harmony output: stop strings end the answer, not the reasoning", "[se
 }
 
 TEST_CASE("harmony output: malformed output is recovered as text, never an error", "[server][tracker]") {
-  auto tok = tokenizer();
+  auto tok = real_tokenizer();
   // No <|channel|> at all: the whole output is a header that never ends.
   Run r = track(tok.get(), "just some words", true);
   CHECK(r.trace() == "[+/]just some words[-]");
@@ -124,7 +119,7 @@ TEST_CASE("harmony output: malformed output is recovered as text, never an error
 }
 
 TEST_CASE("harmony output: a header the length limit cuts is not content", "[server][tracker]") {
-  auto tok = tokenizer();
+  auto tok = real_tokenizer();
   // A tool call's header cut after its recipient: no text, no log-probabilities.
   Run r = track(tok.get(), " to=functions.get_weather", true, {}, true);
   CHECK(r.trace().empty());
@@ -143,7 +138,7 @@ TEST_CASE("harmony output: a header the length limit cuts is not content", "[ser
 }
 
 TEST_CASE("raw text: every token's bytes, UTF-8 whole, stop strings", "[server][tracker]") {
-  auto tok = tokenizer();
+  auto tok = real_tokenizer();
   Run r = track(tok.get(), "Once upon a time <|start|> 漢字", false);
   CHECK(r.trace() == "[+/]Once upon a time <|start|> 漢字[-]");
   CHECK(r.logprobs() ==

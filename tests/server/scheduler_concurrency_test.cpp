@@ -26,13 +26,13 @@ constexpr int kClients = 4;
 constexpr int kJobsPerClient = 2;
 constexpr size_t kMaxTokens = 6;
 
-struct Engine {
+struct ScalarEngine {
   gptoss::test::ModelPtr model;
   gptoss::tokenizer tokenizer;
   Metrics metrics;
   std::unique_ptr<Scheduler> scheduler;
 
-  explicit Engine(size_t kv_tokens, size_t prefix_cache) {
+  explicit ScalarEngine(size_t kv_tokens, size_t prefix_cache) {
     setenv("GPTOSS_CPU_ISA", "scalar", 1);  // read when the model opens its device
     model = gptoss::test::load_conformance_model(Format::hf, 0, gptoss_precision_exact);
     gptoss_tokenizer_t t = nullptr;
@@ -68,14 +68,14 @@ GenerationSpec spec(int client, int j) {
   return s;
 }
 
-struct Outcome {
+struct JobOutcome {
   std::string text;
   Finish finish;
 };
 
 // Reads a job to its end; cancels it after its first event when `cancel`.
-Outcome follow(Job& job, bool cancel) {
-  Outcome out;
+JobOutcome follow(Job& job, bool cancel) {
+  JobOutcome out;
   for (;;) {
     std::vector<OutputEvent> events;
     auto finish = job.take(events, std::chrono::milliseconds(50));
@@ -97,21 +97,21 @@ TEST_CASE("scheduler: concurrent clients submit, stream and cancel; outputs are 
   // Each job alone first, on its own engine.
   std::map<std::pair<int, int>, std::string> alone;
   {
-    Engine e(4096, 0);
+    ScalarEngine e(4096, 0);
     for (int c = 0; c < kClients; ++c)
       for (int j = 0; j < kJobsPerClient; ++j) alone[{c, j}] = follow(*e.scheduler->submit(spec(c, j)), false).text;
   }
 
   // 64 tokens of KV for four sequences of up to 20 tokens: admission waits for pages, and
   // finished sequences go to the prefix cache and are evicted from it.
-  Engine e(64, 4);
+  ScalarEngine e(64, 4);
   GrammarCache grammars(e.tokenizer.get(), 2);
   const std::vector<std::string> grammar_specs = {
       R"({"tool_choice": "none"})", R"({"response_format": {"type": "json_object"}})",
       R"({"response_format": {"type": "json_schema", "schema": {"type": "integer"}}})"};
   std::atomic<bool> done{false};
   std::atomic<int> failures{0};
-  std::map<std::pair<int, int>, Outcome> together;
+  std::map<std::pair<int, int>, JobOutcome> together;
   std::mutex together_mutex;
 
   std::vector<std::thread> clients;
@@ -121,7 +121,7 @@ TEST_CASE("scheduler: concurrent clients submit, stream and cancel; outputs are 
         // Grammars compiled and evicted from several threads at once (a cache of 2 for 3 specs).
         if (!grammars.harmony(grammar_specs[size_t(c + j) % grammar_specs.size()])) ++failures;
         const bool cancel = (c + j) % 3 == 2;
-        Outcome o = follow(*e.scheduler->submit(spec(c, j)), cancel);
+        JobOutcome o = follow(*e.scheduler->submit(spec(c, j)), cancel);
         std::lock_guard lock(together_mutex);
         together[{c, j}] = std::move(o);
       }
@@ -157,7 +157,7 @@ TEST_CASE("scheduler: concurrent clients submit, stream and cancel; outputs are 
 TEST_CASE("scheduler: drain and cancel_all from another thread while clients submit",
           "[server][scheduler][concurrency]") {
   REQUIRE(prompt_tokens().size() >= 4 * kJobsPerClient + 8 + 2 * kClients);
-  Engine e(4096, 2);
+  ScalarEngine e(4096, 2);
   std::atomic<int> accepted{0}, refused{0}, unfinished{0};
   std::vector<std::thread> clients;
   for (int c = 0; c < kClients; ++c)
@@ -174,7 +174,7 @@ TEST_CASE("scheduler: drain and cancel_all from another thread while clients sub
           continue;
         }
         ++accepted;
-        const Outcome o = follow(*job, false);
+        const JobOutcome o = follow(*job, false);
         if (o.finish.reason != FinishReason::length && o.finish.reason != FinishReason::cancelled) ++unfinished;
       }
     });

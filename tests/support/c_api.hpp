@@ -20,6 +20,9 @@ namespace gptoss::test {
     REQUIRE(st_ == gptoss_status_success);                                             \
   } while (0)
 
+// The calling thread's last error message, as a std::string (for INFO and CHECK).
+inline std::string last_error() { return gptoss_get_last_error_message(); }
+
 struct ModelDeleter { void operator()(gptoss_model* m) const { gptoss_model_release(m); } };
 struct ContextDeleter { void operator()(gptoss_context* c) const { gptoss_context_release(c); } };
 struct SamplerDeleter { void operator()(gptoss_sampler* s) const { gptoss_sampler_release(s); } };

@@ -25,7 +25,7 @@ namespace gptoss::cpu::test {
 namespace {
 
 // w (bf16, rows a multiple of 16) repacked, owning its data.
-Weight lanes_of(const Weight& w) {
+Weight bf16_lanes_of(const Weight& w) {
   Weight l = w;
   l.owned_data.assign(w.owned_data.size(), 0);
   repack_bf16_lanes(reinterpret_cast<const uint16_t*>(w.data), w.cols, 0, w.rows / 16,
@@ -63,7 +63,7 @@ long status_kib(const char* key) {
 
 TEST_CASE("bf16 lanes: the repack keeps every weight of every row", "[cpu-bf16-lanes]") {
   const Weight w = random_weight(gptoss_dtype_bf16, 48, 70, 91);
-  const Weight l = lanes_of(w);
+  const Weight l = bf16_lanes_of(w);
   std::vector<float> a(w.cols), b(w.cols), part(9);
   for (size_t r = 0; r < w.rows; ++r) {
     decode_row(w, r, a.data());
@@ -102,7 +102,7 @@ TEST_CASE("bf16 lanes: each level's repack writes the scalar repack's bytes", "[
 
 TEST_CASE("bf16 lanes: the reference is the fp32 matmul, summed in k order", "[cpu-bf16-lanes]") {
   const Weight w = random_weight(gptoss_dtype_bf16, 32, 2880, 92);
-  const Weight l = lanes_of(w);
+  const Weight l = bf16_lanes_of(w);
   const size_t T = 3;
   const std::vector<float> x = random_floats(T * w.cols, 93, -3.0f, 3.0f);
   std::vector<float> y(T * w.rows), row(w.cols);
@@ -139,7 +139,7 @@ TEST_CASE("bf16 lanes: each level's kernel gives the reference's bits, each toke
   for (size_t n_tok : {1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 13, 16, 17, 40, 64}) {
     const size_t rows = 16 * (1 + rng() % 13);  // 1 to 13 tiles: every remainder of 4 tiles
     const size_t cols = 2 * (1 + rng() % 1500);
-    const Weight w = lanes_of(random_weight(gptoss_dtype_bf16, rows, cols, uint32_t(rng())));
+    const Weight w = bf16_lanes_of(random_weight(gptoss_dtype_bf16, rows, cols, uint32_t(rng())));
     const std::vector<float> x = random_floats(n_tok * cols, uint32_t(rng()), -2.0f, 2.0f);
     std::vector<float> want(n_tok * rows);
     matmul_bf16_lanes_reference(w, 0, rows, x.data(), cols, n_tok, want.data(), rows);
@@ -331,7 +331,7 @@ TEST_CASE("bf16 lanes: the linear op over a repacked weight gives the reference'
     WARN("this CPU has no level with the bf16 lanes kernel (AVX-512): it is not tested");
     return;
   }
-  const Weight w = lanes_of(random_weight(gptoss_dtype_bf16, 160, 2880, 95));
+  const Weight w = bf16_lanes_of(random_weight(gptoss_dtype_bf16, 160, 2880, 95));
   const Weight bias = random_weight(gptoss_dtype_bf16, 1, 160, 96);
   for (size_t n_tok : {1, 8, 100}) {
     const std::vector<float> x = random_floats(n_tok * w.cols, 97);

@@ -31,7 +31,7 @@ namespace {
 std::vector<Isa> q16_isas() { return isas_with(&Kernels::matmul_q8_0_q16); }
 std::vector<Isa> quantize_q16_isas() { return isas_with(&Kernels::quantize_q16); }
 
-void check_quantize(Isa isa, size_t n_tok, size_t cols) {
+void check_quantize_q16(Isa isa, size_t n_tok, size_t cols) {
   const auto x = outlier_activations(n_tok, cols, uint32_t(cols + n_tok));
   Q16Storage ref_mem, got_mem;
   Q16Acts& ref = ref_mem.prepare(n_tok, cols);
@@ -127,7 +127,7 @@ void check_shape(Isa isa, size_t rows, size_t cols, size_t n_tok, size_t first =
 TEST_CASE("q16: quantization is bit-identical to the reference", "[cpu-kernels][q16]") {
   for (Isa isa : quantize_q16_isas())
     for (size_t cols : {32, 64, 96, 544, 2880})
-      for (size_t n_tok : {1, 3}) check_quantize(isa, n_tok, cols);
+      for (size_t n_tok : {1, 3}) check_quantize_q16(isa, n_tok, cols);
   if (quantize_q16_isas().empty()) WARN("no level of this CPU has the int16 kernels: not tested");
 }
 
@@ -268,7 +268,7 @@ namespace {
 std::vector<Isa> q16_lanes_isas() { return isas_with(&Kernels::matmul_q8_0_lanes_q16); }
 
 // w (rows % 16 == 0) repacked as the upload repacks it.
-Weight lanes_of(const Weight& w) {
+Weight q8_0_lanes_of(const Weight& w) {
   Weight l = w;
   l.owned_data.assign(w.owned_data.size(), 0xa5);
   repack_q8_0_lanes(w.data, w.cols, 0, w.rows / 16, l.owned_data.data());
@@ -308,7 +308,7 @@ TEST_CASE("q16 lanes: the repack keeps every weight and step (decode_row reads b
     const size_t rows = 16 * (1 + rng() % 12), cols = 32 * (1 + rng() % 40);
     const Weight w = random_weight(gptoss_dtype_q8_0, rows, cols, uint32_t(rng()));
     INFO(rows << "x" << cols);
-    CHECK(rows_decoded_differently(w, lanes_of(w), 1, true) == 0);
+    CHECK(rows_decoded_differently(w, q8_0_lanes_of(w), 1, true) == 0);
   }
 }
 
@@ -331,7 +331,7 @@ TEST_CASE("q16 lanes: the repacked layout gives the sixteen chains' bits at ever
     shapes.push_back({16 * (1 + rng() % 20), 32 * (1 + rng() % 100), 1 + rng() % 40});
   for (const Shape& sh : shapes) {
     const Weight w = random_weight(gptoss_dtype_q8_0, sh.rows, sh.cols, uint32_t(rng()));
-    const Weight l = lanes_of(w);
+    const Weight l = q8_0_lanes_of(w);
     const auto x = outlier_activations(sh.n_tok + 1, sh.cols, uint32_t(rng()));
     for (Isa isa : q16_lanes_isas()) {
       const Kernels& k = kernels_for(isa);
@@ -368,7 +368,7 @@ TEST_CASE("q16 lanes: the chooser and the upload", "[cpu-kernels][q16]") {
   const Weight src = random_weight(gptoss_dtype_q8_0, 64, 96, 95);
   for (Isa isa : q16_lanes_isas()) {
     const Kernels& k = kernels_for(isa);
-    const Weight l = lanes_of(src);
+    const Weight l = q8_0_lanes_of(src);
     for (size_t n : {1, 2, 5, 8, 64}) {
       INFO(isa_name(isa) << " " << n << " tokens");
       CHECK(choose_matmul(k, l, n, n, true) == MatmulKernel::q16_lanes);

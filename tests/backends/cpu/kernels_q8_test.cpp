@@ -36,7 +36,7 @@ std::vector<Isa> q8_isas() { return isas_with(&Kernels::matmul_mxfp4_q8); }
 
 std::vector<Isa> q8_0_isas() { return isas_with(&Kernels::matmul_q8_0_q8); }
 
-void check_quantize(Isa isa, size_t n_tok, size_t cols) {
+void check_quantize_q8(Isa isa, size_t n_tok, size_t cols) {
   const auto x = outlier_activations(n_tok, cols, uint32_t(cols + n_tok));
   Q8Storage ref_mem, got_mem;
   Q8Acts& ref = ref_mem.prepare(n_tok, cols);
@@ -161,7 +161,7 @@ void check_matmul_q8_0(Isa isa, size_t rows, size_t cols, size_t n_tok, size_t f
 TEST_CASE("q8: quantization is bit-identical to the reference", "[cpu-kernels][q8]") {
   for (Isa isa : q8_isas())
     for (size_t cols : {32, 64, 96, 544, 2880})
-      for (size_t n_tok : {1, 3}) check_quantize(isa, n_tok, cols);
+      for (size_t n_tok : {1, 3}) check_quantize_q8(isa, n_tok, cols);
 }
 
 TEST_CASE("q8: MXFP4 x int8 matmul, tails of rows, blocks and tokens", "[cpu-kernels][q8]") {

@@ -24,7 +24,7 @@ namespace {
 std::vector<Isa> mxfp4_lanes_isas() { return isas_with(&Kernels::matmul_mxfp4_lanes_q8); }
 
 // w (MXFP4, rows % 16 == 0) repacked as the upload does.
-Weight lanes_of(const Weight& w) {
+Weight mxfp4_lanes_of(const Weight& w) {
   Weight l = w;
   l.owned_data.assign(w.owned_data.size(), 0);
   l.owned_scales.assign(w.owned_scales.size(), 0);
@@ -50,7 +50,7 @@ TEST_CASE("mxfp4 lanes: the repack keeps every code and scale (decode_row reads 
     const size_t rows = 16 * (1 + rng() % 6);
     const Weight w = random_weight(gptoss_dtype_mxfp4, rows, c, uint32_t(rng()));
     INFO(rows << "x" << c);
-    CHECK(rows_decoded_differently(w, lanes_of(w), 1, true) == 0);
+    CHECK(rows_decoded_differently(w, mxfp4_lanes_of(w), 1, true) == 0);
   }
 }
 
@@ -63,7 +63,7 @@ TEST_CASE("mxfp4 lanes: each level's repack writes the scalar repack's bytes",
   for (int shape = 0; shape < 8; ++shape) {
     const size_t tiles = 1 + rng() % 6, cols = shape == 0 ? 2880 : 32 * (1 + rng() % 100);
     const Weight w = random_weight(gptoss_dtype_mxfp4, 16 * tiles, cols, uint32_t(rng()));
-    const Weight want = lanes_of(w);
+    const Weight want = mxfp4_lanes_of(w);
     for (Isa isa : mxfp4_lanes_isas()) {
       INFO(isa_name(isa) << " " << 16 * tiles << "x" << cols);
       // Tiles in two calls, as the upload's chunks take them; the bytes around left alone.
@@ -99,7 +99,7 @@ TEST_CASE("mxfp4 lanes: the repacked layout gives the rows' bits at every token 
     const int min_exp = rng() % 2 ? -20 : -1;
     const Weight w =
         random_weight(gptoss_dtype_mxfp4, sh.rows, sh.cols, uint32_t(rng()), 0, min_exp);
-    const Weight l = lanes_of(w);
+    const Weight l = mxfp4_lanes_of(w);
     const auto x = outlier_activations(sh.n_tok + 1, sh.cols, uint32_t(rng()));
     for (Isa isa : mxfp4_lanes_isas()) {
       const Kernels& k = kernels_for(isa);
@@ -143,7 +143,7 @@ TEST_CASE("mxfp4 lanes: the chooser and the upload", "[cpu-kernels][q8]") {
   const Weight src = random_weight(gptoss_dtype_mxfp4, rows, cols, 7, experts);
   for (Isa isa : mxfp4_lanes_isas()) {
     const Kernels& k = kernels_for(isa);
-    const Weight l = lanes_of(src);
+    const Weight l = mxfp4_lanes_of(src);
     for (size_t n : {1, 2, 5, 8, 17, 64}) {
       INFO(isa_name(isa) << " " << n << " tokens");
       CHECK(choose_matmul(k, l, n, n, true) == MatmulKernel::q8_lanes);
