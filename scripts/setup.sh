@@ -24,6 +24,8 @@ pkgs=(build-essential cmake pkg-config libfmt-dev libspdlog-dev nlohmann-json3-d
 if [ $build_only -eq 0 ]; then
 # The test suite's tools: ABI checks, structured-output validation, the PostgreSQL store.
 pkgs+=(abigail-tools python3-jsonschema postgresql)
+# scripts/test.sh's release build and the Python package's build share objects through ccache.
+pkgs+=(ccache)
 # The fuzz build (docs/reliability.md): clang 14, its libFuzzer and sanitizer runtimes, and
 # llvm-symbolizer for readable crash reports.
 pkgs+=(clang-14 libclang-rt-14-dev llvm-14)
