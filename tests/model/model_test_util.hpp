@@ -13,14 +13,12 @@
 
 #include "libgptoss/common/error.hpp"
 #include "libgptoss/model/weights.hpp"
-#include "support/paths.hpp"
 
 namespace gptoss::test {
 
 constexpr size_t kMiB = size_t(1) << 20;
 
-// The conformance model's HF checkpoint, and open options that leave its tokenizer unread.
-inline std::string conformance_hf_dir() { return logits_dir() + "/model-hf"; }
+// Open options that leave the checkpoint's tokenizer unread.
 inline OpenOptions no_tokenizer() {
   OpenOptions o;
   o.load_tokenizer = false;

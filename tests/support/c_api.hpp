@@ -51,7 +51,7 @@ inline ModelPtr load_conformance_model(Format f = Format::hf, uint32_t num_layer
   o.num_layers = num_layers;
   o.precision = precision;
   const std::string tok = tokenizer_json();
-  std::string path = logits_dir() + (f == Format::hf ? "/model-hf" : "/model.gguf");
+  std::string path = f == Format::hf ? conformance_hf_dir() : logits_dir() + "/model.gguf";
   if (f == Format::hf) o.tokenizer_path = tok.c_str();
   gptoss_model_t m = nullptr;
   GPTOSS_REQUIRE_OK(gptoss_model_create_with_options(path.c_str(), &o, &m));

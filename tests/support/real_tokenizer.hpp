@@ -7,10 +7,6 @@
 
 namespace gptoss::test {
 
-inline gptoss::tokenizer real_tokenizer() {
-  gptoss_tokenizer_t t = nullptr;
-  gptoss::check(gptoss_tokenizer_create_from_file(tokenizer_json().c_str(), &t), "tokenizer");
-  return gptoss::tokenizer(t);
-}
+inline gptoss::tokenizer real_tokenizer() { return gptoss::tokenizer::from_file(tokenizer_json()); }
 
 }  // namespace gptoss::test
